@@ -1,0 +1,27 @@
+import { Command, CommanderError } from 'commander';
+import { formatError, WeirError } from '../errors.ts';
+import { WEIR_VERSION } from '../version.ts';
+import { demoCommand } from './commands/demo.ts';
+import { kafkaCommand } from './commands/kafka.ts';
+
+const program = new Command('weir')
+  .description('Exactly-once stream processing over Kafka for TypeScript')
+  .version(WEIR_VERSION)
+  .showHelpAfterError('(add --help for usage)')
+  .exitOverride()
+  .configureOutput({ outputError: (text, write) => write(text) });
+
+program.addCommand(kafkaCommand());
+program.addCommand(demoCommand());
+
+try {
+  await program.parseAsync(process.argv);
+} catch (error) {
+  if (error instanceof CommanderError) {
+    // Commander already printed the message (or help/version, which exit 0).
+    process.exitCode = error.exitCode;
+  } else {
+    console.error(formatError(error));
+    process.exitCode = error instanceof WeirError && error.code === 'NOT_RUNNING' ? 3 : 1;
+  }
+}

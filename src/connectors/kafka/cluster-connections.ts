@@ -1,0 +1,93 @@
+import { type Connection, type ConnectionOptions, ConnectionPool, metadataV12 } from '@platformatic/kafka';
+import { WeirError } from '../../errors.ts';
+import { type BrokerAddress, formatBootstrap } from './bootstrap.ts';
+
+export interface PartitionInfo {
+  partition: number;
+  leaderId: number;
+  leaderEpoch: number;
+}
+
+export interface TopicInfo {
+  name: string;
+  topicId: string;
+  partitions: PartitionInfo[];
+}
+
+/**
+ * Connections to a cluster's brokers, by node id, for the protocol-level parts of Weir (the
+ * read_committed reader, the transaction driver). TLS and SASL options pass through to every
+ * connection.
+ */
+export class ClusterConnections {
+  readonly bootstrap: readonly BrokerAddress[];
+  readonly #pool: ConnectionPool;
+  #brokers = new Map<number, BrokerAddress>();
+
+  constructor(bootstrap: readonly BrokerAddress[], options: ConnectionOptions & { clientId?: string } = {}) {
+    this.bootstrap = bootstrap;
+    const { clientId = 'weir', ...connectionOptions } = options;
+    this.#pool = new ConnectionPool(clientId, { connectTimeout: 5_000, requestTimeout: 30_000, ...connectionOptions });
+  }
+
+  /** A connection to any reachable bootstrap broker. */
+  async any(): Promise<Connection> {
+    try {
+      return await this.#pool.getFirstAvailable([...this.bootstrap]);
+    } catch (error) {
+      throw new WeirError('BROKER_UNREACHABLE', `cannot reach Kafka at ${formatBootstrap(this.bootstrap)}`, {
+        hint: 'start a local broker with `weir kafka start`, or set KAFKA_BROKERS to a reachable cluster',
+        fault: 'external',
+        retriable: true,
+        cause: error,
+      });
+    }
+  }
+
+  /** A connection to the broker with this node id (as the latest metadata named it). */
+  async node(nodeId: number): Promise<Connection> {
+    let broker = this.#brokers.get(nodeId);
+    if (broker === undefined) {
+      await this.metadata([]);
+      broker = this.#brokers.get(nodeId);
+    }
+    if (broker === undefined) {
+      throw new WeirError('UNKNOWN_BROKER', `the cluster has no broker with node id ${nodeId}`, { fault: 'external', retriable: true });
+    }
+    return this.#pool.get(broker);
+  }
+
+  async metadata(topics: string[]): Promise<metadataV12.MetadataResponse> {
+    const response = await metadataV12.api.async(await this.any(), topics, false, false);
+    this.#brokers = new Map(response.brokers.map((broker) => [broker.nodeId, { host: broker.host, port: broker.port }]));
+    return response;
+  }
+
+  /** Partitions and leaders of a topic; an unknown topic is an error naming it. */
+  async topic(name: string): Promise<TopicInfo> {
+    const response = await this.metadata([name]);
+    const topic = response.topics.find((entry) => entry.name === name);
+    if (topic === undefined || topic.errorCode === 3) {
+      throw new WeirError('UNKNOWN_TOPIC', `topic "${name}" does not exist on ${formatBootstrap(this.bootstrap)}`, {
+        hint: 'create it first, or check the topic name',
+      });
+    }
+    if (topic.errorCode !== 0) {
+      throw new WeirError('TOPIC_METADATA_FAILED', `metadata for topic "${name}" failed with Kafka error code ${topic.errorCode}`, {
+        fault: 'external',
+        retriable: true,
+      });
+    }
+    return {
+      name,
+      topicId: topic.topicId,
+      partitions: topic.partitions
+        .map((partition) => ({ partition: partition.partitionIndex, leaderId: partition.leaderId, leaderEpoch: partition.leaderEpoch }))
+        .sort((a, b) => a.partition - b.partition),
+    };
+  }
+
+  async close(): Promise<void> {
+    await this.#pool.close();
+  }
+}

@@ -1,0 +1,80 @@
+import { execFile } from 'node:child_process';
+import { createHash } from 'node:crypto';
+import { existsSync } from 'node:fs';
+import { mkdir, readFile } from 'node:fs/promises';
+import { homedir } from 'node:os';
+import { join } from 'node:path';
+import { fileURLToPath } from 'node:url';
+import { promisify } from 'node:util';
+import { WeirError } from '../errors.ts';
+
+const run = promisify(execFile);
+
+/** The folder holding the broker's POM and logging configuration, shipped with the package. */
+export const kafkaAssetsDir = fileURLToPath(new URL('../../kafka/', import.meta.url));
+const pomPath = join(kafkaAssetsDir, 'pom.xml');
+
+export interface KafkaDistribution {
+  kafkaVersion: string;
+  /** The runtime classpath, jars in Maven's own cache. */
+  classpath: string;
+}
+
+/** The Kafka version the POM pins. */
+export async function pinnedKafkaVersion(): Promise<string> {
+  const pom = await readFile(pomPath, 'utf8');
+  const version = /<kafka\.version>([^<]+)<\/kafka\.version>/.exec(pom)?.[1];
+  if (version === undefined) throw new WeirError('INTERNAL', `${pomPath} names no kafka.version`, { fault: 'internal' });
+  return version;
+}
+
+/** Where the resolved classpath lists are kept: $XDG_CACHE_HOME/weir, else ~/.cache/weir. */
+export function classpathCacheDir(): string {
+  return join(process.env.XDG_CACHE_HOME || join(homedir(), '.cache'), 'weir');
+}
+
+/**
+ * Resolves the broker's classpath with Maven (downloading into ~/.m2 on first use) and caches the
+ * list, keyed by the POM's hash. A cached list whose jars have vanished is resolved again.
+ */
+export async function resolveKafkaDistribution(log: (line: string) => void = () => {}, cacheDir = classpathCacheDir()): Promise<KafkaDistribution> {
+  const pom = await readFile(pomPath, 'utf8');
+  const kafkaVersion = await pinnedKafkaVersion();
+  const key = createHash('sha256').update(pom).digest('hex').slice(0, 16);
+  const cacheFile = join(cacheDir, `classpath-${key}.txt`);
+  if (existsSync(cacheFile)) {
+    const classpath = (await readFile(cacheFile, 'utf8')).trim();
+    if (classpath.split(':').every((jar) => existsSync(jar))) return { kafkaVersion, classpath };
+  }
+  await requireCommand('mvn', ['-v'], 'Maven (mvn)', 'install Maven 3.6+ (for example `apt-get install maven`)');
+  log(`fetching Apache Kafka ${kafkaVersion} from Maven Central (first use only)...`);
+  await mkdir(cacheDir, { recursive: true });
+  try {
+    await run('mvn', ['-B', '-q', '-f', pomPath, 'dependency:build-classpath', '-DincludeScope=runtime', `-Dmdep.outputFile=${cacheFile}`], {
+      maxBuffer: 16 * 1024 * 1024,
+    });
+  } catch (error) {
+    const output = error as { stdout?: string; stderr?: string };
+    const tail = `${output.stdout ?? ''}${output.stderr ?? ''}`.trim().split('\n').slice(-15).join('\n');
+    throw new WeirError('KAFKA_FETCH_FAILED', `Maven could not fetch Apache Kafka ${kafkaVersion}:\n${tail}`, {
+      hint: 'check that Maven Central is reachable (or a mirror in ~/.m2/settings.xml), or set KAFKA_BROKERS to use an existing cluster',
+      fault: 'external',
+      retriable: true,
+    });
+  }
+  return { kafkaVersion, classpath: (await readFile(cacheFile, 'utf8')).trim() };
+}
+
+/** Fails with a clear error when a command is not installed. */
+export async function requireCommand(command: string, args: string[], what: string, install: string): Promise<void> {
+  try {
+    await run(command, args);
+  } catch (error) {
+    if ((error as NodeJS.ErrnoException).code === 'ENOENT') {
+      throw new WeirError('MISSING_TOOL', `${what} is not installed, and the local Kafka broker needs it`, {
+        hint: `${install}, or set KAFKA_BROKERS to use an existing cluster`,
+      });
+    }
+    throw error;
+  }
+}
