@@ -1,0 +1,79 @@
+import { deserialize, serialize } from 'node:v8';
+import { crc32 } from 'node:zlib';
+import { WeirError } from '../errors.ts';
+import type { DataInputDeserializer } from './data-input-deserializer.ts';
+import type { StateKind } from './state-types.ts';
+
+/**
+ * What the keyed and the operator state snapshots share: magic bytes, the format version, CRC-32
+ * checks and how values are written. Integers are little-endian. Values (and keys) are written with
+ * `node:v8` serialize, so state values must be structured-cloneable: primitives, plain objects,
+ * arrays, Map, Set, Date, RegExp, typed arrays, Error; no functions or symbols, and class instances
+ * come back as plain objects.
+ */
+
+/** The snapshot format version this Weir writes and the newest it reads. */
+export const STATE_SNAPSHOT_FORMAT_VERSION = 1;
+/** "WKSB": Weir keyed state backend. */
+export const KEYED_STATE_MAGIC = Uint8Array.of(0x57, 0x4b, 0x53, 0x42);
+/** "WOSB": Weir operator state backend. */
+export const OPERATOR_STATE_MAGIC = Uint8Array.of(0x57, 0x4f, 0x53, 0x42);
+
+const KIND_CODES: Record<StateKind, number> = { value: 1, list: 2, map: 3, reducing: 4, aggregating: 5 };
+const KINDS: readonly (StateKind | undefined)[] = [undefined, 'value', 'list', 'map', 'reducing', 'aggregating'];
+
+export function stateKindCode(kind: StateKind): number {
+  return KIND_CODES[kind];
+}
+
+export function stateKindOfCode(code: number, input: DataInputDeserializer): StateKind {
+  const kind = KINDS[code];
+  if (kind === undefined) throw input.corrupt(`unknown state kind code ${code}`);
+  return kind;
+}
+
+export function checksum(bytes: Uint8Array): number {
+  return crc32(bytes) >>> 0;
+}
+
+/**
+ * Reads and checks the magic bytes and the format version; returns the version. An unknown magic is
+ * a corrupt (or foreign) file; a newer version is a Weir too old to read it.
+ */
+export function readSnapshotHeader(input: DataInputDeserializer, magic: Uint8Array, kind: string): number {
+  const actual = input.readBytes(magic.length, 'the magic bytes');
+  if (!actual.equals(magic)) {
+    throw input.corrupt(`it does not start with the magic bytes of a ${kind} snapshot (${Buffer.from(magic).toString('latin1')})`);
+  }
+  const version = input.readUint16('the format version');
+  if (version === 0) throw input.corrupt('its format version is 0');
+  if (version > STATE_SNAPSHOT_FORMAT_VERSION) {
+    throw new WeirError(
+      'STATE_SNAPSHOT_VERSION',
+      `${input.source}: state snapshot format version ${version} is newer than this Weir supports (${STATE_SNAPSHOT_FORMAT_VERSION})`,
+      { hint: 'restore with the Weir version that took the checkpoint, or a newer one' },
+    );
+  }
+  return version;
+}
+
+/** v8-serializes `value`; a value that cannot be cloned is the user's error naming `what`. */
+export function serializeStateValue(value: unknown, what: string): Buffer {
+  try {
+    return serialize(value);
+  } catch (error) {
+    throw new WeirError('STATE_NOT_SERIALIZABLE', `${what} holds a value that cannot be written to a snapshot: ${(error as Error).message}`, {
+      hint: 'state values must be structured-cloneable: primitives, plain objects, arrays, Map, Set, Date, typed arrays; no functions, symbols or class instances with behaviour',
+      cause: error,
+    });
+  }
+}
+
+/** v8-deserializes a blob written by {@link serializeStateValue}. */
+export function deserializeStateValue(bytes: Uint8Array, input: DataInputDeserializer, what: string): unknown {
+  try {
+    return deserialize(bytes);
+  } catch (error) {
+    throw input.corrupt(`${what} cannot be read (${(error as Error).message})`, error);
+  }
+}
