@@ -1,0 +1,7 @@
+/** Where one checkpoint or savepoint lives: its folder, what it is, and its checkpoint id. */
+export interface CheckpointLocation {
+  kind: 'checkpoint' | 'savepoint';
+  checkpointId: number;
+  /** The absolute path of the folder (`<checkpoint dir>/chk-<N>` or `<checkpoint dir>/savepoints/savepoint-<N>-<hex>`). */
+  path: string;
+}
