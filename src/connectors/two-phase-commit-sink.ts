@@ -1,0 +1,136 @@
+import { WeirError } from '../errors.ts';
+import { type OperatorContext, StreamOperator } from '../runtime/stream-operator.ts';
+import type { ListState } from '../state/state-types.ts';
+import type { DeliveryGuarantee, Sink } from './sink.ts';
+
+/** The version of the committable entries a two-phase-commit sink keeps in its checkpointed state. */
+export const COMMITTABLE_STATE_VERSION = 1;
+
+interface PendingCommittable<C> {
+  version: number;
+  /** The checkpoint whose barrier pre-committed it. */
+  checkpointId: number;
+  /** The subtask that wrote it (so a restore at another parallelism knows who commits it). */
+  subtaskIndex: number;
+  committable: C;
+}
+
+/** What a sink learns at start about the run it recovers from. */
+export interface RecoveryContext<C> {
+  subtaskIndex: number;
+  parallelism: number;
+  restoredCheckpointId: number | undefined;
+  /** Every committable of the restored checkpoint, of all subtasks (each subtask re-commits its own share). */
+  allRestoredCommittables: C[];
+}
+
+/**
+ * The part of a two-phase-commit sink that knows its external system (Flink's
+ * TwoPhaseCommitSinkFunction hooks). Commits must be idempotent: a commit of what is already
+ * committed succeeds. A commit that finds its data gone must throw {@link dataLoss}: never skip it.
+ */
+export interface TwoPhaseCommitLogic<IN, TXN, C> {
+  /** Called first, with where the sink's subtask runs. */
+  open?(context: OperatorContext): void | Promise<void>;
+  beginTransaction(): TXN | Promise<TXN>;
+  write(transaction: TXN, batch: IN[]): void | Promise<void>;
+  /** Makes everything durable but invisible; null for an empty transaction (nothing is checkpointed). */
+  preCommit(transaction: TXN, checkpointId: number): C | null | Promise<C | null>;
+  commit(committable: C): void | Promise<void>;
+  abort(transaction: TXN): void | Promise<void>;
+  /** After a restore, before any new write: abort what a crashed run left open that the checkpoint does not hold. */
+  abortLingering?(context: RecoveryContext<C>): void | Promise<void>;
+}
+
+export function dataLoss(message: string, hint: string): WeirError {
+  return new WeirError('DATA_LOSS', message, { hint, fault: 'external', retriable: false });
+}
+
+/**
+ * Runs a {@link TwoPhaseCommitLogic}: records go into the current transaction; on barrier N the
+ * transaction is pre-committed and its committable kept as pending[N] in the sink's checkpointed
+ * state, and a new one begins; on "checkpoint N complete" every pending committable up to N is
+ * committed; on restore the committables of the checkpoint are committed again (they may or may
+ * not have been before the crash) and lingering transactions are aborted.
+ */
+export class TwoPhaseCommitSinkOperator<IN, TXN, C> extends StreamOperator<IN, never> {
+  readonly #logic: TwoPhaseCommitLogic<IN, TXN, C>;
+  #state!: ListState<PendingCommittable<C>>;
+  #pending: PendingCommittable<C>[] = [];
+  #transaction: TXN | undefined;
+  #subtaskIndex = 0;
+
+  constructor(logic: TwoPhaseCommitLogic<IN, TXN, C>) {
+    super();
+    this.#logic = logic;
+  }
+
+  override async open(context: OperatorContext): Promise<void> {
+    this.#subtaskIndex = context.subtaskIndex;
+    await this.#logic.open?.(context);
+    this.#state = context.operatorState.getUnionListState<PendingCommittable<C>>('pending-committables');
+    const restored = this.#state.get();
+    for (const entry of restored) {
+      if (entry.version > COMMITTABLE_STATE_VERSION) {
+        throw new WeirError(
+          'UNSUPPORTED_STATE_VERSION',
+          `sink "${context.operatorName}" holds committables of version ${entry.version}, newer than this Weir reads (${COMMITTABLE_STATE_VERSION})`,
+          {
+            hint: 'run the Weir version that wrote the checkpoint',
+          },
+        );
+      }
+    }
+    const mine = restored.filter((entry) => entry.subtaskIndex % context.parallelism === context.subtaskIndex).sort((a, b) => a.checkpointId - b.checkpointId);
+    for (const entry of mine) await this.#logic.commit(entry.committable);
+    await this.#logic.abortLingering?.({
+      subtaskIndex: context.subtaskIndex,
+      parallelism: context.parallelism,
+      restoredCheckpointId: context.restoredCheckpointId,
+      allRestoredCommittables: restored.map((entry) => entry.committable),
+    });
+    this.#pending = [];
+    this.#state.update([]);
+    this.#transaction = await this.#logic.beginTransaction();
+  }
+
+  async processBatch(batch: IN[]): Promise<never[]> {
+    await this.#logic.write(this.#transaction as TXN, batch);
+    return [];
+  }
+
+  override async snapshotState(checkpointId: number): Promise<void> {
+    const committable = await this.#logic.preCommit(this.#transaction as TXN, checkpointId);
+    if (committable !== null) {
+      this.#pending.push({ version: COMMITTABLE_STATE_VERSION, checkpointId, subtaskIndex: this.#subtaskIndex, committable });
+    }
+    this.#state.update(this.#pending);
+    this.#transaction = await this.#logic.beginTransaction();
+  }
+
+  override async notifyCheckpointComplete(checkpointId: number): Promise<void> {
+    // Completing N subsumes everything below it: commit every pending committable up to N, in order.
+    while (this.#pending.length > 0 && (this.#pending[0] as PendingCommittable<C>).checkpointId <= checkpointId) {
+      await this.#logic.commit((this.#pending[0] as PendingCommittable<C>).committable);
+      this.#pending.shift();
+    }
+  }
+
+  override async close(): Promise<void> {
+    if (this.#transaction !== undefined) await this.#logic.abort(this.#transaction);
+    this.#transaction = undefined;
+  }
+}
+
+/** Makes a {@link Sink} of a two-phase-commit logic factory (one logic per subtask). */
+export function twoPhaseCommitSink<IN, TXN, C>(
+  name: string,
+  createLogic: () => TwoPhaseCommitLogic<IN, TXN, C>,
+  deliveryGuarantee: DeliveryGuarantee = 'exactly-once',
+): Sink<IN> {
+  return {
+    name,
+    deliveryGuarantee,
+    createOperator: () => new TwoPhaseCommitSinkOperator<IN, TXN, C>(createLogic()) as unknown as StreamOperator<IN, never>,
+  };
+}

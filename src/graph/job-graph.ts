@@ -1,0 +1,107 @@
+import type { EnvironmentConfig } from '../api/environment-config.ts';
+import { WeirError } from '../errors.ts';
+import { checkParallelism } from '../state/key-group-range-assignment.ts';
+import type { Partitioning, StreamGraph } from './stream-graph.ts';
+
+/** A chain of operators that run in one task, calling each other directly (Flink's JobVertex). */
+export interface JobVertex {
+  id: number;
+  /** Stream node ids, head first. */
+  nodeIds: number[];
+  name: string;
+  parallelism: number;
+  isSource: boolean;
+  isSink: boolean;
+  /** Whether the head operator is keyed (its input is hash-partitioned). */
+  keyed: boolean;
+}
+
+/** A data exchange between two vertices. `streamEdge` indexes StreamGraph.edges (for the key selector). */
+export interface JobEdge {
+  id: number;
+  source: number;
+  target: number;
+  partitioning: Partitioning;
+  streamEdge: number;
+}
+
+/** The physical plan: plain data (no functions), so it can be sent to worker threads. */
+export interface JobGraph {
+  jobName: string;
+  vertices: JobVertex[];
+  edges: JobEdge[];
+  /** uid and name of every stream node, by node id. */
+  nodes: { id: number; uid: string; name: string; kind: 'source' | 'operator' | 'sink' }[];
+  maxParallelism: number;
+}
+
+/**
+ * Turns the logical graph into the physical one: gives every node its uid and parallelism, and
+ * chains a node into its predecessor when the edge between them is `forward`, both have the same
+ * parallelism and neither branches. A forward edge between different parallelisms becomes a
+ * rebalance, as in Flink.
+ */
+export function buildJobGraph(jobName: string, graph: StreamGraph, config: EnvironmentConfig): JobGraph {
+  const parallelismOf = graph.nodes.map((node) => node.parallelism ?? config.parallelism);
+  const uids = new Map<string, string>();
+  const nodes = graph.nodes.map((node, index) => {
+    const parallelism = parallelismOf[index] as number;
+    checkParallelism(parallelism, config.maxParallelism, `parallelism of operator "${node.name}"`);
+    const uid = node.uid === '' ? `${node.kind === 'source' || node.kind === 'sink' ? node.kind : node.name}-${node.id}` : node.uid;
+    const clash = uids.get(uid);
+    if (clash !== undefined) {
+      throw new WeirError('DUPLICATE_UID', `operators "${clash}" and "${node.name}" have the same uid "${uid}"`, { hint: 'give every operator a unique uid' });
+    }
+    uids.set(uid, node.name);
+    return { id: node.id, uid, name: node.name, kind: node.kind };
+  });
+  if (!graph.nodes.some((node) => node.kind === 'source')) {
+    throw new WeirError('EMPTY_JOB', `job "${jobName}" has no source`, { hint: 'start a stream with env.fromSource(...) in build(env)' });
+  }
+
+  const partitioningOf = graph.edges.map((edge) =>
+    edge.partitioning === 'forward' && parallelismOf[edge.source] !== parallelismOf[edge.target] ? 'rebalance' : edge.partitioning,
+  );
+  const chainsInto = (target: number): number | undefined => {
+    const inputs = graph.edges.map((edge, index) => ({ edge, index })).filter(({ edge }) => edge.target === target);
+    if (inputs.length !== 1) return undefined;
+    const { edge, index } = inputs[0] as (typeof inputs)[number];
+    if (partitioningOf[index] !== 'forward') return undefined;
+    if (graph.outputsOf(edge.source).length !== 1) return undefined;
+    return edge.source;
+  };
+
+  const vertexOf = new Map<number, number>();
+  const vertices: JobVertex[] = [];
+  for (const node of graph.nodes) {
+    const predecessor = node.kind === 'source' ? undefined : chainsInto(node.id);
+    if (predecessor !== undefined) {
+      const vertex = vertices[vertexOf.get(predecessor) as number] as JobVertex;
+      vertex.nodeIds.push(node.id);
+      vertex.name = `${vertex.name} -> ${node.name}`;
+      vertex.isSink ||= node.kind === 'sink';
+      vertexOf.set(node.id, vertex.id);
+      continue;
+    }
+    const keyed = graph.inputsOf(node.id).some((edge) => edge.partitioning === 'hash');
+    vertices.push({
+      id: vertices.length,
+      nodeIds: [node.id],
+      name: node.name,
+      parallelism: parallelismOf[node.id] as number,
+      isSource: node.kind === 'source',
+      isSink: node.kind === 'sink',
+      keyed,
+    });
+    vertexOf.set(node.id, vertices.length - 1);
+  }
+
+  const edges: JobEdge[] = [];
+  graph.edges.forEach((edge, index) => {
+    const source = vertexOf.get(edge.source) as number;
+    const target = vertexOf.get(edge.target) as number;
+    if (source === target) return; // chained
+    edges.push({ id: edges.length, source, target, partitioning: partitioningOf[index] as Partitioning, streamEdge: index });
+  });
+  return { jobName, vertices, edges, nodes, maxParallelism: config.maxParallelism };
+}

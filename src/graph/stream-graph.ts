@@ -1,0 +1,81 @@
+import type { Sink } from '../connectors/sink.ts';
+import type { Source } from '../connectors/source.ts';
+import type { StreamOperator } from '../runtime/stream-operator.ts';
+import type { StateKey } from '../state/key-group-range-assignment.ts';
+
+/** How records move from one operator's subtasks to the next's (Flink's StreamPartitioner). */
+export type Partitioning = 'forward' | 'hash' | 'rebalance' | 'broadcast';
+
+export type KeySelector<T> = (record: T) => StateKey;
+
+export interface StreamEdge {
+  source: number;
+  target: number;
+  partitioning: Partitioning;
+  /** For `hash`: the key of each record, hashed to a key group. */
+  keySelector?: KeySelector<unknown> | undefined;
+}
+
+interface StreamNodeBase {
+  id: number;
+  /** Stable identity of the operator's state across job versions. */
+  uid: string;
+  name: string;
+  /** undefined: the environment's parallelism. */
+  parallelism: number | undefined;
+}
+
+export interface SourceNode extends StreamNodeBase {
+  kind: 'source';
+  source: Source<unknown>;
+}
+
+export interface OperatorNode extends StreamNodeBase {
+  kind: 'operator';
+  createOperator: () => StreamOperator<unknown, unknown>;
+  /** For keyed operators: the key of each input record (the same selector the hash exchange used). */
+  keySelector: KeySelector<unknown> | undefined;
+}
+
+export interface SinkNode extends StreamNodeBase {
+  kind: 'sink';
+  sink: Sink<unknown>;
+}
+
+export type StreamNode = SourceNode | OperatorNode | SinkNode;
+
+type DistributiveOmitId<N> = N extends unknown ? Omit<N, 'id'> : never;
+
+/**
+ * The logical plan a job's `build` function produces: operators and the edges between them, in
+ * the order they were declared. Every worker thread builds the same graph from the same job
+ * module, so node ids line up everywhere and functions never cross threads.
+ */
+export class StreamGraph {
+  readonly nodes: StreamNode[] = [];
+  readonly edges: StreamEdge[] = [];
+
+  addNode<N extends StreamNode>(node: DistributiveOmitId<N>): N {
+    const full = { ...node, id: this.nodes.length } as unknown as N;
+    this.nodes.push(full);
+    return full;
+  }
+
+  addEdge(edge: StreamEdge): void {
+    this.edges.push(edge);
+  }
+
+  node(id: number): StreamNode {
+    const node = this.nodes[id];
+    if (node === undefined) throw new Error(`no stream node ${id}`);
+    return node;
+  }
+
+  inputsOf(id: number): StreamEdge[] {
+    return this.edges.filter((edge) => edge.target === id);
+  }
+
+  outputsOf(id: number): StreamEdge[] {
+    return this.edges.filter((edge) => edge.source === id);
+  }
+}

@@ -1,0 +1,54 @@
+import type { ChannelMessage } from './messages.ts';
+
+/** Sends channel messages to wherever the channel's other end runs (another worker, or this one). */
+export type ChannelTransport = (message: ChannelMessage) => void;
+
+/**
+ * The sending end of a channel, with credit-based flow control: the receiver grants a number of
+ * batches, each batch sent uses one, and the receiver returns one after processing a batch. A
+ * sender with no credit left is unavailable: its task takes no more input until credit returns,
+ * which is how a slow sink slows the source while memory stays bounded.
+ */
+export class ChannelWriter {
+  readonly id: number;
+  readonly targetSubtask: number;
+  #credits: number;
+  readonly #send: ChannelTransport;
+  readonly #onCredit: () => void;
+
+  constructor(id: number, targetSubtask: number, initialCredits: number, send: ChannelTransport, onCredit: () => void) {
+    this.id = id;
+    this.targetSubtask = targetSubtask;
+    this.#credits = initialCredits;
+    this.#send = send;
+    this.#onCredit = onCredit;
+  }
+
+  get available(): boolean {
+    return this.#credits > 0;
+  }
+
+  get credits(): number {
+    return this.#credits;
+  }
+
+  sendBatch(batch: unknown[]): void {
+    this.#credits--;
+    this.#send({ c: this.id, d: batch });
+  }
+
+  /** Barriers and end-of-data need no credit: they are small, and must never wait behind it. */
+  sendBarrier(checkpointId: number, folder: string): void {
+    this.#send({ c: this.id, b: checkpointId, f: folder });
+  }
+
+  sendEndOfData(): void {
+    this.#send({ c: this.id, e: 1 });
+  }
+
+  addCredit(credits: number): void {
+    const wasUnavailable = this.#credits <= 0;
+    this.#credits += credits;
+    if (wasUnavailable && this.#credits > 0) this.#onCredit();
+  }
+}

@@ -1,0 +1,360 @@
+import { resolve } from 'node:path';
+import { setTimeout as sleep } from 'node:timers/promises';
+import { pathToFileURL } from 'node:url';
+import { MessageChannel, type MessagePort, Worker } from 'node:worker_threads';
+import { loadJobModule } from '../api/define-job.ts';
+import { type EnvironmentConfig, type EnvironmentConfigInput, parseEnvironmentConfig } from '../api/environment-config.ts';
+import { StreamExecutionEnvironment } from '../api/stream-execution-environment.ts';
+import { CheckpointCoordinator, type CompletedCheckpoint } from '../checkpoint/checkpoint-coordinator.ts';
+import { CheckpointStorage, type StoredCheckpointMetadata } from '../checkpoint/storage/checkpoint-storage.ts';
+import { WeirError } from '../errors.ts';
+import { buildJobGraph, type JobGraph } from '../graph/job-graph.ts';
+import { buildExecutionPlan } from './execution-plan.ts';
+import { injectedFault } from './fault-injection.ts';
+import type { FromWorker, RestoreInfo, ToWorker, WorkerInit } from './messages.ts';
+import { RestartStrategy } from './restart-strategy.ts';
+
+export interface RunJobOptions {
+  /** Path (or file URL) of the job module. */
+  job: string;
+  /** Options over the job's own `config`. */
+  config?: EnvironmentConfigInput;
+  /** Start without restoring the latest checkpoint of the checkpoint folder. */
+  fresh?: boolean;
+  /** Start from this savepoint (or checkpoint) folder. */
+  fromSavepoint?: string;
+  log?: (line: string) => void;
+  onEvent?: (event: JobEvent) => void;
+}
+
+export type JobEvent =
+  | { type: 'started'; attempt: number; restoredCheckpointId: number | undefined }
+  | { type: 'checkpoint-completed'; checkpointId: number }
+  | { type: 'checkpoint-aborted'; checkpointId: number }
+  | { type: 'restarting'; attempt: number; delayMs: number; cause: string }
+  | { type: 'finished' };
+
+export interface JobResult {
+  restarts: number;
+  lastCheckpointId: number | undefined;
+}
+
+/** A handle on a running job: savepoints and stop-with-savepoint act through it. */
+export interface JobClient {
+  readonly graph: JobGraph;
+  readonly config: EnvironmentConfig;
+  triggerSavepoint(): Promise<CompletedCheckpoint>;
+  stopWithSavepoint(): Promise<CompletedCheckpoint>;
+  readonly result: Promise<JobResult>;
+}
+
+/**
+ * The JobManager's part (Flink's JobMaster): loads the job, plans it, starts the worker threads,
+ * runs the checkpoint coordinator, and restarts the job from the latest completed checkpoint when
+ * a task fails, as the restart strategy allows. A new process on the same checkpoint folder
+ * resumes from the latest completed checkpoint.
+ */
+export async function startJob(options: RunJobOptions): Promise<JobClient> {
+  const log = options.log ?? (() => {});
+  const url = options.job.startsWith('file:') ? options.job : pathToFileURL(resolve(options.job)).href;
+  const job = await loadJobModule(url);
+  const config = parseEnvironmentConfig({ ...job.config, ...options.config });
+  const env = new StreamExecutionEnvironment();
+  job.build(env);
+  const graph = buildJobGraph(job.name, env.graph, config);
+
+  for (const node of env.graph.nodes) {
+    if (node.kind === 'sink' && node.sink.deliveryGuarantee === 'exactly-once' && config.checkpointing === undefined) {
+      throw new WeirError(
+        'EXACTLY_ONCE_WITHOUT_CHECKPOINTING',
+        `sink "${node.name}" is exactly-once, but checkpointing is off: it would never commit its output`,
+        {
+          hint: "set checkpointing: { interval: '1s', storage: '<folder>' } in the job's config (or --checkpoint-interval), or make the sink at-least-once",
+        },
+      );
+    }
+  }
+
+  const storage = config.checkpointing === undefined ? undefined : new CheckpointStorage(config.checkpointing.storage);
+  await storage?.initialize();
+  let restored: StoredCheckpointMetadata | undefined;
+  if (options.fromSavepoint !== undefined) {
+    restored = await new CheckpointStorage(resolve(options.fromSavepoint, '..')).readMetadata(options.fromSavepoint);
+  } else if (!options.fresh && storage !== undefined) {
+    restored = await storage.latestCompletedCheckpoint();
+  }
+  if (restored !== undefined) validateRestore(graph, restored);
+  let restore = restored === undefined ? undefined : restoreInfoOf(restored);
+  const highest = storage === undefined ? 0 : await storage.highestCheckpointId();
+  let nextCheckpointId = Math.max(highest, restore?.checkpointId ?? 0) + 1;
+
+  const strategy = new RestartStrategy(config.restartStrategy);
+  let current: Attempt | undefined;
+  let stopRequested = false;
+
+  const result = (async (): Promise<JobResult> => {
+    let restarts = 0;
+    for (let attemptNumber = 0; ; attemptNumber++) {
+      log(restore === undefined ? `starting job "${job.name}"` : `starting job "${job.name}" from checkpoint ${restore.checkpointId}`);
+      options.onEvent?.({ type: 'started', attempt: attemptNumber, restoredCheckpointId: restore?.checkpointId });
+      const attempt = new Attempt({ url, config, graph, attemptNumber, restore, storage, nextCheckpointId, log, onEvent: options.onEvent });
+      current = attempt;
+      try {
+        await attempt.run();
+        options.onEvent?.({ type: 'finished' });
+        return { restarts, lastCheckpointId: attempt.coordinator?.latestCompleted?.checkpointId ?? restore?.checkpointId };
+      } catch (error) {
+        const latest = attempt.coordinator?.latestCompleted;
+        if (latest !== undefined) restore = restoreInfoOf({ ...latest.metadata, location: latest.location });
+        nextCheckpointId = attempt.nextCheckpointId();
+        if (stopRequested) throw error;
+        const delay = error instanceof WeirError && error.code === 'DATA_LOSS' ? undefined : strategy.onFailure();
+        if (delay === undefined) {
+          if (error instanceof WeirError && error.code !== 'DATA_LOSS') {
+            throw new WeirError(error.code, `job "${job.name}" failed (${strategy.describe()}, no restart left): ${error.message}`, {
+              hint: error.hint,
+              fault: error.fault,
+              cause: error,
+            });
+          }
+          throw error;
+        }
+        restarts++;
+        const cause = error instanceof Error ? error.message : String(error);
+        log(`job failed: ${cause}; restarting in ${delay} ms from ${restore === undefined ? 'the beginning' : `checkpoint ${restore.checkpointId}`}`);
+        options.onEvent?.({ type: 'restarting', attempt: attemptNumber + 1, delayMs: delay, cause });
+        await sleep(delay);
+      }
+    }
+  })();
+
+  const savepoint = async (): Promise<CompletedCheckpoint> => {
+    const coordinator = current?.coordinator;
+    if (coordinator === undefined)
+      throw new WeirError('NO_CHECKPOINTING', 'savepoints need checkpointing', { hint: 'configure checkpointing with a storage folder' });
+    return coordinator.triggerNow('savepoint');
+  };
+  return {
+    graph,
+    config,
+    result,
+    triggerSavepoint: savepoint,
+    stopWithSavepoint: async () => {
+      const completed = await savepoint();
+      stopRequested = true;
+      await current?.stop();
+      return completed;
+    },
+  };
+}
+
+/** Runs a job to its end (bounded jobs) or until it fails for good. */
+export async function runJob(options: RunJobOptions): Promise<JobResult> {
+  return (await startJob(options)).result;
+}
+
+function restoreInfoOf(metadata: StoredCheckpointMetadata): RestoreInfo {
+  return {
+    checkpointId: metadata.checkpointId,
+    folder: metadata.location.path,
+    maxParallelism: metadata.maxParallelism,
+    operators: metadata.operators.map((operator) => ({ uid: operator.uid, parallelism: operator.parallelism, subtasks: operator.subtasks })),
+  };
+}
+
+function validateRestore(graph: JobGraph, restored: StoredCheckpointMetadata): void {
+  const what = `${restored.kind} ${restored.checkpointId} (${restored.location.path})`;
+  if (restored.maxParallelism !== graph.maxParallelism) {
+    throw new WeirError(
+      'MAX_PARALLELISM_CHANGED',
+      `${what} was taken with maxParallelism ${restored.maxParallelism}, the job now has ${graph.maxParallelism}`,
+      {
+        hint: `set maxParallelism back to ${restored.maxParallelism}: it is fixed for the life of a job`,
+      },
+    );
+  }
+  const uids = new Set(graph.nodes.map((node) => node.uid));
+  for (const operator of restored.operators) {
+    const hasState = operator.subtasks.some((subtask) => subtask.keyed !== undefined || subtask.operator !== undefined);
+    if (hasState && !uids.has(operator.uid)) {
+      throw new WeirError('UNKNOWN_OPERATOR_STATE', `${what} holds state of operator uid "${operator.uid}" (${operator.name}), which the job does not have`, {
+        hint: 'give the operator that owns this state the same uid again, or start with --fresh to drop all state',
+      });
+    }
+  }
+}
+
+interface AttemptOptions {
+  url: string;
+  config: EnvironmentConfig;
+  graph: JobGraph;
+  attemptNumber: number;
+  restore: RestoreInfo | undefined;
+  storage: CheckpointStorage | undefined;
+  nextCheckpointId: number;
+  log: (line: string) => void;
+  onEvent: ((event: JobEvent) => void) | undefined;
+}
+
+/** One run of the job's workers, from start (or restore) to its end or first failure. */
+class Attempt {
+  readonly #options: AttemptOptions;
+  readonly #workers: Worker[] = [];
+  coordinator: CheckpointCoordinator | undefined;
+  #fail!: (error: Error) => void;
+  #finish!: () => void;
+  #stopping = false;
+
+  constructor(options: AttemptOptions) {
+    this.#options = options;
+  }
+
+  nextCheckpointId(): number {
+    return Math.max(this.#options.nextCheckpointId, (this.coordinator?.history.at(-1)?.checkpointId ?? 0) + 1);
+  }
+
+  async run(): Promise<void> {
+    const { url, config, graph, attemptNumber, restore, storage, log } = this.#options;
+    const plan = buildExecutionPlan(graph, config.workers);
+    const ports = new Map<number, Map<number, MessagePort>>();
+    for (let a = 0; a < plan.workers; a++) ports.set(a, new Map());
+    for (let a = 0; a < plan.workers; a++) {
+      for (let b = a + 1; b < plan.workers; b++) {
+        const channel = new MessageChannel();
+        ports.get(a)?.set(b, channel.port1);
+        ports.get(b)?.set(a, channel.port2);
+      }
+    }
+    const totalTasks = graph.vertices.reduce((sum, vertex) => sum + vertex.parallelism, 0);
+    const ended = new Set<string>();
+    const notified = new Map<number, Set<string>>();
+    let finalCheckpointId: number | undefined;
+    let ready = 0;
+    let finished = 0;
+
+    const done = new Promise<void>((resolve, reject) => {
+      this.#fail = reject;
+      this.#finish = resolve;
+    });
+
+    if (config.checkpointing !== undefined && storage !== undefined) {
+      this.coordinator = new CheckpointCoordinator({
+        config: config.checkpointing,
+        storage,
+        graph,
+        nextCheckpointId: this.#options.nextCheckpointId,
+        trigger: (checkpointId, kind, location) => this.#broadcast({ type: 'trigger', checkpointId, kind, folder: location.path }),
+        notifyComplete: (checkpointId) => {
+          injectedFault('after-checkpoint-metadata', checkpointId);
+          this.#options.onEvent?.({ type: 'checkpoint-completed', checkpointId });
+          this.#broadcast({ type: 'complete', checkpointId });
+        },
+        notifyAborted: (checkpointId) => {
+          this.#options.onEvent?.({ type: 'checkpoint-aborted', checkpointId });
+          this.#broadcast({ type: 'abort', checkpointId });
+        },
+        onFailure: (error) => this.#fail(error),
+      });
+    }
+
+    const onMessage = (message: FromWorker) => {
+      switch (message.type) {
+        case 'ready':
+          if (++ready === plan.workers) {
+            for (const worker of this.#workers) worker.postMessage({ type: 'run' });
+            this.coordinator?.start();
+          }
+          return;
+        case 'ack':
+          this.coordinator?.receiveAck(message.checkpointId, message.vertexId, message.subtaskIndex, message.operators, message.alignmentMs, message.bytes);
+          return;
+        case 'decline':
+          this.coordinator?.receiveDecline(message.checkpointId, `${graph.vertices[message.vertexId]?.name} (${message.subtaskIndex + 1})`, message.reason);
+          return;
+        case 'failed':
+          this.#fail(WeirError.fromSerialized(message.error));
+          return;
+        case 'endOfData':
+          ended.add(`${message.vertexId}/${message.subtaskIndex}`);
+          if (ended.size === totalTasks) {
+            if (this.coordinator === undefined) {
+              this.#finish();
+              return;
+            }
+            // Bounded input is done: a final checkpoint lets the two-phase-commit sinks commit the rest.
+            this.coordinator
+              .triggerNow('checkpoint')
+              .then((completed) => {
+                finalCheckpointId = completed.checkpointId;
+                if ((notified.get(completed.checkpointId)?.size ?? 0) === totalTasks) this.#finish();
+              })
+              .catch((error: Error) => this.#fail(error));
+          }
+          return;
+        case 'notified': {
+          const set = notified.get(message.checkpointId) ?? new Set<string>();
+          set.add(`${message.vertexId}/${message.subtaskIndex}`);
+          notified.set(message.checkpointId, set);
+          if (message.checkpointId === finalCheckpointId && set.size === totalTasks) this.#finish();
+          return;
+        }
+        case 'finished':
+          finished++;
+          return;
+      }
+    };
+
+    for (let index = 0; index < plan.workers; index++) {
+      const peers = ports.get(index) as Map<number, MessagePort>;
+      const init: WorkerInit = {
+        workerIndex: index,
+        jobModuleUrl: url,
+        jobName: graph.jobName,
+        config,
+        graph,
+        plan,
+        attemptNumber,
+        restore,
+        checkpointFolder: storage?.directory,
+      };
+      const worker = new Worker(new URL(`./worker-main${import.meta.url.endsWith('.ts') ? '.ts' : '.js'}`, import.meta.url), {
+        workerData: { init, peers },
+        transferList: [...peers.values()],
+        execArgv: [],
+      });
+      worker.on('message', onMessage);
+      worker.on('error', (error) => this.#fail(error));
+      worker.on('exit', (code) => {
+        if (!this.#stopping) this.#fail(new WeirError('WORKER_EXITED', `worker thread ${index} exited (code ${code})`, { fault: 'internal' }));
+      });
+      this.#workers.push(worker);
+    }
+    log(`running ${graph.vertices.map((vertex) => `${vertex.name} x${vertex.parallelism}`).join(', ')} on ${plan.workers} worker threads`);
+
+    try {
+      await done;
+      this.coordinator?.stop();
+      this.#stopping = true;
+      this.#broadcast({ type: 'finish' });
+      const deadline = Date.now() + 10_000;
+      while (finished < plan.workers && Date.now() < deadline) await sleep(10);
+    } finally {
+      this.coordinator?.stop();
+      await this.#terminate();
+    }
+  }
+
+  /** Stops the job after a stop-with-savepoint. */
+  async stop(): Promise<void> {
+    this.#finish();
+  }
+
+  #broadcast(message: ToWorker): void {
+    for (const worker of this.#workers) worker.postMessage(message);
+  }
+
+  async #terminate(): Promise<void> {
+    this.#stopping = true;
+    await Promise.all(this.#workers.map((worker) => worker.terminate()));
+  }
+}

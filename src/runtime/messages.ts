@@ -1,0 +1,62 @@
+import type { EnvironmentConfig } from '../api/environment-config.ts';
+import type { StateHandle, SubtaskStateMetadata } from '../checkpoint/storage/checkpoint-metadata.ts';
+import type { SerializedWeirError } from '../errors.ts';
+import type { JobGraph } from '../graph/job-graph.ts';
+import type { ExecutionPlan } from './execution-plan.ts';
+
+/** The state of one operator in the checkpoint a job restores from, as workers need it. */
+export interface RestoredOperatorState {
+  uid: string;
+  parallelism: number;
+  subtasks: SubtaskStateMetadata[];
+}
+
+export interface RestoreInfo {
+  checkpointId: number;
+  /** The checkpoint's (or savepoint's) folder; state handles are relative to it. */
+  folder: string;
+  maxParallelism: number;
+  operators: RestoredOperatorState[];
+}
+
+export interface WorkerInit {
+  workerIndex: number;
+  jobModuleUrl: string;
+  jobName: string;
+  config: EnvironmentConfig;
+  graph: JobGraph;
+  plan: ExecutionPlan;
+  attemptNumber: number;
+  restore: RestoreInfo | undefined;
+  checkpointFolder: string | undefined;
+}
+
+export interface OperatorAck {
+  uid: string;
+  keyed?: StateHandle;
+  operator?: StateHandle;
+}
+
+/** Main thread to worker. */
+export type ToWorker =
+  | { type: 'trigger'; checkpointId: number; kind: 'checkpoint' | 'savepoint'; folder: string }
+  | { type: 'complete'; checkpointId: number }
+  | { type: 'abort'; checkpointId: number }
+  | { type: 'finish' };
+
+/** Worker to main thread. */
+export type FromWorker =
+  | { type: 'ready'; workerIndex: number }
+  | { type: 'ack'; checkpointId: number; vertexId: number; subtaskIndex: number; operators: OperatorAck[]; alignmentMs: number; bytes: number }
+  | { type: 'decline'; checkpointId: number; vertexId: number; subtaskIndex: number; reason: string }
+  | { type: 'failed'; vertexName: string; subtaskIndex: number; error: SerializedWeirError }
+  | { type: 'endOfData'; vertexId: number; subtaskIndex: number }
+  | { type: 'notified'; checkpointId: number; vertexId: number; subtaskIndex: number }
+  | { type: 'finished'; workerIndex: number };
+
+/** Between workers, on a channel (`c` is the channel id). Kept small: they are cloned per batch. */
+export type ChannelMessage =
+  | { c: number; d: unknown[] } // a batch of records
+  | { c: number; b: number; f: string } // barrier of checkpoint b; f: the folder to write state to
+  | { c: number; e: 1 } // end of data
+  | { c: number; k: number }; // k credits returned to the sender

@@ -1,0 +1,481 @@
+import type { EnvironmentConfig } from '../api/environment-config.ts';
+import type { CheckpointLocation } from '../checkpoint/storage/checkpoint-location.ts';
+import type { CheckpointStorage } from '../checkpoint/storage/checkpoint-storage.ts';
+import type { Source, SourceReader } from '../connectors/source.ts';
+import { WeirError } from '../errors.ts';
+import type { JobVertex } from '../graph/job-graph.ts';
+import type { StreamGraph } from '../graph/stream-graph.ts';
+import { HeapKeyedStateBackend } from '../state/heap-keyed-state-backend.ts';
+import { keyGroupRangeIntersection, keyGroupRangeSize } from '../state/key-group-range.ts';
+import { computeKeyGroupRangeForOperatorIndex } from '../state/key-group-range-assignment.ts';
+import { OperatorStateBackend } from '../state/operator-state-backend.ts';
+import type { ListState } from '../state/state-types.ts';
+import type { ChannelMessage, FromWorker, OperatorAck, RestoreInfo } from './messages.ts';
+import type { RecordWriter } from './record-writer.ts';
+import type { OperatorContext, StreamOperator } from './stream-operator.ts';
+
+/** Everything a task needs from the worker that hosts it. */
+export interface TaskEnvironment {
+  jobName: string;
+  config: EnvironmentConfig;
+  vertex: JobVertex;
+  subtaskIndex: number;
+  attemptNumber: number;
+  /** This task's own copy of the job's graph (its own function instances). */
+  streamGraph: StreamGraph;
+  /** uid of every stream node, by id. */
+  uids: string[];
+  restore: RestoreInfo | undefined;
+  storage: CheckpointStorage | undefined;
+  inputChannels: number[];
+  recordWriters: RecordWriter[];
+  returnCredit: (channelId: number) => void;
+  toMaster: (message: FromWorker) => void;
+}
+
+interface ChainedOperator {
+  uid: string;
+  name: string;
+  operator: StreamOperator<unknown, unknown>;
+  keyed: HeapKeyedStateBackend | undefined;
+  operatorState: OperatorStateBackend;
+}
+
+interface SourceState {
+  node: ChainedOperator;
+  source: Source<unknown>;
+  reader: SourceReader<unknown>;
+  splits: ListState<unknown>;
+  finished: boolean;
+}
+
+interface Alignment {
+  id: number;
+  folder: string;
+  received: Set<number>;
+  startedAt: number;
+}
+
+type Mail = { k: 'data'; c: number; d: unknown[] } | { k: 'barrier'; c: number; id: number; folder: string } | { k: 'end'; c: number };
+
+type Control =
+  | { k: 'trigger'; id: number; folder: string; kind: 'checkpoint' | 'savepoint' }
+  | { k: 'complete'; id: number }
+  | { k: 'abort'; id: number }
+  | { k: 'timer'; operator: number };
+
+const SPLITS_STATE = 'source-splits';
+const isThenable = (value: unknown): value is PromiseLike<unknown> => typeof (value as PromiseLike<unknown> | undefined)?.then === 'function';
+
+/**
+ * One subtask of a vertex: its chain of operators, its input channels and its outputs (Flink's
+ * StreamTask with a mailbox). A single loop takes control messages (checkpoint triggers and
+ * notifications, timers) first, then input, and stops taking input while any output channel has
+ * no credit. Barriers are aligned in exactly-once mode: a channel that delivered barrier N is
+ * blocked until every channel has, then the operators snapshot, the barrier goes downstream, and
+ * the state is written and acknowledged while records flow again.
+ */
+export class StreamTask {
+  readonly env: TaskEnvironment;
+  readonly name: string;
+  readonly #chain: ChainedOperator[] = [];
+  #source: SourceState | undefined;
+
+  readonly #mailbox: Mail[] = [];
+  readonly #control: Control[] = [];
+  readonly #blocked = new Set<number>();
+  #blockedMail: Mail[] = [];
+  #aligning: Alignment | undefined;
+  readonly #ended = new Set<number>();
+  #endOfData = false;
+  #draining = false;
+  #failed = false;
+  #closed = false;
+  #idleTimer: NodeJS.Timeout | undefined;
+  #timer: { at: number; handle: NodeJS.Timeout } | undefined;
+  readonly #timerRequests = new Map<number, number>();
+
+  constructor(env: TaskEnvironment) {
+    this.env = env;
+    this.name = `${env.vertex.name} (${env.subtaskIndex + 1}/${env.vertex.parallelism})`;
+  }
+
+  /** Creates the chain's operators and restores their state. */
+  async open(): Promise<void> {
+    const { env } = this;
+    const { vertex, subtaskIndex, config } = env;
+    for (const [position, nodeId] of vertex.nodeIds.entries()) {
+      const node = env.streamGraph.node(nodeId);
+      const uid = env.uids[nodeId] as string;
+      const keyed = position === 0 && vertex.keyed ? await this.#restoreKeyed(uid, node.name) : undefined;
+      const operatorState = await this.#restoreOperatorState(uid);
+      if (node.kind === 'source') {
+        const reader = node.source.createReader({ subtaskIndex, parallelism: vertex.parallelism, attemptNumber: env.attemptNumber });
+        const splits = operatorState.getListState<unknown>(SPLITS_STATE);
+        if (!this.#restoredUids().has(uid)) {
+          splits.update(node.source.createInitialSplits(vertex.parallelism).filter((_split, index) => index % vertex.parallelism === subtaskIndex));
+        }
+        const chained: ChainedOperator = { uid, name: node.name, operator: undefined as never, keyed, operatorState };
+        this.#source = { node: chained, source: node.source, reader, splits, finished: false };
+        const opened = reader.open(splits.get());
+        if (isThenable(opened)) await opened;
+        continue;
+      }
+      const operator = node.kind === 'sink' ? node.sink.createOperator() : node.createOperator();
+      const chained: ChainedOperator = { uid, name: node.name, operator: operator as StreamOperator<unknown, unknown>, keyed, operatorState };
+      this.#chain.push(chained);
+      const index = this.#chain.length - 1;
+      const context: OperatorContext = {
+        jobName: env.jobName,
+        operatorName: node.name,
+        uid,
+        subtaskIndex,
+        parallelism: vertex.parallelism,
+        maxParallelism: config.maxParallelism,
+        attemptNumber: env.attemptNumber,
+        restoredCheckpointId: env.restore?.checkpointId,
+        checkpointingMode: config.checkpointing?.mode ?? 'off',
+        keyedState: keyed,
+        operatorState,
+        requestProcessingTimeCallback: (timestamp) => this.#requestTimer(index, timestamp),
+      };
+      const opened = chained.operator.open(context);
+      if (isThenable(opened)) await opened;
+    }
+  }
+
+  /** Starts a source's loop (other tasks run when input arrives). */
+  start(): void {
+    this.#schedule();
+  }
+
+  // --- input from the worker -------------------------------------------------------------
+
+  deliver(message: ChannelMessage): void {
+    if ('d' in message) this.#mailbox.push({ k: 'data', c: message.c, d: message.d });
+    else if ('b' in message) this.#mailbox.push({ k: 'barrier', c: message.c, id: message.b, folder: message.f });
+    else if ('e' in message) this.#mailbox.push({ k: 'end', c: message.c });
+    this.#schedule();
+  }
+
+  triggerCheckpoint(id: number, folder: string, kind: 'checkpoint' | 'savepoint'): void {
+    this.#control.push({ k: 'trigger', id, folder, kind });
+    this.#schedule();
+  }
+
+  notifyCheckpointComplete(id: number): void {
+    this.#control.push({ k: 'complete', id });
+    this.#schedule();
+  }
+
+  notifyCheckpointAborted(id: number): void {
+    this.#control.push({ k: 'abort', id });
+    this.#schedule();
+  }
+
+  /** Output credit came back. */
+  onCredit(): void {
+    this.#schedule();
+  }
+
+  async close(): Promise<void> {
+    this.#closed = true;
+    clearTimeout(this.#idleTimer);
+    if (this.#timer) clearTimeout(this.#timer.handle);
+    for (const chained of this.#chain) {
+      const closed = chained.operator.close();
+      if (isThenable(closed)) await closed;
+    }
+    if (this.#source) {
+      const closed = this.#source.reader.close();
+      if (isThenable(closed)) await closed;
+    }
+  }
+
+  // --- the mailbox loop ------------------------------------------------------------------
+
+  #schedule(): void {
+    if (this.#draining || this.#failed || this.#closed) return;
+    this.#draining = true;
+    setImmediate(() => {
+      this.#drain().catch((error: unknown) => this.#fail(error));
+    });
+  }
+
+  async #drain(): Promise<void> {
+    let steps = 0;
+    try {
+      while (!this.#failed && !this.#closed) {
+        const control = this.#control.shift();
+        if (control !== undefined) {
+          await this.#handleControl(control);
+          continue;
+        }
+        if (!this.#outputsAvailable()) return; // resumed by onCredit
+        if (this.#source !== undefined) {
+          if (this.#source.finished) return;
+          const produced = await this.#pollSource();
+          if (!produced) {
+            this.#idleTimer = setTimeout(() => this.#schedule(), 2);
+            return;
+          }
+          if (++steps >= 4) break; // let channel messages in
+          continue;
+        }
+        const mail = this.#mailbox.shift();
+        if (mail === undefined) return;
+        await this.#handleMail(mail);
+        if (++steps >= 64) break;
+      }
+    } finally {
+      this.#draining = false;
+    }
+    if (!this.#failed && !this.#closed) this.#schedule();
+  }
+
+  #outputsAvailable(): boolean {
+    for (const writer of this.env.recordWriters) if (!writer.available) return false;
+    return true;
+  }
+
+  async #handleMail(mail: Mail): Promise<void> {
+    if (this.#blocked.has(mail.c)) {
+      this.#blockedMail.push(mail);
+      return;
+    }
+    switch (mail.k) {
+      case 'data':
+        await this.#processAndEmit(mail.d, 0);
+        this.env.returnCredit(mail.c);
+        return;
+      case 'barrier':
+        await this.#onBarrier(mail.c, mail.id, mail.folder);
+        return;
+      case 'end':
+        this.#ended.add(mail.c);
+        if (this.#ended.size === this.env.inputChannels.length) await this.#endInput();
+        return;
+    }
+  }
+
+  async #handleControl(control: Control): Promise<void> {
+    switch (control.k) {
+      case 'trigger': {
+        const source = this.#source;
+        if (source === undefined) return;
+        source.splits.update(source.reader.snapshotState(control.id));
+        await this.#performCheckpoint(control.id, control.folder, 0);
+        return;
+      }
+      case 'complete': {
+        for (const chained of this.#chain) {
+          const done = chained.operator.notifyCheckpointComplete(control.id);
+          if (isThenable(done)) await done;
+        }
+        const notified = this.#source?.reader.notifyCheckpointComplete?.(control.id);
+        if (isThenable(notified)) await notified;
+        this.env.toMaster({ type: 'notified', checkpointId: control.id, vertexId: this.env.vertex.id, subtaskIndex: this.env.subtaskIndex });
+        return;
+      }
+      case 'abort': {
+        for (const chained of this.#chain) {
+          const done = chained.operator.notifyCheckpointAborted(control.id);
+          if (isThenable(done)) await done;
+        }
+        return;
+      }
+      case 'timer': {
+        this.#timerRequests.delete(control.operator);
+        const chained = this.#chain[control.operator] as ChainedOperator;
+        let out = chained.operator.onProcessingTime(Date.now());
+        if (isThenable(out)) out = await out;
+        if (out.length > 0) await this.#processAndEmit(out, control.operator + 1);
+        return;
+      }
+    }
+  }
+
+  /** Runs a batch through the chain from operator `from` on, and emits what comes out of its end. */
+  async #processAndEmit(batch: unknown[], from: number): Promise<void> {
+    let current = batch;
+    const chain = this.#chain;
+    for (let i = from; i < chain.length && current.length > 0; i++) {
+      const out = (chain[i] as ChainedOperator).operator.processBatch(current);
+      current = isThenable(out) ? await out : out;
+    }
+    if (current.length > 0) for (const writer of this.env.recordWriters) writer.emit(current);
+  }
+
+  async #pollSource(): Promise<boolean> {
+    const source = this.#source as SourceState;
+    let batch = source.reader.pollNext(this.env.config.batchSize);
+    if (isThenable(batch)) batch = await batch;
+    if (batch === null) {
+      source.finished = true;
+      await this.#endInput();
+      return false;
+    }
+    if (batch.length === 0) return false;
+    await this.#processAndEmit(batch, 0);
+    return true;
+  }
+
+  // --- barriers and snapshots ------------------------------------------------------------
+
+  async #onBarrier(channel: number, id: number, folder: string): Promise<void> {
+    const aligning = this.#aligning;
+    if (aligning !== undefined && id < aligning.id) return; // a barrier of an abandoned checkpoint
+    if (aligning === undefined || id > aligning.id) {
+      if (aligning !== undefined) this.#unblockAll(); // the older checkpoint was abandoned upstream
+      this.#aligning = { id, folder, received: new Set([channel]), startedAt: Date.now() };
+    } else {
+      aligning.received.add(channel);
+    }
+    const current = this.#aligning as Alignment;
+    if (current.received.size < this.env.inputChannels.length) {
+      if (this.env.config.checkpointing?.mode !== 'at-least-once') this.#blocked.add(channel);
+      return;
+    }
+    this.#aligning = undefined;
+    await this.#performCheckpoint(id, folder, Date.now() - current.startedAt);
+    this.#unblockAll();
+  }
+
+  #unblockAll(): void {
+    this.#blocked.clear();
+    if (this.#blockedMail.length > 0) {
+      this.#mailbox.unshift(...this.#blockedMail);
+      this.#blockedMail = [];
+    }
+  }
+
+  async #performCheckpoint(id: number, folder: string, alignmentMs: number): Promise<void> {
+    const { env } = this;
+    const snapshots: { uid: string; keyed: Uint8Array | undefined; operator: Uint8Array | undefined }[] = [];
+    try {
+      for (const chained of this.#chain) {
+        const done = chained.operator.snapshotState(id);
+        if (isThenable(done)) await done;
+      }
+      const all = this.#source === undefined ? this.#chain : [this.#source.node, ...this.#chain];
+      for (const chained of all) {
+        snapshots.push({
+          uid: chained.uid,
+          keyed: chained.keyed === undefined || chained.keyed.isEmpty() ? undefined : chained.keyed.snapshot(),
+          operator: chained.operatorState.stateNames().length === 0 ? undefined : chained.operatorState.snapshot(),
+        });
+      }
+    } catch (error) {
+      const reason = error instanceof Error ? error.message : String(error);
+      env.toMaster({ type: 'decline', checkpointId: id, vertexId: env.vertex.id, subtaskIndex: env.subtaskIndex, reason });
+      for (const writer of env.recordWriters) writer.broadcastBarrier(id, folder);
+      return;
+    }
+    for (const writer of env.recordWriters) writer.broadcastBarrier(id, folder);
+    // The asynchronous part: write the state files while records flow again.
+    this.#writeAndAcknowledge(id, folder, snapshots, alignmentMs).catch((error: unknown) => {
+      const reason = error instanceof Error ? error.message : String(error);
+      env.toMaster({ type: 'decline', checkpointId: id, vertexId: env.vertex.id, subtaskIndex: env.subtaskIndex, reason });
+    });
+  }
+
+  async #writeAndAcknowledge(
+    id: number,
+    folder: string,
+    snapshots: { uid: string; keyed: Uint8Array | undefined; operator: Uint8Array | undefined }[],
+    alignmentMs: number,
+  ): Promise<void> {
+    const { env } = this;
+    const storage = env.storage;
+    if (storage === undefined) throw new WeirError('NO_CHECKPOINT_STORAGE', 'checkpointing has no storage folder', { fault: 'internal' });
+    const location: CheckpointLocation = { kind: folder.includes('savepoint-') ? 'savepoint' : 'checkpoint', checkpointId: id, path: folder };
+    const operators: OperatorAck[] = [];
+    let bytes = 0;
+    for (const snapshot of snapshots) {
+      const ack: OperatorAck = { uid: snapshot.uid };
+      if (snapshot.keyed !== undefined) {
+        ack.keyed = await storage.writeState(location, snapshot.uid, env.subtaskIndex, 'keyed', snapshot.keyed);
+        bytes += snapshot.keyed.byteLength;
+      }
+      if (snapshot.operator !== undefined) {
+        ack.operator = await storage.writeState(location, snapshot.uid, env.subtaskIndex, 'operator', snapshot.operator);
+        bytes += snapshot.operator.byteLength;
+      }
+      operators.push(ack);
+    }
+    env.toMaster({ type: 'ack', checkpointId: id, vertexId: env.vertex.id, subtaskIndex: env.subtaskIndex, operators, alignmentMs, bytes });
+  }
+
+  async #endInput(): Promise<void> {
+    if (this.#endOfData) return;
+    this.#endOfData = true;
+    for (let i = 0; i < this.#chain.length; i++) {
+      let out = (this.#chain[i] as ChainedOperator).operator.endInput();
+      if (isThenable(out)) out = await out;
+      if (out.length > 0) await this.#processAndEmit(out, i + 1);
+    }
+    for (const writer of this.env.recordWriters) writer.broadcastEndOfData();
+    this.env.toMaster({ type: 'endOfData', vertexId: this.env.vertex.id, subtaskIndex: this.env.subtaskIndex });
+  }
+
+  // --- timers ------------------------------------------------------------------------------
+
+  #requestTimer(operator: number, timestamp: number): void {
+    const requested = this.#timerRequests.get(operator);
+    if (requested !== undefined && requested <= timestamp) return;
+    this.#timerRequests.set(operator, timestamp);
+    setTimeout(
+      () => {
+        if (this.#timerRequests.get(operator) !== timestamp) return;
+        this.#control.push({ k: 'timer', operator });
+        this.#schedule();
+      },
+      Math.max(0, timestamp - Date.now()),
+    );
+  }
+
+  // --- failure and restore -----------------------------------------------------------------
+
+  #fail(error: unknown): void {
+    if (this.#failed) return;
+    this.#failed = true;
+    const weirError =
+      error instanceof WeirError
+        ? error
+        : new WeirError('TASK_FAILED', `${this.name} failed: ${error instanceof Error ? error.message : String(error)}`, { fault: 'user', cause: error });
+    if (error instanceof Error && !(error instanceof WeirError) && error.stack) weirError.stack = error.stack;
+    this.env.toMaster({ type: 'failed', vertexName: this.env.vertex.name, subtaskIndex: this.env.subtaskIndex, error: weirError.serialize() });
+  }
+
+  #restoredUids(): Set<string> {
+    return new Set(this.env.restore?.operators.map((operator) => operator.uid) ?? []);
+  }
+
+  async #restoreKeyed(uid: string, operatorName: string): Promise<HeapKeyedStateBackend> {
+    const { config, vertex, subtaskIndex, restore, storage } = this.env;
+    const range = computeKeyGroupRangeForOperatorIndex(config.maxParallelism, vertex.parallelism, subtaskIndex);
+    const backend = new HeapKeyedStateBackend({ maxParallelism: config.maxParallelism, keyGroupRange: range, operatorName });
+    const restored = restore?.operators.find((operator) => operator.uid === uid);
+    if (restore === undefined || restored === undefined || storage === undefined) return backend;
+    const snapshots: Uint8Array[] = [];
+    for (const subtask of restored.subtasks) {
+      if (subtask.keyed === undefined) continue;
+      const oldRange = computeKeyGroupRangeForOperatorIndex(restore.maxParallelism, restored.parallelism, subtask.subtaskIndex);
+      if (keyGroupRangeSize(keyGroupRangeIntersection(oldRange, range)) === 0) continue;
+      snapshots.push(await storage.readState(restore.folder, subtask.keyed));
+    }
+    backend.restore(snapshots);
+    return backend;
+  }
+
+  async #restoreOperatorState(uid: string): Promise<OperatorStateBackend> {
+    const { vertex, subtaskIndex, restore, storage } = this.env;
+    const restored = restore?.operators.find((operator) => operator.uid === uid);
+    if (restore === undefined || restored === undefined || storage === undefined) return new OperatorStateBackend();
+    const snapshots: Uint8Array[] = [];
+    for (const subtask of [...restored.subtasks].sort((a, b) => a.subtaskIndex - b.subtaskIndex)) {
+      if (subtask.operator !== undefined) snapshots.push(await storage.readState(restore.folder, subtask.operator));
+    }
+    return OperatorStateBackend.restoreFor(snapshots, vertex.parallelism, subtaskIndex);
+  }
+}

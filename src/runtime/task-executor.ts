@@ -1,0 +1,148 @@
+import type { MessagePort } from 'node:worker_threads';
+import { loadJobModule } from '../api/define-job.ts';
+import { StreamExecutionEnvironment } from '../api/stream-execution-environment.ts';
+import { CheckpointStorage } from '../checkpoint/storage/checkpoint-storage.ts';
+import { ChannelWriter } from './channels.ts';
+import type { ChannelMessage, FromWorker, ToWorker, WorkerInit } from './messages.ts';
+import { RecordWriter } from './record-writer.ts';
+import { StreamTask } from './stream-task.ts';
+
+/**
+ * The tasks of one worker thread (Flink's TaskExecutor): builds them from the job module, wires
+ * their channels (to tasks on this worker directly, to other workers through a MessagePort per
+ * worker pair) and relays the checkpoint coordinator's messages.
+ */
+export class TaskExecutor {
+  readonly #init: WorkerInit;
+  readonly #peers: Map<number, MessagePort>;
+  readonly #toMaster: (message: FromWorker) => void;
+  readonly #tasks: StreamTask[] = [];
+  readonly #taskOfInput = new Map<number, StreamTask>();
+  readonly #writers = new Map<number, ChannelWriter>();
+  readonly #local: ChannelMessage[] = [];
+  #localScheduled = false;
+
+  constructor(init: WorkerInit, peers: Map<number, MessagePort>, toMaster: (message: FromWorker) => void) {
+    this.#init = init;
+    this.#peers = peers;
+    this.#toMaster = toMaster;
+  }
+
+  async start(): Promise<void> {
+    const init = this.#init;
+    const me = init.workerIndex;
+    const job = await loadJobModule(init.jobModuleUrl);
+    const storage = init.checkpointFolder === undefined ? undefined : new CheckpointStorage(init.checkpointFolder);
+    const uids = init.graph.nodes.map((node) => node.uid);
+
+    for (const port of this.#peers.values()) {
+      port.on('message', (message: ChannelMessage) => this.#route(message));
+    }
+
+    for (const placement of init.plan.placements) {
+      if (placement.worker !== me) continue;
+      const vertex = init.graph.vertices[placement.vertexId];
+      if (vertex === undefined) throw new Error(`unknown vertex ${placement.vertexId}`);
+      // Each task builds the graph itself, so function objects (and their closures) are its own.
+      const env = new StreamExecutionEnvironment();
+      job.build(env);
+      const inputChannels = init.plan.channels.filter((channel) => channel.targetVertex === vertex.id && channel.targetSubtask === placement.subtaskIndex);
+      let task: StreamTask | undefined;
+      const onCredit = () => task?.onCredit();
+      const recordWriters = init.graph.edges
+        .filter((edge) => edge.source === vertex.id)
+        .map((edge) => {
+          const channels = init.plan.channels
+            .filter((channel) => channel.edgeId === edge.id && channel.sourceSubtask === placement.subtaskIndex)
+            .sort((a, b) => a.targetSubtask - b.targetSubtask);
+          const writers = channels.map((channel) => {
+            const writer = new ChannelWriter(channel.id, channel.targetSubtask, init.config.channelCredits, this.#transportTo(channel.targetWorker), onCredit);
+            this.#writers.set(channel.id, writer);
+            return writer;
+          });
+          const streamEdge = env.graph.edges[edge.streamEdge];
+          return new RecordWriter({
+            writers,
+            partitioning: edge.partitioning,
+            keySelector: streamEdge?.keySelector,
+            maxParallelism: init.config.maxParallelism,
+            operatorName: vertex.name,
+            subtaskIndex: placement.subtaskIndex,
+          });
+        });
+      const sourceWorkerOf = new Map(inputChannels.map((channel) => [channel.id, channel.sourceWorker]));
+      task = new StreamTask({
+        jobName: init.jobName,
+        config: init.config,
+        vertex,
+        subtaskIndex: placement.subtaskIndex,
+        attemptNumber: init.attemptNumber,
+        streamGraph: env.graph,
+        uids,
+        restore: init.restore,
+        storage,
+        inputChannels: inputChannels.map((channel) => channel.id),
+        recordWriters,
+        returnCredit: (channelId) => this.#transportTo(sourceWorkerOf.get(channelId) as number)({ c: channelId, k: 1 }),
+        toMaster: this.#toMaster,
+      });
+      for (const channel of inputChannels) this.#taskOfInput.set(channel.id, task);
+      this.#tasks.push(task);
+    }
+    for (const task of this.#tasks) await task.open();
+  }
+
+  /** Starts the tasks' loops: call once every worker has opened its tasks. */
+  run(): void {
+    for (const task of this.#tasks) task.start();
+  }
+
+  handle(message: ToWorker): void {
+    switch (message.type) {
+      case 'trigger':
+        for (const task of this.#tasks) if (task.env.vertex.isSource) task.triggerCheckpoint(message.checkpointId, message.folder, message.kind);
+        return;
+      case 'complete':
+        for (const task of this.#tasks) task.notifyCheckpointComplete(message.checkpointId);
+        return;
+      case 'abort':
+        for (const task of this.#tasks) task.notifyCheckpointAborted(message.checkpointId);
+        return;
+      case 'finish':
+        void this.close().then(() => this.#toMaster({ type: 'finished', workerIndex: this.#init.workerIndex }));
+        return;
+    }
+  }
+
+  async close(): Promise<void> {
+    for (const task of this.#tasks) await task.close();
+    for (const port of this.#peers.values()) port.close();
+  }
+
+  #route(message: ChannelMessage): void {
+    if ('k' in message) {
+      this.#writers.get(message.c)?.addCredit(message.k);
+      return;
+    }
+    this.#taskOfInput.get(message.c)?.deliver(message);
+  }
+
+  #transportTo(worker: number): (message: ChannelMessage) => void {
+    if (worker === this.#init.workerIndex) {
+      return (message) => {
+        this.#local.push(message);
+        if (!this.#localScheduled) {
+          this.#localScheduled = true;
+          setImmediate(() => {
+            this.#localScheduled = false;
+            const messages = this.#local.splice(0);
+            for (const queued of messages) this.#route(queued);
+          });
+        }
+      };
+    }
+    const port = this.#peers.get(worker);
+    if (port === undefined) throw new Error(`no port to worker ${worker}`);
+    return (message) => port.postMessage(message);
+  }
+}

@@ -1,0 +1,31 @@
+/**
+ * The entry point of every worker thread: builds the worker's tasks from the job module and
+ * relays messages between them and the job master on the main thread.
+ */
+import { type MessagePort, parentPort, workerData } from 'node:worker_threads';
+import { WeirError } from '../errors.ts';
+import type { FromWorker, ToWorker, WorkerInit } from './messages.ts';
+import { TaskExecutor } from './task-executor.ts';
+
+const { init, peers } = workerData as { init: WorkerInit; peers: Map<number, MessagePort> };
+const port = parentPort;
+if (port === null) throw new Error('worker-main runs only in a worker thread');
+const toMaster = (message: FromWorker) => port.postMessage(message);
+const executor = new TaskExecutor(init, peers, toMaster);
+
+port.on('message', (message: ToWorker | { type: 'run' }) => {
+  if (message.type === 'run') executor.run();
+  else executor.handle(message);
+});
+
+try {
+  await executor.start();
+  toMaster({ type: 'ready', workerIndex: init.workerIndex });
+} catch (error) {
+  const weirError =
+    error instanceof WeirError
+      ? error
+      : new WeirError('TASK_FAILED', `worker ${init.workerIndex} failed to start: ${error instanceof Error ? error.message : String(error)}`);
+  if (!(error instanceof WeirError) && error instanceof Error && error.stack) weirError.stack = error.stack;
+  toMaster({ type: 'failed', vertexName: `worker ${init.workerIndex}`, subtaskIndex: -1, error: weirError.serialize() });
+}
