@@ -1,0 +1,64 @@
+/** Bad jobs and bad restores get one clear error naming the setting or thing, and the fix. */
+import assert from 'node:assert/strict';
+import { mkdtemp, rm, writeFile } from 'node:fs/promises';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import { after, test } from 'node:test';
+import { WeirError } from '../../../src/errors.ts';
+import { runJob } from '../../../src/runtime/job-master.ts';
+
+const jobModule = join(import.meta.dirname, '..', '..', 'fixtures', 'jobs', 'keyed-sum-job.ts');
+const folders: string[] = [];
+after(async () => {
+  for (const folder of folders) await rm(folder, { recursive: true, force: true });
+});
+
+test('a module that does not export a job', async () => {
+  const folder = await mkdtemp(join(tmpdir(), 'weir-bad-'));
+  folders.push(folder);
+  const file = join(folder, 'not-a-job.mjs');
+  await writeFile(file, 'export default { name: "x" };\n');
+  await assert.rejects(runJob({ job: file }), (error: unknown) => {
+    assert.ok(error instanceof WeirError);
+    assert.equal(error.code, 'NOT_A_JOB');
+    assert.match(error.message, /does not export a job/);
+    assert.match(error.hint ?? '', /defineJob/);
+    return true;
+  });
+});
+
+test('an exactly-once sink without checkpointing is refused before anything runs', async () => {
+  await assert.rejects(runJob({ job: jobModule, config: {} }), /sink "file sink" is exactly-once, but checkpointing is off/);
+});
+
+test('a checkpoint holding state of an operator uid the job lacks', async () => {
+  const folder = await mkdtemp(join(tmpdir(), 'weir-bad-'));
+  folders.push(folder);
+  process.env.KS_OUTPUT = join(folder, 'out');
+  process.env.KS_COUNT = '2000';
+  delete process.env.KS_RATE;
+  const config = { parallelism: 1, workers: 1, checkpointing: { interval: '50ms', storage: join(folder, 'checkpoints') } };
+  await runJob({ job: jobModule, config });
+  process.env.KS_SUM_UID = 'renamed-sum';
+  try {
+    await assert.rejects(runJob({ job: jobModule, config }), (error: unknown) => {
+      assert.ok(error instanceof WeirError);
+      assert.equal(error.code, 'UNKNOWN_OPERATOR_STATE');
+      assert.match(error.message, /holds state of operator uid "running-sum"/);
+      assert.match(error.hint ?? '', /same uid again, or start with --fresh/);
+      return true;
+    });
+  } finally {
+    delete process.env.KS_SUM_UID;
+  }
+});
+
+test('maxParallelism changed since the checkpoint', async () => {
+  const folder = await mkdtemp(join(tmpdir(), 'weir-bad-'));
+  folders.push(folder);
+  process.env.KS_OUTPUT = join(folder, 'out');
+  process.env.KS_COUNT = '1000';
+  const config = { parallelism: 1, workers: 1, checkpointing: { interval: '50ms', storage: join(folder, 'checkpoints') } };
+  await runJob({ job: jobModule, config });
+  await assert.rejects(runJob({ job: jobModule, config: { ...config, maxParallelism: 64 } }), /taken with maxParallelism 128, the job now has 64/);
+});

@@ -1,0 +1,36 @@
+import assert from 'node:assert/strict';
+import { test } from 'node:test';
+import { parseEnvironmentConfig } from '../../../src/api/environment-config.ts';
+import { WeirError } from '../../../src/errors.ts';
+
+const fails = (input: unknown, pattern: RegExp) =>
+  assert.throws(
+    () => parseEnvironmentConfig(input),
+    (error: unknown) => error instanceof WeirError && error.code === 'INVALID_CONFIG' && pattern.test(error.message) && error.hint !== undefined,
+  );
+
+test('defaults', () => {
+  const config = parseEnvironmentConfig({ checkpointing: { interval: '100ms', storage: 'chk' } });
+  assert.equal(config.parallelism, 1);
+  assert.equal(config.maxParallelism, 128);
+  assert.equal(config.checkpointing?.interval, 100);
+  assert.equal(config.checkpointing?.mode, 'exactly-once');
+  assert.equal(config.checkpointing?.timeout, 600_000);
+  assert.deepEqual(config.restartStrategy, { type: 'fixed-delay', attempts: 3, delay: 1000 });
+});
+
+test('a negative or zero checkpoint interval names the setting', () => {
+  fails({ checkpointing: { interval: -5, storage: 'chk' } }, /checkpointing\.interval/);
+  fails({ checkpointing: { interval: '0ms', storage: 'chk' } }, /checkpointing\.interval: must be above 0/);
+  fails({ checkpointing: { interval: 'often', storage: 'chk' } }, /checkpointing\.interval.*not a duration/);
+});
+
+test('maxParallelism below parallelism is refused with the fix', () => {
+  fails({ parallelism: 8, maxParallelism: 4 }, /maxParallelism: maxParallelism \(4\) is below parallelism \(8\); raise maxParallelism/);
+});
+
+test('unknown options and bad restart strategies are refused', () => {
+  fails({ paralelism: 2 }, /paralelism/);
+  fails({ restartStrategy: { type: 'sometimes' } }, /restartStrategy/);
+  fails({ checkpointing: { interval: '1s' } }, /checkpointing\.storage/);
+});
