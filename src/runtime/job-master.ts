@@ -29,7 +29,7 @@ export interface RunJobOptions {
 
 export type JobEvent =
   | { type: 'started'; attempt: number; restoredCheckpointId: number | undefined }
-  | { type: 'checkpoint-completed'; checkpointId: number }
+  | { type: 'checkpoint-completed'; checkpointId: number; durationMs: number; bytes: number; alignmentMs: number }
   | { type: 'checkpoint-aborted'; checkpointId: number }
   | { type: 'restarting'; attempt: number; delayMs: number; cause: string }
   | { type: 'finished' };
@@ -246,7 +246,14 @@ class Attempt {
         trigger: (checkpointId, kind, location) => this.#broadcast({ type: 'trigger', checkpointId, kind, folder: location.path }),
         notifyComplete: (checkpointId) => {
           injectedFault('after-checkpoint-metadata', checkpointId);
-          this.#options.onEvent?.({ type: 'checkpoint-completed', checkpointId });
+          const stats = this.coordinator?.history.find((entry) => entry.checkpointId === checkpointId);
+          this.#options.onEvent?.({
+            type: 'checkpoint-completed',
+            checkpointId,
+            durationMs: stats?.durationMs ?? 0,
+            bytes: stats?.bytes ?? 0,
+            alignmentMs: stats?.alignmentMs ?? 0,
+          });
           this.#broadcast({ type: 'complete', checkpointId });
         },
         notifyAborted: (checkpointId) => {
