@@ -79,7 +79,8 @@ export async function startJob(options: RunJobOptions): Promise<JobClient> {
   await storage?.initialize();
   let restored: StoredCheckpointMetadata | undefined;
   if (options.fromSavepoint !== undefined) {
-    restored = await new CheckpointStorage(resolve(options.fromSavepoint, '..')).readMetadata(options.fromSavepoint);
+    // readMetadata reads the folder it is given; it needs no particular storage directory.
+    restored = await (storage ?? new CheckpointStorage(options.fromSavepoint)).readMetadata(options.fromSavepoint);
   } else if (!options.fresh && storage !== undefined) {
     restored = await storage.latestCompletedCheckpoint();
   }
