@@ -43,7 +43,8 @@ export interface CheckpointCoordinatorOptions {
   graph: JobGraph;
   /** The first id to use: above every id in the storage, so ids rise across restarts. */
   nextCheckpointId: number;
-  trigger: (checkpointId: number, kind: 'checkpoint' | 'savepoint', location: CheckpointLocation) => void;
+  /** Sends the trigger to the source tasks; the location says where the state goes and what kind it is. */
+  trigger: (location: CheckpointLocation) => void;
   notifyComplete: (checkpointId: number) => void;
   notifyAborted: (checkpointId: number) => void;
   /** More checkpoints failed in a row than the job tolerates. */
@@ -158,7 +159,7 @@ export class CheckpointCoordinator {
       };
       this.#pending.set(checkpointId, pending);
     });
-    this.#options.trigger(checkpointId, kind, location);
+    this.#options.trigger(location);
     this.#scheduleNext();
     return promise;
   }

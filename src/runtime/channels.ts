@@ -1,3 +1,4 @@
+import type { CheckpointLocation } from '../checkpoint/storage/checkpoint-location.ts';
 import type { ChannelMessage } from './messages.ts';
 
 /** Sends channel messages to wherever the channel's other end runs (another worker, or this one). */
@@ -38,8 +39,8 @@ export class ChannelWriter {
   }
 
   /** Barriers and end-of-data need no credit: they are small, and must never wait behind it. */
-  sendBarrier(checkpointId: number, folder: string): void {
-    this.#send({ c: this.id, b: checkpointId, f: folder });
+  sendBarrier(location: CheckpointLocation): void {
+    this.#send({ c: this.id, b: location });
   }
 
   sendEndOfData(): void {

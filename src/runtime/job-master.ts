@@ -69,7 +69,7 @@ export async function startJob(options: RunJobOptions): Promise<JobClient> {
         'EXACTLY_ONCE_WITHOUT_CHECKPOINTING',
         `sink "${node.name}" is exactly-once, but checkpointing is off: it would never commit its output`,
         {
-          hint: "set checkpointing: { interval: '1s', storage: '<folder>' } in the job's config (or --checkpoint-interval), or make the sink at-least-once",
+          hint: "set checkpointing: { interval: '1s', storage: '<folder>' } in the job's config, or make the sink at-least-once",
         },
       );
     }
@@ -244,7 +244,7 @@ class Attempt {
         storage,
         graph,
         nextCheckpointId: this.#options.nextCheckpointId,
-        trigger: (checkpointId, kind, location) => this.#broadcast({ type: 'trigger', checkpointId, kind, folder: location.path }),
+        trigger: (location) => this.#broadcast({ type: 'trigger', location }),
         notifyComplete: (checkpointId) => {
           injectedFault('after-checkpoint-metadata', checkpointId);
           const stats = this.coordinator?.history.find((entry) => entry.checkpointId === checkpointId);

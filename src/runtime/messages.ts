@@ -1,4 +1,5 @@
 import type { EnvironmentConfig } from '../api/environment-config.ts';
+import type { CheckpointLocation } from '../checkpoint/storage/checkpoint-location.ts';
 import type { StateHandle, SubtaskStateMetadata } from '../checkpoint/storage/checkpoint-metadata.ts';
 import type { SerializedWeirError } from '../errors.ts';
 import type { JobGraph } from '../graph/job-graph.ts';
@@ -39,7 +40,7 @@ export interface OperatorAck {
 
 /** Main thread to worker. */
 export type ToWorker =
-  | { type: 'trigger'; checkpointId: number; kind: 'checkpoint' | 'savepoint'; folder: string }
+  | { type: 'trigger'; location: CheckpointLocation }
   | { type: 'complete'; checkpointId: number }
   | { type: 'abort'; checkpointId: number }
   | { type: 'finish' };
@@ -57,6 +58,6 @@ export type FromWorker =
 /** Between workers, on a channel (`c` is the channel id). Kept small: they are cloned per batch. */
 export type ChannelMessage =
   | { c: number; d: unknown[] } // a batch of records
-  | { c: number; b: number; f: string } // barrier of checkpoint b; f: the folder to write state to
+  | { c: number; b: CheckpointLocation } // barrier: where this checkpoint's (or savepoint's) state goes
   | { c: number; e: 1 } // end of data
   | { c: number; k: number }; // k credits returned to the sender

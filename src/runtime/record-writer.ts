@@ -1,3 +1,4 @@
+import type { CheckpointLocation } from '../checkpoint/storage/checkpoint-location.ts';
 import type { KeySelector, Partitioning } from '../graph/stream-graph.ts';
 import { assignToKeyGroup, computeOperatorIndexForKeyGroup, validateStateKey } from '../state/key-group-range-assignment.ts';
 import type { ChannelWriter } from './channels.ts';
@@ -76,8 +77,8 @@ export class RecordWriter {
     }
   }
 
-  broadcastBarrier(checkpointId: number, folder: string): void {
-    for (const writer of this.writers) writer.sendBarrier(checkpointId, folder);
+  broadcastBarrier(location: CheckpointLocation): void {
+    for (const writer of this.writers) writer.sendBarrier(location);
   }
 
   broadcastEndOfData(): void {

@@ -50,19 +50,20 @@ interface SourceState {
 }
 
 interface Alignment {
-  id: number;
-  folder: string;
+  location: CheckpointLocation;
   received: Set<number>;
   startedAt: number;
 }
 
-type Mail = { k: 'data'; c: number; d: unknown[] } | { k: 'barrier'; c: number; id: number; folder: string } | { k: 'end'; c: number };
+interface StateSnapshot {
+  uid: string;
+  keyed: Uint8Array | undefined;
+  operator: Uint8Array | undefined;
+}
 
-type Control =
-  | { k: 'trigger'; id: number; folder: string; kind: 'checkpoint' | 'savepoint' }
-  | { k: 'complete'; id: number }
-  | { k: 'abort'; id: number }
-  | { k: 'timer'; operator: number };
+type Mail = { k: 'data'; c: number; d: unknown[] } | { k: 'barrier'; c: number; location: CheckpointLocation } | { k: 'end'; c: number };
+
+type Control = { k: 'trigger'; location: CheckpointLocation } | { k: 'complete'; id: number } | { k: 'abort'; id: number } | { k: 'timer'; operator: number };
 
 const SPLITS_STATE = 'source-splits';
 const isThenable = (value: unknown): value is PromiseLike<unknown> => typeof (value as PromiseLike<unknown> | undefined)?.then === 'function';
@@ -92,8 +93,8 @@ export class StreamTask {
   #failed = false;
   #closed = false;
   #idleTimer: NodeJS.Timeout | undefined;
-  #timer: { at: number; handle: NodeJS.Timeout } | undefined;
-  readonly #timerRequests = new Map<number, number>();
+  /** The one processing-time callback each operator has asked for: the earliest time it needs. */
+  readonly #timerRequests = new Map<number, { at: number; handle: NodeJS.Timeout }>();
 
   constructor(env: TaskEnvironment) {
     this.env = env;
@@ -153,13 +154,13 @@ export class StreamTask {
 
   deliver(message: ChannelMessage): void {
     if ('d' in message) this.#mailbox.push({ k: 'data', c: message.c, d: message.d });
-    else if ('b' in message) this.#mailbox.push({ k: 'barrier', c: message.c, id: message.b, folder: message.f });
+    else if ('b' in message) this.#mailbox.push({ k: 'barrier', c: message.c, location: message.b });
     else if ('e' in message) this.#mailbox.push({ k: 'end', c: message.c });
     this.#schedule();
   }
 
-  triggerCheckpoint(id: number, folder: string, kind: 'checkpoint' | 'savepoint'): void {
-    this.#control.push({ k: 'trigger', id, folder, kind });
+  triggerCheckpoint(location: CheckpointLocation): void {
+    this.#control.push({ k: 'trigger', location });
     this.#schedule();
   }
 
@@ -181,7 +182,8 @@ export class StreamTask {
   async close(): Promise<void> {
     this.#closed = true;
     clearTimeout(this.#idleTimer);
-    if (this.#timer) clearTimeout(this.#timer.handle);
+    for (const request of this.#timerRequests.values()) clearTimeout(request.handle);
+    this.#timerRequests.clear();
     for (const chained of this.#chain) {
       const closed = chained.operator.close();
       if (isThenable(closed)) await closed;
@@ -249,7 +251,7 @@ export class StreamTask {
         this.env.returnCredit(mail.c);
         return;
       case 'barrier':
-        await this.#onBarrier(mail.c, mail.id, mail.folder);
+        await this.#onBarrier(mail.c, mail.location);
         return;
       case 'end':
         this.#ended.add(mail.c);
@@ -263,8 +265,8 @@ export class StreamTask {
       case 'trigger': {
         const source = this.#source;
         if (source === undefined) return;
-        source.splits.update(source.reader.snapshotState(control.id));
-        await this.#performCheckpoint(control.id, control.folder, 0);
+        source.splits.update(source.reader.snapshotState(control.location.checkpointId));
+        await this.#performCheckpoint(control.location, 0);
         return;
       }
       case 'complete': {
@@ -322,12 +324,13 @@ export class StreamTask {
 
   // --- barriers and snapshots ------------------------------------------------------------
 
-  async #onBarrier(channel: number, id: number, folder: string): Promise<void> {
+  async #onBarrier(channel: number, location: CheckpointLocation): Promise<void> {
+    const id = location.checkpointId;
     const aligning = this.#aligning;
-    if (aligning !== undefined && id < aligning.id) return; // a barrier of an abandoned checkpoint
-    if (aligning === undefined || id > aligning.id) {
+    if (aligning !== undefined && id < aligning.location.checkpointId) return; // a barrier of an abandoned checkpoint
+    if (aligning === undefined || id > aligning.location.checkpointId) {
       if (aligning !== undefined) this.#unblockAll(); // the older checkpoint was abandoned upstream
-      this.#aligning = { id, folder, received: new Set([channel]), startedAt: Date.now() };
+      this.#aligning = { location, received: new Set([channel]), startedAt: Date.now() };
     } else {
       aligning.received.add(channel);
     }
@@ -337,7 +340,7 @@ export class StreamTask {
       return;
     }
     this.#aligning = undefined;
-    await this.#performCheckpoint(id, folder, Date.now() - current.startedAt);
+    await this.#performCheckpoint(location, Date.now() - current.startedAt);
     this.#unblockAll();
   }
 
@@ -349,9 +352,9 @@ export class StreamTask {
     }
   }
 
-  async #performCheckpoint(id: number, folder: string, alignmentMs: number): Promise<void> {
-    const { env } = this;
-    const snapshots: { uid: string; keyed: Uint8Array | undefined; operator: Uint8Array | undefined }[] = [];
+  async #performCheckpoint(location: CheckpointLocation, alignmentMs: number): Promise<void> {
+    const id = location.checkpointId;
+    const snapshots: StateSnapshot[] = [];
     try {
       for (const chained of this.#chain) {
         const done = chained.operator.snapshotState(id);
@@ -366,29 +369,24 @@ export class StreamTask {
         });
       }
     } catch (error) {
-      const reason = error instanceof Error ? error.message : String(error);
-      env.toMaster({ type: 'decline', checkpointId: id, vertexId: env.vertex.id, subtaskIndex: env.subtaskIndex, reason });
-      for (const writer of env.recordWriters) writer.broadcastBarrier(id, folder);
+      this.#decline(id, error);
+      for (const writer of this.env.recordWriters) writer.broadcastBarrier(location);
       return;
     }
-    for (const writer of env.recordWriters) writer.broadcastBarrier(id, folder);
+    for (const writer of this.env.recordWriters) writer.broadcastBarrier(location);
     // The asynchronous part: write the state files while records flow again.
-    this.#writeAndAcknowledge(id, folder, snapshots, alignmentMs).catch((error: unknown) => {
-      const reason = error instanceof Error ? error.message : String(error);
-      env.toMaster({ type: 'decline', checkpointId: id, vertexId: env.vertex.id, subtaskIndex: env.subtaskIndex, reason });
-    });
+    this.#writeAndAcknowledge(location, snapshots, alignmentMs).catch((error: unknown) => this.#decline(id, error));
   }
 
-  async #writeAndAcknowledge(
-    id: number,
-    folder: string,
-    snapshots: { uid: string; keyed: Uint8Array | undefined; operator: Uint8Array | undefined }[],
-    alignmentMs: number,
-  ): Promise<void> {
+  #decline(checkpointId: number, error: unknown): void {
+    const reason = error instanceof Error ? error.message : String(error);
+    this.env.toMaster({ type: 'decline', checkpointId, vertexId: this.env.vertex.id, subtaskIndex: this.env.subtaskIndex, reason });
+  }
+
+  async #writeAndAcknowledge(location: CheckpointLocation, snapshots: StateSnapshot[], alignmentMs: number): Promise<void> {
     const { env } = this;
     const storage = env.storage;
     if (storage === undefined) throw new WeirError('NO_CHECKPOINT_STORAGE', 'checkpointing has no storage folder', { fault: 'internal' });
-    const location: CheckpointLocation = { kind: folder.includes('savepoint-') ? 'savepoint' : 'checkpoint', checkpointId: id, path: folder };
     const operators: OperatorAck[] = [];
     let bytes = 0;
     for (const snapshot of snapshots) {
@@ -403,7 +401,7 @@ export class StreamTask {
       }
       operators.push(ack);
     }
-    env.toMaster({ type: 'ack', checkpointId: id, vertexId: env.vertex.id, subtaskIndex: env.subtaskIndex, operators, alignmentMs, bytes });
+    env.toMaster({ type: 'ack', checkpointId: location.checkpointId, vertexId: env.vertex.id, subtaskIndex: env.subtaskIndex, operators, alignmentMs, bytes });
   }
 
   async #endInput(): Promise<void> {
@@ -422,16 +420,18 @@ export class StreamTask {
 
   #requestTimer(operator: number, timestamp: number): void {
     const requested = this.#timerRequests.get(operator);
-    if (requested !== undefined && requested <= timestamp) return;
-    this.#timerRequests.set(operator, timestamp);
-    setTimeout(
+    if (requested !== undefined) {
+      if (requested.at <= timestamp) return;
+      clearTimeout(requested.handle);
+    }
+    const handle = setTimeout(
       () => {
-        if (this.#timerRequests.get(operator) !== timestamp) return;
         this.#control.push({ k: 'timer', operator });
         this.#schedule();
       },
       Math.max(0, timestamp - Date.now()),
     );
+    this.#timerRequests.set(operator, { at: timestamp, handle });
   }
 
   // --- failure and restore -----------------------------------------------------------------

@@ -100,7 +100,7 @@ export class TaskExecutor {
   handle(message: ToWorker): void {
     switch (message.type) {
       case 'trigger':
-        for (const task of this.#tasks) if (task.env.vertex.isSource) task.triggerCheckpoint(message.checkpointId, message.folder, message.kind);
+        for (const task of this.#tasks) if (task.env.vertex.isSource) task.triggerCheckpoint(message.location);
         return;
       case 'complete':
         for (const task of this.#tasks) task.notifyCheckpointComplete(message.checkpointId);

@@ -35,7 +35,7 @@ export class ClusterConnections {
     try {
       return await this.#pool.getFirstAvailable([...this.bootstrap]);
     } catch (error) {
-      throw new WeirError('BROKER_UNREACHABLE', `cannot reach Kafka at ${formatBootstrap(this.bootstrap)}`, {
+      throw new WeirError('BROKER_UNREACHABLE', `cannot reach Kafka at ${formatBootstrap(this.bootstrap)} (${describeNetworkError(error)})`, {
         hint: 'start a local broker with `weir kafka start`, or set KAFKA_BROKERS to a reachable cluster',
         fault: 'external',
         retriable: true,
@@ -90,4 +90,19 @@ export class ClusterConnections {
   async close(): Promise<void> {
     await this.#pool.close();
   }
+}
+
+/** The most telling part of a connection failure: the system error code (ECONNREFUSED, ...) when there is one. */
+function describeNetworkError(error: unknown): string {
+  if (!(error instanceof Error)) return String(error);
+  const nested = error instanceof AggregateError ? error.errors : [error];
+  return nested
+    .map((entry: unknown) => {
+      if (!(entry instanceof Error)) return String(entry);
+      const cause = entry.cause as (Error & { code?: string }) | undefined;
+      return (entry as Error & { code?: string }).code?.startsWith('E')
+        ? (entry as Error & { code: string }).code
+        : (cause?.code ?? cause?.message ?? entry.message);
+    })
+    .join('; ');
 }
