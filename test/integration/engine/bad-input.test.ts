@@ -1,6 +1,6 @@
 /** Bad jobs and bad restores get one clear error naming the setting or thing, and the fix. */
 import assert from 'node:assert/strict';
-import { mkdtemp, rm, writeFile } from 'node:fs/promises';
+import { mkdtemp, readdir, readFile, rm, writeFile } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { after, test } from 'node:test';
@@ -61,4 +61,33 @@ test('maxParallelism changed since the checkpoint', async () => {
   const config = { parallelism: 1, workers: 1, checkpointing: { interval: '50ms', storage: join(folder, 'checkpoints') } };
   await runJob({ job: jobModule, config });
   await assert.rejects(runJob({ job: jobModule, config: { ...config, maxParallelism: 64 } }), /taken with maxParallelism 128, the job now has 64/);
+});
+
+test('a corrupt or future-version latest checkpoint stops the restore with the folder to delete', async () => {
+  const folder = await mkdtemp(join(tmpdir(), 'weir-bad-'));
+  folders.push(folder);
+  process.env.KS_OUTPUT = join(folder, 'out');
+  process.env.KS_COUNT = '1000';
+  const storage = join(folder, 'checkpoints');
+  const config = { parallelism: 1, workers: 1, checkpointing: { interval: '50ms', storage } };
+  await runJob({ job: jobModule, config });
+  const latest = (await readdir(storage)).filter((name) => name.startsWith('chk-')).sort((a, b) => Number(a.slice(4)) - Number(b.slice(4)));
+  const metadataFile = join(storage, latest.at(-1) as string, '_metadata');
+  const metadata = JSON.parse(await readFile(metadataFile, 'utf8')) as Record<string, unknown>;
+
+  await writeFile(metadataFile, JSON.stringify({ ...metadata, version: 7 }));
+  await assert.rejects(runJob({ job: jobModule, config }), (error: unknown) => {
+    assert.ok(error instanceof WeirError);
+    assert.match(error.message, /the latest checkpoint cannot be restored: .*metadata version 7, newer than this Weir reads \(1\)/);
+    assert.match(error.hint ?? '', /newer Weir/);
+    return true;
+  });
+
+  await writeFile(metadataFile, '{"version": 1, "kind": "checkp');
+  await assert.rejects(runJob({ job: jobModule, config }), (error: unknown) => {
+    assert.ok(error instanceof WeirError);
+    assert.match(error.message, /the latest checkpoint cannot be restored: .*corrupt/);
+    assert.match(error.hint ?? '', new RegExp(`delete .*${latest.at(-1)}`));
+    return true;
+  });
 });

@@ -1,0 +1,60 @@
+import assert from 'node:assert/strict';
+import { test } from 'node:test';
+import { parseEnvironmentConfig } from '../../../src/api/environment-config.ts';
+import { StreamExecutionEnvironment } from '../../../src/api/stream-execution-environment.ts';
+import { dataGenSource } from '../../../src/connectors/datagen/datagen-source.ts';
+import { discardingSink } from '../../../src/connectors/discarding-sink.ts';
+import { buildJobGraph } from '../../../src/graph/job-graph.ts';
+
+const config = parseEnvironmentConfig({ parallelism: 2 });
+
+test('forward edges of equal parallelism chain; keyBy and a change of parallelism do not', () => {
+  const env = new StreamExecutionEnvironment();
+  env
+    .fromSource(dataGenSource({ count: 10 }), { uid: 'gen' })
+    .map((record) => record)
+    .filter(() => true)
+    .keyBy((record) => record.key)
+    .reduce((a) => a, { uid: 'reduce' })
+    .map((record) => record.seq, { parallelism: 1 })
+    .sinkTo(discardingSink<number>(), { uid: 'sink', parallelism: 1 });
+  const graph = buildJobGraph('test', env.graph, config);
+  assert.deepEqual(
+    graph.vertices.map((vertex) => [vertex.name, vertex.parallelism, vertex.keyed]),
+    [
+      ['datagen -> map -> filter', 2, false],
+      ['reduce', 2, true],
+      ['map -> discarding sink', 1, false],
+    ],
+  );
+  assert.deepEqual(
+    graph.edges.map((edge) => [edge.source, edge.target, edge.partitioning]),
+    [
+      [0, 1, 'hash'],
+      [1, 2, 'rebalance'],
+    ],
+  );
+});
+
+test('operators without a uid get one from their position; duplicate uids are refused', () => {
+  const env = new StreamExecutionEnvironment();
+  env.fromSource(dataGenSource({ count: 10 }), { uid: 'same' }).sinkTo(discardingSink(), { uid: 'same' });
+  assert.throws(() => buildJobGraph('test', env.graph, config), /have the same uid "same"/);
+
+  const other = new StreamExecutionEnvironment();
+  other
+    .fromSource(dataGenSource({ count: 10 }))
+    .map((record) => record)
+    .sinkTo(discardingSink());
+  assert.deepEqual(
+    buildJobGraph('test', other.graph, config).nodes.map((node) => node.uid),
+    ['source-0', 'map-1', 'sink-2'],
+  );
+});
+
+test('a job without a source, and an operator above maxParallelism, are refused', () => {
+  assert.throws(() => buildJobGraph('empty', new StreamExecutionEnvironment().graph, config), /job "empty" has no source/);
+  const env = new StreamExecutionEnvironment();
+  env.fromSource(dataGenSource({ count: 10 }), { parallelism: 500 }).sinkTo(discardingSink());
+  assert.throws(() => buildJobGraph('big', env.graph, config), /maxParallelism/);
+});
