@@ -4,44 +4,17 @@
  * output must hold every record exactly once with exact running sums.
  */
 import assert from 'node:assert/strict';
-import { type ChildProcess, spawn } from 'node:child_process';
 import { mkdtemp, rm } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { after, describe, test } from 'node:test';
 import { setTimeout as sleep } from 'node:timers/promises';
+import { startJobProcess } from '../../harness/job-process.ts';
 import { auditKeyedSum } from '../../harness/keyed-sum-audit.ts';
 
-const root = join(import.meta.dirname, '..', '..', 'fixtures');
-const runner = join(root, 'run-job.ts');
-const jobModule = join(root, 'jobs', 'keyed-sum-job.ts');
-
-interface Run {
-  child: ChildProcess;
-  stdout: string;
-  stderr: string;
-  exit: Promise<{ code: number | null; signal: NodeJS.Signals | null }>;
-}
-
-function startRun(folder: string, env: Record<string, string>, config: object): Run {
-  const child = spawn(process.execPath, [runner, jobModule, JSON.stringify(config)], {
-    env: { ...process.env, KS_OUTPUT: join(folder, 'out'), ...env },
-    stdio: ['ignore', 'pipe', 'pipe'],
-  });
-  const run: Run = {
-    child,
-    stdout: '',
-    stderr: '',
-    exit: new Promise((resolve) => child.once('exit', (code, signal) => resolve({ code, signal }))),
-  };
-  child.stdout?.on('data', (chunk: Buffer) => {
-    run.stdout += chunk.toString();
-  });
-  child.stderr?.on('data', (chunk: Buffer) => {
-    run.stderr += chunk.toString();
-  });
-  return run;
-}
+const jobModule = join(import.meta.dirname, '..', '..', 'fixtures', 'jobs', 'keyed-sum-job.ts');
+const startRun = (folder: string, env: Record<string, string>, config: object) =>
+  startJobProcess(jobModule, config, { KS_OUTPUT: join(folder, 'out'), ...env });
 
 const configFor = (folder: string, mode: 'exactly-once' | 'at-least-once') => ({
   parallelism: 2,

@@ -1,10 +1,11 @@
 /**
- * Rescaling through savepoints: stop with a savepoint at parallelism 2, resume at 3, stop with a
- * savepoint again, resume at 1 and run to the end. Keyed state moves by key groups, the source's
- * splits and the sink's committables are redistributed; the output stays exact.
+ * Rescaling through savepoints: stop with a savepoint at parallelism 2; resume it at 1 (into a copy
+ * of the output) and run to the end; resume it again at 3, stop with another savepoint, resume that
+ * at 1. Keyed state moves by key groups, the source's splits and the sink's committables are
+ * redistributed; the output stays exact in both branches.
  */
 import assert from 'node:assert/strict';
-import { mkdtemp, rm } from 'node:fs/promises';
+import { cp, mkdtemp, rm } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { after, test } from 'node:test';
@@ -18,7 +19,7 @@ after(async () => {
   for (const folder of folders) await rm(folder, { recursive: true, force: true });
 });
 
-test('stop with a savepoint at parallelism 2, resume at 3 and then at 1: exact results', async () => {
+test('stop with a savepoint at parallelism 2, resume it at 1, and at 3 then (another savepoint) at 1: exact results', async () => {
   const folder = await mkdtemp(join(tmpdir(), 'weir-rescale-'));
   folders.push(folder);
   const count = 24_000;
@@ -38,6 +39,14 @@ test('stop with a savepoint at parallelism 2, resume at 3 and then at 1: exact r
   assert.equal(savepoint1.kind, 'savepoint');
   const afterFirst = readCommittedRecords(join(folder, 'out')).length;
   assert.ok(afterFirst > 0 && afterFirst < count, `the first run stopped midway (${afterFirst} records)`);
+
+  // Branch: the same savepoint resumed straight at parallelism 1, into a copy of the output as it was.
+  await cp(join(folder, 'out'), join(folder, 'out-at-1'), { recursive: true });
+  process.env.KS_OUTPUT = join(folder, 'out-at-1');
+  const direct = await startJob({ job: jobModule, config: config(1), fromSavepoint: savepoint1.location.path });
+  await direct.result;
+  assert.deepEqual(auditKeyedSum(join(folder, 'out-at-1'), count), { records: count, duplicates: 0, missing: 0, wrongSums: [] });
+  process.env.KS_OUTPUT = join(folder, 'out');
 
   const second = await startJob({ job: jobModule, config: config(3), fromSavepoint: savepoint1.location.path });
   await sleep(700);
