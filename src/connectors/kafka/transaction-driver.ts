@@ -1,0 +1,287 @@
+import { setTimeout as sleep } from 'node:timers/promises';
+import {
+  addPartitionsToTxnV3,
+  type Connection,
+  endTxnV4,
+  findCoordinatorV6,
+  initProducerIdV4,
+  listTransactionsV1,
+  type MessageRecord,
+  NumericMap,
+  produceV11,
+} from '@platformatic/kafka';
+import { WeirError } from '../../errors.ts';
+import { dataLoss } from '../two-phase-commit-sink.ts';
+import type { ClusterConnections } from './cluster-connections.ts';
+import { hasKafkaError, kafkaErrorIds, RETRIABLE_TRANSACTION_ERRORS } from './kafka-error-ids.ts';
+
+/**
+ * The request versions this driver pins: classic transaction semantics (no epoch bump per EndTxn,
+ * partitions added explicitly) on transaction.version 1 and 2 brokers alike. Recorded in every
+ * committable, so a later Weir knows how to finish it.
+ */
+export const TRANSACTION_PROTOCOL = 'classic-endtxn4-addpartitions3-produce11';
+
+/** What a checkpoint keeps of a pre-committed Kafka transaction: enough to commit it from another process. */
+export interface KafkaCommittable {
+  version: 1;
+  transactionalId: string;
+  producerId: bigint;
+  producerEpoch: number;
+  protocol: typeof TRANSACTION_PROTOCOL;
+}
+
+/** A transaction being written: its producer id and epoch, and the partitions and sequences it has used. */
+export interface OpenTransaction {
+  transactionalId: string;
+  producerId: bigint;
+  producerEpoch: number;
+  partitions: Set<string>;
+  sequences: NumericMap;
+  records: number;
+}
+
+const TRANSACTION_KEY_TYPE = 1;
+const ACKS_ALL = -1;
+
+export interface TransactionDriverOptions {
+  transactionTimeoutMs: number;
+  /** How long a request may be retried on retriable errors (coordinator moves, broker restarts) before failing. */
+  retryTimeoutMs?: number;
+}
+
+/**
+ * Drives Kafka transactions at the protocol level with pinned request versions (FindCoordinator v6,
+ * InitProducerId v4, AddPartitionsToTxn v3, Produce v11, EndTxn v4), because a transaction
+ * pre-committed by a process that crashed must be committed by another one from its committable
+ * alone, without InitProducerId (which would abort it). No Node client can do that.
+ */
+export class TransactionDriver {
+  readonly #connections: ClusterConnections;
+  readonly #options: Required<TransactionDriverOptions>;
+  readonly #coordinators = new Map<string, number>();
+
+  constructor(connections: ClusterConnections, options: TransactionDriverOptions) {
+    this.#connections = connections;
+    this.#options = { retryTimeoutMs: 60_000, ...options };
+  }
+
+  /**
+   * InitProducerId for a transactional id: fences every earlier producer of the id and aborts its
+   * open transaction (Kafka answers CONCURRENT_TRANSACTIONS while that abort completes: retried).
+   */
+  async initTransaction(transactionalId: string): Promise<OpenTransaction> {
+    const response = await this.#retry(`InitProducerId for "${transactionalId}"`, async () =>
+      initProducerIdV4.api.async(await this.#coordinator(transactionalId), transactionalId, this.#options.transactionTimeoutMs, -1n, -1),
+    ).catch((error: unknown) => {
+      if (hasKafkaError(error, 'INVALID_TRANSACTION_TIMEOUT')) {
+        throw new WeirError(
+          'TRANSACTION_TIMEOUT_REFUSED',
+          `the broker refused transaction.timeout.ms=${this.#options.transactionTimeoutMs} for "${transactionalId}": it is above the broker's transaction.max.timeout.ms`,
+          { hint: "lower the sink's transactionTimeout, or raise transaction.max.timeout.ms on the brokers" },
+        );
+      }
+      throw error;
+    });
+    return {
+      transactionalId,
+      producerId: response.producerId,
+      producerEpoch: response.producerEpoch,
+      partitions: new Set(),
+      sequences: new NumericMap(),
+      records: 0,
+    };
+  }
+
+  /** Writes records (each with its topic and partition) into the transaction, registering new partitions first. */
+  async send(transaction: OpenTransaction, records: MessageRecord[]): Promise<void> {
+    if (records.length === 0) return;
+    const added = new Map<string, Set<number>>();
+    for (const record of records) {
+      const key = `${record.topic}:${record.partition}`;
+      if (transaction.partitions.has(key)) continue;
+      let partitions = added.get(record.topic);
+      if (partitions === undefined) added.set(record.topic, (partitions = new Set()));
+      partitions.add(record.partition as number);
+    }
+    if (added.size > 0) {
+      await this.#retry(`AddPartitionsToTxn for "${transaction.transactionalId}"`, async () =>
+        addPartitionsToTxnV3.api.async(await this.#coordinator(transaction.transactionalId), [
+          {
+            transactionalId: transaction.transactionalId,
+            producerId: transaction.producerId,
+            producerEpoch: transaction.producerEpoch,
+            verifyOnly: false,
+            topics: [...added].map(([name, partitions]) => ({ name, partitions: [...partitions] })),
+          },
+        ]),
+      );
+      for (const [topic, partitions] of added) for (const partition of partitions) transaction.partitions.add(`${topic}:${partition}`);
+    }
+
+    // One produce request per leader; each partition's batch carries the next sequence number.
+    const byLeader = new Map<number, MessageRecord[]>();
+    const leaders = new Map<string, number>();
+    for (const record of records) {
+      const key = `${record.topic}:${record.partition}`;
+      let leader = leaders.get(key);
+      if (leader === undefined) {
+        leader = await this.#leaderOf(record.topic, record.partition as number);
+        leaders.set(key, leader);
+      }
+      const group = byLeader.get(leader);
+      if (group === undefined) byLeader.set(leader, [record]);
+      else group.push(record);
+    }
+    await Promise.all(
+      [...byLeader].map(([leader, group]) =>
+        this.#retry(`Produce for "${transaction.transactionalId}"`, async () =>
+          produceV11.api.async(await this.#connections.node(leader), ACKS_ALL, 30_000, group, {
+            transactionalId: transaction.transactionalId,
+            producerId: transaction.producerId,
+            producerEpoch: transaction.producerEpoch,
+            sequences: transaction.sequences,
+          }),
+        ),
+      ),
+    );
+    for (const record of records) transaction.sequences.postIncrement(`${record.topic}:${record.partition}`, 1, 0);
+    transaction.records += records.length;
+  }
+
+  /**
+   * Commits a pre-committed transaction from its committable, without InitProducerId. A repeated
+   * commit succeeds. An answer meaning the transaction is gone is data loss and is thrown as such.
+   */
+  async commit(committable: KafkaCommittable): Promise<void> {
+    if (committable.protocol !== TRANSACTION_PROTOCOL) {
+      throw new WeirError(
+        'UNSUPPORTED_COMMITTABLE',
+        `the committable of "${committable.transactionalId}" uses protocol ${committable.protocol}, which this Weir does not drive`,
+        {
+          hint: 'finish the job with the Weir version that wrote the checkpoint',
+        },
+      );
+    }
+    await this.#endTransaction(committable, true).catch((error: unknown) => {
+      const ids = kafkaErrorIds(error);
+      const lost = ids.find((id) =>
+        ['PRODUCER_FENCED', 'INVALID_PRODUCER_EPOCH', 'INVALID_TXN_STATE', 'INVALID_PRODUCER_ID_MAPPING', 'TRANSACTIONAL_ID_NOT_FOUND'].includes(id),
+      );
+      if (lost === undefined) throw error;
+      throw dataLoss(
+        `Kafka answered ${lost} to the commit of transaction "${committable.transactionalId}" (producer id ${committable.producerId}, epoch ${committable.producerEpoch}): ` +
+          'the transaction was aborted before its commit and its records are lost',
+        lost === 'INVALID_PRODUCER_ID_MAPPING' || lost === 'TRANSACTIONAL_ID_NOT_FOUND'
+          ? 'the transactional id expired on the broker (transactional.id.expiration.ms): the job was down too long; restore from a savepoint taken before the loss'
+          : "most likely the broker's transaction timeout expired before the commit (a checkpoint or a recovery took longer than the sink's transactionTimeout): raise transactionTimeout (within the broker's transaction.max.timeout.ms) or make checkpoints faster",
+      );
+    });
+  }
+
+  /** Aborts an open transaction of this process. */
+  async abort(transaction: OpenTransaction): Promise<void> {
+    if (transaction.partitions.size === 0) return; // nothing was written: nothing to abort
+    await this.#endTransaction(transaction, false);
+  }
+
+  /** Aborts whatever is open under a transactional id (a crashed run's lingering transaction) by fencing it. */
+  async abortLingering(transactionalId: string): Promise<void> {
+    await this.initTransaction(transactionalId);
+  }
+
+  /** The transactional ids with this prefix that have an open (Ongoing) transaction, on every broker. */
+  async listOpenTransactions(prefix: string): Promise<string[]> {
+    const metadata = await this.#connections.metadata([]);
+    const ids = new Set<string>();
+    for (const broker of metadata.brokers) {
+      const response = await this.#retry('ListTransactions', async () =>
+        listTransactionsV1.api.async(await this.#connections.node(broker.nodeId), ['Ongoing'], [], -1n, null),
+      );
+      for (const state of response.transactionStates) if (state.transactionalId.startsWith(prefix)) ids.add(state.transactionalId);
+    }
+    return [...ids].sort();
+  }
+
+  async #endTransaction(transaction: { transactionalId: string; producerId: bigint; producerEpoch: number }, commit: boolean): Promise<void> {
+    await this.#retry(`EndTxn(${commit ? 'commit' : 'abort'}) for "${transaction.transactionalId}"`, async () =>
+      endTxnV4.api.async(
+        await this.#coordinator(transaction.transactionalId),
+        transaction.transactionalId,
+        transaction.producerId,
+        transaction.producerEpoch,
+        commit,
+      ),
+    );
+  }
+
+  async #coordinator(transactionalId: string): Promise<Connection> {
+    let nodeId = this.#coordinators.get(transactionalId);
+    if (nodeId === undefined) {
+      const response = await findCoordinatorV6.api.async(await this.#connections.any(), TRANSACTION_KEY_TYPE, [transactionalId]);
+      const coordinator = response.coordinators[0];
+      if (coordinator === undefined || coordinator.errorCode !== 0) {
+        throw Object.assign(new Error(`no transaction coordinator for "${transactionalId}" (error ${coordinator?.errorCode})`), {
+          apiId: 'COORDINATOR_NOT_AVAILABLE',
+        });
+      }
+      nodeId = coordinator.nodeId;
+      this.#coordinators.set(transactionalId, nodeId);
+    }
+    return this.#connections.node(nodeId);
+  }
+
+  async #leaderOf(topic: string, partition: number): Promise<number> {
+    const info = await this.#connections.topic(topic);
+    const leader = info.partitions.find((entry) => entry.partition === partition)?.leaderId;
+    if (leader === undefined || leader < 0) {
+      throw Object.assign(new Error(`partition ${topic}/${partition} has no leader`), { apiId: 'LEADER_NOT_AVAILABLE' });
+    }
+    return leader;
+  }
+
+  /**
+   * Runs a request, retrying (with the coordinator found again) on retriable Kafka errors and on
+   * network errors (a broker restarting), until retryTimeoutMs has passed.
+   */
+  async #retry<T>(what: string, request: () => Promise<T>): Promise<T> {
+    const deadline = Date.now() + this.#options.retryTimeoutMs;
+    for (let attempt = 0; ; attempt++) {
+      try {
+        return await request();
+      } catch (error) {
+        const ids = kafkaErrorIds(error);
+        const retriable = ids.length === 0 ? isNetworkError(error) : ids.every((id) => RETRIABLE_TRANSACTION_ERRORS.includes(id));
+        if (!retriable || Date.now() > deadline) {
+          if (error instanceof WeirError) throw error;
+          throw Object.assign(
+            new WeirError(
+              'KAFKA_REQUEST_FAILED',
+              `${what} failed${ids.length > 0 ? ` with ${ids.join(', ')}` : ''}: ${error instanceof Error ? error.message : String(error)}`,
+              {
+                fault: 'external',
+                retriable,
+                cause: error,
+              },
+            ),
+            { apiId: ids[0] },
+          );
+        }
+        this.#coordinators.clear();
+        await sleep(Math.min(1000, 50 * 2 ** Math.min(attempt, 5)));
+      }
+    }
+  }
+}
+
+function isNetworkError(error: unknown): boolean {
+  const code = (error as { code?: string } | undefined)?.code;
+  return (
+    code === 'PLT_KFK_NETWORK' ||
+    code === 'PLT_KFK_TIMEOUT' ||
+    code === 'ECONNREFUSED' ||
+    code === 'ECONNRESET' ||
+    code === 'BROKER_UNREACHABLE' ||
+    code === 'EPIPE'
+  );
+}
