@@ -1,0 +1,166 @@
+import { fetchV17, listOffsetsV9 } from '@platformatic/kafka';
+import { WeirError } from '../../errors.ts';
+import { filterAbortedTransactions } from './aborted-transaction-filter.ts';
+import type { ClusterConnections, PartitionInfo, TopicInfo } from './cluster-connections.ts';
+
+export type IsolationLevel = 'read_committed' | 'read_uncommitted';
+
+export interface TopicRecord {
+  topic: string;
+  partition: number;
+  offset: bigint;
+  timestamp: bigint;
+  key: Buffer | null;
+  value: Buffer | null;
+  headers: [Buffer | null, Buffer | null][];
+}
+
+export interface FetchPosition {
+  topic: string;
+  partition: number;
+  /** The next offset to read. */
+  offset: bigint;
+}
+
+export interface PartitionFetchResult {
+  topic: string;
+  partition: number;
+  records: TopicRecord[];
+  /** Where the next fetch starts: past every batch looked at, markers and aborted data included. */
+  nextOffset: bigint;
+  highWatermark: bigint;
+  lastStableOffset: bigint;
+}
+
+/** ListOffsets special timestamps. */
+export const EARLIEST_OFFSET = -2n;
+export const LATEST_OFFSET = -1n;
+
+const isolationCode = (isolation: IsolationLevel) => (isolation === 'read_committed' ? 1 : 0);
+
+/**
+ * One Fetch (v17) per partition leader for these positions, decoded, with aborted transactions
+ * and control batches filtered out by Weir itself ({@link filterAbortedTransactions}) at
+ * read_committed. `topics` gives each topic's id and leaders.
+ */
+export async function fetchPartitions(
+  connections: ClusterConnections,
+  topics: ReadonlyMap<string, TopicInfo>,
+  positions: readonly FetchPosition[],
+  options: { isolation: IsolationLevel; maxWaitMs: number; maxBytesPerPartition?: number },
+): Promise<PartitionFetchResult[]> {
+  const isolationLevel = isolationCode(options.isolation);
+  const byLeader = new Map<number, FetchPosition[]>();
+  for (const position of positions) {
+    const leader = partitionInfo(topics, position.topic, position.partition).leaderId;
+    const group = byLeader.get(leader);
+    if (group === undefined) byLeader.set(leader, [position]);
+    else group.push(position);
+  }
+  const results: PartitionFetchResult[] = [];
+  await Promise.all(
+    [...byLeader].map(async ([leader, group]) => {
+      const byTopic = new Map<string, FetchPosition[]>();
+      for (const position of group) byTopic.set(position.topic, [...(byTopic.get(position.topic) ?? []), position]);
+      const response = await fetchV17.api.async(
+        await connections.node(leader),
+        options.maxWaitMs,
+        1,
+        32 * 1024 * 1024,
+        isolationLevel,
+        0,
+        -1,
+        [...byTopic].map(([topic, entries]) => ({
+          topicId: (topics.get(topic) as TopicInfo).topicId,
+          partitions: entries.map((position) => ({
+            partition: position.partition,
+            currentLeaderEpoch: partitionInfo(topics, topic, position.partition).leaderEpoch,
+            fetchOffset: position.offset,
+            lastFetchedEpoch: -1,
+            partitionMaxBytes: options.maxBytesPerPartition ?? 4 * 1024 * 1024,
+          })),
+        })),
+        [],
+        '',
+      );
+      const nameOf = new Map([...topics.values()].map((info) => [info.topicId, info.name]));
+      for (const topicResponse of response.responses) {
+        const topic = nameOf.get(topicResponse.topicId) as string;
+        for (const partition of topicResponse.partitions) {
+          if (partition.errorCode !== 0) {
+            throw Object.assign(
+              new WeirError('FETCH_FAILED', `fetching ${topic}/${partition.partitionIndex} failed with Kafka error code ${partition.errorCode}`, {
+                fault: 'external',
+                retriable: true,
+              }),
+              { kafkaErrorCode: partition.errorCode },
+            );
+          }
+          const position = group.find((entry) => entry.topic === topic && entry.partition === partition.partitionIndex) as FetchPosition;
+          const filtered = filterAbortedTransactions(partition.records ?? [], isolationLevel === 1 ? partition.abortedTransactions : null, position.offset);
+          const records: TopicRecord[] = [];
+          for (const { batch, records: visible } of filtered.batches) {
+            for (const record of visible) {
+              records.push({
+                topic,
+                partition: partition.partitionIndex,
+                offset: batch.firstOffset + BigInt(record.offsetDelta),
+                timestamp: batch.firstTimestamp + record.timestampDelta,
+                key: record.key,
+                value: record.value,
+                headers: record.headers,
+              });
+            }
+          }
+          results.push({
+            topic,
+            partition: partition.partitionIndex,
+            records,
+            nextOffset: filtered.nextOffset,
+            highWatermark: partition.highWatermark,
+            lastStableOffset: partition.lastStableOffset,
+          });
+        }
+      }
+    }),
+  );
+  return results;
+}
+
+/** ListOffsets (v9) for partitions of a topic: EARLIEST_OFFSET, LATEST_OFFSET (last stable offset at read_committed) or a timestamp. */
+export async function listOffsets(
+  connections: ClusterConnections,
+  topic: TopicInfo,
+  partitions: readonly PartitionInfo[],
+  isolation: IsolationLevel,
+  timestamp: bigint,
+): Promise<Map<number, bigint>> {
+  const offsets = new Map<number, bigint>();
+  const byLeader = new Map<number, PartitionInfo[]>();
+  for (const info of partitions) byLeader.set(info.leaderId, [...(byLeader.get(info.leaderId) ?? []), info]);
+  for (const [leaderId, group] of byLeader) {
+    const response = await listOffsetsV9.api.async(await connections.node(leaderId), -1, isolationCode(isolation), [
+      { name: topic.name, partitions: group.map((info) => ({ partitionIndex: info.partition, currentLeaderEpoch: info.leaderEpoch, timestamp })) },
+    ]);
+    for (const partition of response.topics.flatMap((entry) => entry.partitions)) {
+      if (partition.errorCode !== 0) {
+        throw new WeirError(
+          'LIST_OFFSETS_FAILED',
+          `listing offsets of ${topic.name}/${partition.partitionIndex} failed with Kafka error code ${partition.errorCode}`,
+          {
+            fault: 'external',
+            retriable: true,
+          },
+        );
+      }
+      offsets.set(partition.partitionIndex, partition.offset);
+    }
+  }
+  return offsets;
+}
+
+function partitionInfo(topics: ReadonlyMap<string, TopicInfo>, topic: string, partition: number): PartitionInfo {
+  const info = topics.get(topic)?.partitions.find((entry) => entry.partition === partition);
+  if (info === undefined) throw new WeirError('UNKNOWN_PARTITION', `no metadata for ${topic}/${partition}`, { fault: 'external', retriable: true });
+  return info;
+}
