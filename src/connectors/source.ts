@@ -7,8 +7,11 @@ export interface Source<T, Split = unknown> {
   readonly name: string;
   /** Bounded sources end; the job then takes a final checkpoint and finishes. */
   readonly bounded: boolean;
-  /** The splits of a fresh start; split i goes to subtask i % parallelism. */
-  createInitialSplits(parallelism: number): Split[];
+  /**
+   * The splits of a fresh start; split i goes to subtask i % parallelism. Every subtask asks, so
+   * the answer must be the same list in the same order each time.
+   */
+  createInitialSplits(parallelism: number): Split[] | Promise<Split[]>;
   createReader(context: SourceReaderContext): SourceReader<T, Split>;
 }
 

@@ -40,6 +40,10 @@ export interface TwoPhaseCommitLogic<IN, TXN, C> {
   abort(transaction: TXN): void | Promise<void>;
   /** After a restore, before any new write: abort what a crashed run left open that the checkpoint does not hold. */
   abortLingering?(context: RecoveryContext<C>): void | Promise<void>;
+  /** After the committables up to this checkpoint are committed. */
+  notifyCheckpointComplete?(checkpointId: number): void | Promise<void>;
+  /** The sink closes (after its open transaction was aborted): release connections. */
+  close?(): void | Promise<void>;
 }
 
 export function dataLoss(message: string, hint: string): WeirError {
@@ -114,11 +118,13 @@ export class TwoPhaseCommitSinkOperator<IN, TXN, C> extends StreamOperator<IN, n
       await this.#logic.commit((this.#pending[0] as PendingCommittable<C>).committable);
       this.#pending.shift();
     }
+    await this.#logic.notifyCheckpointComplete?.(checkpointId);
   }
 
   override async close(): Promise<void> {
     if (this.#transaction !== undefined) await this.#logic.abort(this.#transaction);
     this.#transaction = undefined;
+    await this.#logic.close?.();
   }
 }
 

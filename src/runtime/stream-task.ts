@@ -114,7 +114,8 @@ export class StreamTask {
         const reader = node.source.createReader({ subtaskIndex, parallelism: vertex.parallelism, attemptNumber: env.attemptNumber });
         const splits = operatorState.getListState<unknown>(SPLITS_STATE);
         if (!this.#restoredUids().has(uid)) {
-          splits.update(node.source.createInitialSplits(vertex.parallelism).filter((_split, index) => index % vertex.parallelism === subtaskIndex));
+          const initial = await node.source.createInitialSplits(vertex.parallelism);
+          splits.update(initial.filter((_split, index) => index % vertex.parallelism === subtaskIndex));
         }
         const chained: ChainedOperator = { uid, name: node.name, operator: undefined as never, keyed, operatorState };
         this.#source = { node: chained, source: node.source, reader, splits, finished: false };

@@ -1,6 +1,7 @@
 import { type Connection, type ConnectionOptions, ConnectionPool, metadataV12 } from '@platformatic/kafka';
 import { WeirError } from '../../errors.ts';
 import { type BrokerAddress, formatBootstrap } from './bootstrap.ts';
+import { hasKafkaError } from './kafka-error-ids.ts';
 
 export interface PartitionInfo {
   partition: number;
@@ -65,13 +66,13 @@ export class ClusterConnections {
 
   /** Partitions and leaders of a topic; an unknown topic is an error naming it. */
   async topic(name: string): Promise<TopicInfo> {
-    const response = await this.metadata([name]);
+    const response = await this.metadata([name]).catch((error: unknown) => {
+      if (hasKafkaError(error, 'UNKNOWN_TOPIC_OR_PARTITION', 'INVALID_TOPIC_EXCEPTION')) return undefined;
+      throw error;
+    });
+    if (response === undefined) throw unknownTopic(name, this.bootstrap);
     const topic = response.topics.find((entry) => entry.name === name);
-    if (topic === undefined || topic.errorCode === 3) {
-      throw new WeirError('UNKNOWN_TOPIC', `topic "${name}" does not exist on ${formatBootstrap(this.bootstrap)}`, {
-        hint: 'create it first, or check the topic name',
-      });
-    }
+    if (topic === undefined || topic.errorCode === 3) throw unknownTopic(name, this.bootstrap);
     if (topic.errorCode !== 0) {
       throw new WeirError('TOPIC_METADATA_FAILED', `metadata for topic "${name}" failed with Kafka error code ${topic.errorCode}`, {
         fault: 'external',
@@ -105,4 +106,10 @@ function describeNetworkError(error: unknown): string {
         : (cause?.code ?? cause?.message ?? entry.message);
     })
     .join('; ');
+}
+
+function unknownTopic(name: string, bootstrap: readonly BrokerAddress[]): WeirError {
+  return new WeirError('UNKNOWN_TOPIC', `topic "${name}" does not exist on ${formatBootstrap(bootstrap)}`, {
+    hint: 'create it first (Weir does not create topics), or check the topic name',
+  });
 }

@@ -60,6 +60,8 @@ export class TransactionDriver {
   readonly #connections: ClusterConnections;
   readonly #options: Required<TransactionDriverOptions>;
   readonly #coordinators = new Map<string, number>();
+  /** Partition leaders by "topic:partition", forgotten whenever a request needs a retry. */
+  readonly #leaders = new Map<string, number>();
 
   constructor(connections: ClusterConnections, options: TransactionDriverOptions) {
     this.#connections = connections;
@@ -120,19 +122,7 @@ export class TransactionDriver {
     }
 
     // One produce request per leader; each partition's batch carries the next sequence number.
-    const byLeader = new Map<number, MessageRecord[]>();
-    const leaders = new Map<string, number>();
-    for (const record of records) {
-      const key = `${record.topic}:${record.partition}`;
-      let leader = leaders.get(key);
-      if (leader === undefined) {
-        leader = await this.#leaderOf(record.topic, record.partition as number);
-        leaders.set(key, leader);
-      }
-      const group = byLeader.get(leader);
-      if (group === undefined) byLeader.set(leader, [record]);
-      else group.push(record);
-    }
+    const byLeader = await this.#groupByLeader(records);
     await Promise.all(
       [...byLeader].map(([leader, group]) =>
         this.#retry(`Produce for "${transaction.transactionalId}"`, async () =>
@@ -177,6 +167,16 @@ export class TransactionDriver {
           : "most likely the broker's transaction timeout expired before the commit (a checkpoint or a recovery took longer than the sink's transactionTimeout): raise transactionTimeout (within the broker's transaction.max.timeout.ms) or make checkpoints faster",
       );
     });
+  }
+
+  /** Writes records outside any transaction (at-least-once and none): acks -1 waits for every in-sync replica. */
+  async sendPlain(records: MessageRecord[], acks: -1 | 1): Promise<void> {
+    const byLeader = await this.#groupByLeader(records);
+    await Promise.all(
+      [...byLeader].map(([leader, group]) =>
+        this.#retry('Produce', async () => produceV11.api.async(await this.#connections.node(leader), acks, 30_000, group, {})),
+      ),
+    );
   }
 
   /** Aborts an open transaction of this process. */
@@ -231,13 +231,22 @@ export class TransactionDriver {
     return this.#connections.node(nodeId);
   }
 
-  async #leaderOf(topic: string, partition: number): Promise<number> {
-    const info = await this.#connections.topic(topic);
-    const leader = info.partitions.find((entry) => entry.partition === partition)?.leaderId;
-    if (leader === undefined || leader < 0) {
-      throw Object.assign(new Error(`partition ${topic}/${partition} has no leader`), { apiId: 'LEADER_NOT_AVAILABLE' });
+  async #groupByLeader(records: MessageRecord[]): Promise<Map<number, MessageRecord[]>> {
+    const byLeader = new Map<number, MessageRecord[]>();
+    for (const record of records) {
+      const key = `${record.topic}:${record.partition}`;
+      let leader = this.#leaders.get(key);
+      if (leader === undefined) {
+        const info = await this.#connections.topic(record.topic);
+        for (const entry of info.partitions) if (entry.leaderId >= 0) this.#leaders.set(`${record.topic}:${entry.partition}`, entry.leaderId);
+        leader = this.#leaders.get(key);
+        if (leader === undefined) throw Object.assign(new Error(`partition ${key} has no leader`), { apiId: 'LEADER_NOT_AVAILABLE' });
+      }
+      const group = byLeader.get(leader);
+      if (group === undefined) byLeader.set(leader, [record]);
+      else group.push(record);
     }
-    return leader;
+    return byLeader;
   }
 
   /**
@@ -268,6 +277,7 @@ export class TransactionDriver {
           );
         }
         this.#coordinators.clear();
+        this.#leaders.clear();
         await sleep(Math.min(1000, 50 * 2 ** Math.min(attempt, 5)));
       }
     }

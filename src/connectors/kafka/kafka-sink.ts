@@ -1,0 +1,306 @@
+import type { ConnectionOptions, MessageRecord } from '@platformatic/kafka';
+import { murmur2 } from '@platformatic/kafka';
+import { WeirError } from '../../errors.ts';
+import type { OperatorContext } from '../../runtime/stream-operator.ts';
+import { StreamOperator } from '../../runtime/stream-operator.ts';
+import { parseDuration } from '../../util/duration.ts';
+import type { DeliveryGuarantee, Sink } from '../sink.ts';
+import { type RecoveryContext, type TwoPhaseCommitLogic, TwoPhaseCommitSinkOperator } from '../two-phase-commit-sink.ts';
+import type { BrokerAddress } from './bootstrap.ts';
+import { ClusterConnections } from './cluster-connections.ts';
+import { resolveBootstrap } from './kafka-source.ts';
+import { type KafkaCommittable, type OpenTransaction, TRANSACTION_PROTOCOL, TransactionDriver } from './transaction-driver.ts';
+
+/** One record to write. Strings are written as UTF-8. */
+export interface KafkaProducerRecord {
+  /** Default: the sink's topic. */
+  topic?: string;
+  key?: string | Buffer | null;
+  value: string | Buffer | null;
+  headers?: Record<string, string | Buffer>;
+  /** Default: the partitioner's choice. */
+  partition?: number;
+  timestamp?: number;
+}
+
+export interface KafkaSinkOptions<T> {
+  /** host:port list; default KAFKA_BROKERS. */
+  bootstrap?: string | string[];
+  /** The topic of records whose serializer names none. */
+  topic?: string;
+  serializer: (record: T) => KafkaProducerRecord;
+  deliveryGuarantee: DeliveryGuarantee;
+  /**
+   * Prefix of the transactional ids (exactly-once). Default `weir-<job name>-<sink uid>`: stable
+   * across restarts of the same job, distinct between jobs and sinks. Two running jobs must never
+   * share a prefix.
+   */
+  transactionalIdPrefix?: string;
+  /**
+   * The transactions' transaction.timeout.ms: at most the brokers' transaction.max.timeout.ms, and
+   * longer than a checkpoint plus a recovery (the preflight checks both). Default 15 minutes.
+   */
+  transactionTimeout?: number | string;
+  /** Picks a partition for a record without one; default: murmur2 of the key (as Kafka's Java client), round-robin without a key. */
+  partitioner?: (key: Buffer | null, partitions: number) => number;
+  /** TLS and SASL options passed to every connection. */
+  connection?: ConnectionOptions;
+}
+
+export const DEFAULT_TRANSACTION_TIMEOUT_MS = 15 * 60 * 1000;
+
+/** A Kafka sink's settings as the preflight sees them. */
+export interface KafkaSinkDescription {
+  bootstrap: BrokerAddress[];
+  deliveryGuarantee: DeliveryGuarantee;
+  transactionTimeoutMs: number;
+  connection: ConnectionOptions | undefined;
+}
+
+/** Marks a sink as a Kafka sink for the preflight. */
+export const KAFKA_SINK = Symbol.for('weir.kafka-sink');
+
+/**
+ * Kafka sink (Flink's KafkaSink). In exactly-once mode, a two-phase-commit sink: one Kafka
+ * transaction per subtask per checkpoint, pre-committed on the barrier (every AddPartitionsToTxn
+ * and Produce acknowledged), its committable {transactionalId, producerId, epoch, protocol} in the
+ * checkpoint, committed when the checkpoint completes, re-committed on restore. At-least-once
+ * writes are acknowledged before each barrier passes; `none` sends and does not wait.
+ *
+ * Transactional ids come from a small pool per subtask: `<prefix>-<subtask>-<slot>`. A slot goes
+ * back to the pool only once its transaction is committed AND a checkpoint taken after that commit
+ * has completed, so no checkpoint that could still be restored lists a reused id, and a fenced
+ * answer to a re-commit always means the data is gone. The pool holds about maxConcurrent + 2 ids.
+ */
+export function kafkaSink<T>(options: KafkaSinkOptions<T>): Sink<T> & { [KAFKA_SINK]: () => KafkaSinkDescription } {
+  const transactionTimeoutMs = parseDuration(options.transactionTimeout ?? DEFAULT_TRANSACTION_TIMEOUT_MS, 'kafkaSink transactionTimeout');
+  if (options.transactionalIdPrefix !== undefined && !/^[A-Za-z0-9._-]+$/.test(options.transactionalIdPrefix)) {
+    throw new WeirError(
+      'INVALID_SINK',
+      `kafkaSink transactionalIdPrefix "${options.transactionalIdPrefix}" has characters other than letters, digits, ".", "_" and "-"`,
+      {
+        hint: 'choose a prefix of letters, digits, ".", "_" and "-"',
+      },
+    );
+  }
+  return {
+    name: `kafka sink${options.topic === undefined ? '' : ` (${options.topic})`}`,
+    deliveryGuarantee: options.deliveryGuarantee,
+    [KAFKA_SINK]: () => ({
+      bootstrap: resolveBootstrap(options.bootstrap, 'kafkaSink'),
+      deliveryGuarantee: options.deliveryGuarantee,
+      transactionTimeoutMs,
+      connection: options.connection,
+    }),
+    createOperator: () =>
+      (options.deliveryGuarantee === 'exactly-once'
+        ? new TwoPhaseCommitSinkOperator(new ExactlyOnceKafkaWriter(options, transactionTimeoutMs))
+        : new AtLeastOnceKafkaWriter(options, transactionTimeoutMs)) as unknown as StreamOperator<T, never>,
+  };
+}
+
+/** Turns records into partitioned Kafka messages (shared by every delivery guarantee). */
+class RecordSerializer<T> {
+  readonly #options: KafkaSinkOptions<T>;
+  readonly #connections: ClusterConnections;
+  readonly #partitionCounts = new Map<string, number>();
+  #roundRobin = 0;
+
+  constructor(options: KafkaSinkOptions<T>, connections: ClusterConnections) {
+    this.#options = options;
+    this.#connections = connections;
+  }
+
+  async serialize(batch: T[]): Promise<MessageRecord[]> {
+    const out: MessageRecord[] = new Array(batch.length);
+    for (let i = 0; i < batch.length; i++) {
+      const record = this.#options.serializer(batch[i] as T);
+      const topic = record.topic ?? this.#options.topic;
+      if (topic === undefined) {
+        throw new WeirError('INVALID_SINK', 'a record has no topic: the serializer named none and the sink has no default topic', {
+          hint: 'set kafkaSink({ topic }) or return a topic from the serializer',
+        });
+      }
+      const key = toBuffer(record.key);
+      let partition = record.partition;
+      if (partition === undefined) {
+        let count = this.#partitionCounts.get(topic);
+        if (count === undefined) {
+          count = (await this.#connections.topic(topic)).partitions.length;
+          this.#partitionCounts.set(topic, count);
+        }
+        partition = this.#options.partitioner
+          ? this.#options.partitioner(key, count)
+          : key === null
+            ? this.#roundRobin++ % count
+            : (murmur2(key) & 0x7fffffff) % count;
+      }
+      const message: MessageRecord = { topic, partition, value: toBuffer(record.value) as Buffer };
+      if (key !== null) message.key = key;
+      if (record.timestamp !== undefined) message.timestamp = BigInt(record.timestamp);
+      if (record.headers !== undefined)
+        message.headers = new Map(Object.entries(record.headers).map(([name, value]) => [Buffer.from(name), toBuffer(value) as Buffer]));
+      out[i] = message;
+    }
+    return out;
+  }
+}
+
+interface KafkaTransaction {
+  slot: number;
+  open: OpenTransaction | undefined;
+}
+
+type SlotState = { state: 'free' } | { state: 'in-use' } | { state: 'cooling'; snapshotAfterCommit: number | undefined };
+
+class ExactlyOnceKafkaWriter<T> implements TwoPhaseCommitLogic<T, KafkaTransaction, KafkaCommittable> {
+  readonly #options: KafkaSinkOptions<T>;
+  readonly #transactionTimeoutMs: number;
+  #connections!: ClusterConnections;
+  #driver!: TransactionDriver;
+  #serializer!: RecordSerializer<T>;
+  #prefix = '';
+  #subtaskIndex = 0;
+  readonly #slots: SlotState[] = [];
+
+  constructor(options: KafkaSinkOptions<T>, transactionTimeoutMs: number) {
+    this.#options = options;
+    this.#transactionTimeoutMs = transactionTimeoutMs;
+  }
+
+  open(context: OperatorContext): void {
+    this.#connections = new ClusterConnections(resolveBootstrap(this.#options.bootstrap, 'kafkaSink'), { clientId: 'weir-sink', ...this.#options.connection });
+    this.#driver = new TransactionDriver(this.#connections, { transactionTimeoutMs: this.#transactionTimeoutMs });
+    this.#serializer = new RecordSerializer(this.#options, this.#connections);
+    this.#prefix = this.#options.transactionalIdPrefix ?? `weir-${sanitize(context.jobName)}-${sanitize(context.uid)}`;
+    this.#subtaskIndex = context.subtaskIndex;
+  }
+
+  beginTransaction(): KafkaTransaction {
+    let slot = this.#slots.findIndex((entry) => entry.state === 'free');
+    if (slot < 0) slot = this.#slots.push({ state: 'free' }) - 1;
+    this.#slots[slot] = { state: 'in-use' };
+    return { slot, open: undefined }; // InitProducerId waits for the first record: empty transactions cost nothing
+  }
+
+  async write(transaction: KafkaTransaction, batch: T[]): Promise<void> {
+    const messages = await this.#serializer.serialize(batch);
+    transaction.open ??= await this.#driver.initTransaction(this.#transactionalId(transaction.slot));
+    await this.#driver.send(transaction.open, messages);
+  }
+
+  preCommit(transaction: KafkaTransaction, checkpointId: number): KafkaCommittable | null {
+    // Slots committed before this snapshot are free once this checkpoint completes.
+    for (const slot of this.#slots) if (slot.state === 'cooling' && slot.snapshotAfterCommit === undefined) slot.snapshotAfterCommit = checkpointId;
+    // Every send was awaited in write(): all produce and AddPartitionsToTxn requests are acknowledged.
+    if (transaction.open === undefined || transaction.open.records === 0) {
+      this.#slots[transaction.slot] = { state: 'free' };
+      return null; // never checkpoint an empty transaction
+    }
+    return {
+      version: 1,
+      transactionalId: transaction.open.transactionalId,
+      producerId: transaction.open.producerId,
+      producerEpoch: transaction.open.producerEpoch,
+      protocol: TRANSACTION_PROTOCOL,
+    };
+  }
+
+  async commit(committable: KafkaCommittable): Promise<void> {
+    await this.#driver.commit(committable);
+    const slot = this.#ownSlot(committable.transactionalId);
+    if (slot !== undefined) this.#setSlot(slot, { state: 'cooling', snapshotAfterCommit: undefined });
+  }
+
+  notifyCheckpointComplete(checkpointId: number): void {
+    for (let i = 0; i < this.#slots.length; i++) {
+      const slot = this.#slots[i] as SlotState;
+      if (slot.state === 'cooling' && slot.snapshotAfterCommit !== undefined && slot.snapshotAfterCommit <= checkpointId) this.#slots[i] = { state: 'free' };
+    }
+  }
+
+  async abort(transaction: KafkaTransaction): Promise<void> {
+    if (transaction.open !== undefined) await this.#driver.abort(transaction.open);
+  }
+
+  async close(): Promise<void> {
+    await this.#connections?.close().catch(() => {});
+  }
+
+  async abortLingering(context: RecoveryContext<KafkaCommittable>): Promise<void> {
+    // The ids the restored checkpoint holds were just committed again: keep them out of use until a
+    // checkpoint taken after that commit completes. Every other open transaction of this sink's
+    // ids that this subtask is responsible for (old subtask s with s % parallelism === this one)
+    // is a crashed run's lingering transaction: fence it, which aborts it.
+    const held = new Set(context.allRestoredCommittables.map((committable) => committable.transactionalId));
+    for (const id of held) {
+      const slot = this.#ownSlot(id);
+      if (slot !== undefined) this.#setSlot(slot, { state: 'cooling', snapshotAfterCommit: undefined });
+    }
+    for (const id of await this.#driver.listOpenTransactions(`${this.#prefix}-`)) {
+      const subtask = Number(/-(\d+)-\d+$/.exec(id)?.[1] ?? -1);
+      if (subtask < 0 || subtask % context.parallelism !== context.subtaskIndex || held.has(id)) continue;
+      await this.#driver.abortLingering(id);
+    }
+  }
+
+  #setSlot(slot: number, state: SlotState): void {
+    while (this.#slots.length <= slot) this.#slots.push({ state: 'free' });
+    this.#slots[slot] = state;
+  }
+
+  #transactionalId(slot: number): string {
+    return `${this.#prefix}-${this.#subtaskIndex}-${slot}`;
+  }
+
+  #ownSlot(transactionalId: string): number | undefined {
+    const own = `${this.#prefix}-${this.#subtaskIndex}-`;
+    if (!transactionalId.startsWith(own)) return undefined;
+    const slot = Number(transactionalId.slice(own.length));
+    return Number.isInteger(slot) && slot >= 0 ? slot : undefined;
+  }
+}
+
+/** At-least-once: each batch is acknowledged by every replica before the next is taken, so nothing before a barrier can be lost. `none`: the same without waiting. */
+class AtLeastOnceKafkaWriter<T> extends StreamOperator<T, never> {
+  readonly #options: KafkaSinkOptions<T>;
+  #connections!: ClusterConnections;
+  #serializer!: RecordSerializer<T>;
+  #driver!: TransactionDriver;
+  #pending: Promise<unknown>[] = [];
+
+  constructor(options: KafkaSinkOptions<T>, transactionTimeoutMs: number) {
+    super();
+    this.#options = options;
+    void transactionTimeoutMs;
+  }
+
+  override open(): void {
+    this.#connections = new ClusterConnections(resolveBootstrap(this.#options.bootstrap, 'kafkaSink'), { clientId: 'weir-sink', ...this.#options.connection });
+    this.#serializer = new RecordSerializer(this.#options, this.#connections);
+    this.#driver = new TransactionDriver(this.#connections, { transactionTimeoutMs: DEFAULT_TRANSACTION_TIMEOUT_MS });
+  }
+
+  async processBatch(batch: T[]): Promise<never[]> {
+    const messages = await this.#serializer.serialize(batch);
+    const sent = this.#driver.sendPlain(messages, this.#options.deliveryGuarantee === 'at-least-once' ? -1 : 1);
+    if (this.#options.deliveryGuarantee === 'at-least-once') await sent;
+    else this.#pending.push(sent.catch(() => {}));
+    if (this.#pending.length > 64) this.#pending = this.#pending.slice(-64);
+    return [];
+  }
+
+  override async close(): Promise<void> {
+    await Promise.all(this.#pending);
+    await this.#connections.close().catch(() => {});
+  }
+}
+
+function toBuffer(value: string | Buffer | null | undefined): Buffer | null {
+  if (value === undefined || value === null) return null;
+  return typeof value === 'string' ? Buffer.from(value) : value;
+}
+
+function sanitize(text: string): string {
+  return text.replace(/[^A-Za-z0-9._-]+/g, '-');
+}

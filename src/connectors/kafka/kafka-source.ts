@@ -1,0 +1,280 @@
+import { setTimeout as sleep } from 'node:timers/promises';
+import { Admin, type ConnectionOptions } from '@platformatic/kafka';
+import { WeirError } from '../../errors.ts';
+import type { Source, SourceReader, SourceReaderContext } from '../source.ts';
+import { type BrokerAddress, formatBootstrap, parseBootstrap } from './bootstrap.ts';
+import { ClusterConnections, type TopicInfo } from './cluster-connections.ts';
+import { EARLIEST_OFFSET, fetchPartitions, type IsolationLevel, LATEST_OFFSET, listOffsets, type TopicRecord } from './partition-fetcher.ts';
+
+/** Where a partition starts when the job starts without a checkpoint. */
+export type StartingOffsets =
+  | 'earliest'
+  | 'latest'
+  /** The consumer group's committed offset, else the fallback. */
+  | { committed: { fallback: 'earliest' | 'latest' } }
+  /** The first offset whose record timestamp is at or after this time (ms since the epoch). */
+  | { timestamp: number }
+  /** Explicit offsets by "topic:partition"; partitions not listed start at the fallback. */
+  | { offsets: Record<string, number | bigint>; fallback?: 'earliest' | 'latest' };
+
+export interface KafkaSourceOptions<T> {
+  /** host:port list; default KAFKA_BROKERS. */
+  bootstrap?: string | string[];
+  topics: string[];
+  startingOffsets?: StartingOffsets;
+  /** Stop at the (last stable) offsets each partition has when the job first starts: for tests and benchmarks. */
+  bounded?: boolean;
+  /** Default read_committed: records of aborted and open transactions are never read. */
+  isolation?: IsolationLevel;
+  /** Turns a Kafka record into the job's record; see {@link kafkaDeserializers}. */
+  deserializer: (record: TopicRecord) => T;
+  /** Offsets are committed to this consumer group when a checkpoint completes, for monitoring only (the checkpoint is what counts). */
+  groupId?: string;
+  /** TLS and SASL options passed to every connection. */
+  connection?: ConnectionOptions;
+  /** How long a fetch waits on the broker for data. Default 100 ms. */
+  maxWaitMs?: number;
+}
+
+/** A split: one topic partition and the next offset to read. */
+export interface KafkaSplit {
+  topic: string;
+  partition: number;
+  /** null until resolved from the starting offsets by the subtask that owns it. */
+  offset: bigint | null;
+  /** Bounded mode: where the partition ends (exclusive); null: unbounded; undefined: not resolved yet. */
+  end: bigint | null | undefined;
+}
+
+export const kafkaDeserializers = {
+  string: (record: TopicRecord): string | null => record.value?.toString('utf8') ?? null,
+  json: <T>(record: TopicRecord): T => JSON.parse(record.value?.toString('utf8') ?? 'null') as T,
+  bytes: (record: TopicRecord): Buffer | null => record.value,
+};
+
+/** The brokers a connector uses: its option, else KAFKA_BROKERS; one clear error when neither is set. */
+export function resolveBootstrap(option: string | string[] | undefined, connector: string): BrokerAddress[] {
+  const value = option ?? process.env.KAFKA_BROKERS;
+  if (value === undefined || (typeof value === 'string' && value.trim() === '')) {
+    throw new WeirError('NO_BOOTSTRAP', `${connector} has no brokers: neither its bootstrap option nor KAFKA_BROKERS is set`, {
+      hint: 'pass bootstrap: "host:port" to the connector, or set KAFKA_BROKERS',
+    });
+  }
+  return parseBootstrap(value, option === undefined ? 'KAFKA_BROKERS' : `${connector} bootstrap`);
+}
+
+/**
+ * Kafka source (Flink's KafkaSource): topic partitions are the splits, spread over the source's
+ * subtasks; the next offset of each is checkpointed state, so after a failure the source rewinds
+ * to it and reads again. Reads read_committed by default, with Weir's own aborted-transaction
+ * filtering. Partitions added to a topic after the job started are not picked up yet.
+ */
+export function kafkaSource<T>(options: KafkaSourceOptions<T>): Source<T, KafkaSplit> {
+  if (options.topics.length === 0) throw new WeirError('INVALID_SOURCE', 'kafkaSource needs at least one topic', { hint: 'pass topics: ["name", ...]' });
+  return {
+    name: `kafka source (${options.topics.join(', ')})`,
+    bounded: options.bounded === true,
+    async createInitialSplits() {
+      const connections = new ClusterConnections(resolveBootstrap(options.bootstrap, 'kafkaSource'), { clientId: 'weir-source', ...options.connection });
+      try {
+        const splits: KafkaSplit[] = [];
+        for (const topic of [...options.topics].sort()) {
+          const info = await connections.topic(topic);
+          for (const partition of info.partitions)
+            splits.push({ topic, partition: partition.partition, offset: null, end: options.bounded ? undefined : null });
+        }
+        return splits;
+      } finally {
+        await connections.close();
+      }
+    },
+    createReader: (context) => new KafkaSourceReader(options, context),
+  };
+}
+
+const RETRIABLE_FETCH_ERRORS = new Set([3, 5, 6, 7, 74, 75, 100]); // unknown partition, leader not available, not leader, timeout, fenced/unknown leader epoch, unknown topic id
+
+class KafkaSourceReader<T> implements SourceReader<T, KafkaSplit> {
+  readonly #options: KafkaSourceOptions<T>;
+  readonly #isolation: IsolationLevel;
+  readonly #bootstrap: BrokerAddress[];
+  #connections!: ClusterConnections;
+  #splits: KafkaSplit[] = [];
+  #topics = new Map<string, TopicInfo>();
+  #failingSince: number | undefined;
+  /** Records fetched but not emitted yet, by split, with the offset to go on from once they are. */
+  readonly #queues = new Map<KafkaSplit, { records: TopicRecord[]; next: number; nextOffset: bigint }>();
+  #buffered = 0;
+
+  constructor(options: KafkaSourceOptions<T>, _context: SourceReaderContext) {
+    this.#options = options;
+    this.#isolation = options.isolation ?? 'read_committed';
+    this.#bootstrap = resolveBootstrap(options.bootstrap, 'kafkaSource');
+  }
+
+  async open(splits: KafkaSplit[]): Promise<void> {
+    this.#connections = new ClusterConnections(this.#bootstrap, { clientId: 'weir-source', ...this.#options.connection });
+    this.#splits = splits.map((split) => ({ ...split }));
+    await this.#refreshMetadata();
+    await this.#resolveStartingOffsets();
+    for (const split of this.#splits) {
+      if (split.end !== undefined) continue;
+      const info = this.#topics.get(split.topic) as TopicInfo;
+      const ends = await listOffsets(
+        this.#connections,
+        info,
+        info.partitions.filter((entry) => entry.partition === split.partition),
+        this.#isolation,
+        LATEST_OFFSET,
+      );
+      split.end = ends.get(split.partition) ?? 0n;
+    }
+  }
+
+  async pollNext(max: number): Promise<T[] | null> {
+    const live = this.#splits.filter((split) => split.end === null || (split.offset as bigint) < (split.end as bigint));
+    if (live.length === 0) return this.#options.bounded ? null : [];
+    if (this.#buffered === 0) await this.#fetch(live);
+    // Emit at most `max` records, round-robin over the partitions' fetched records. A split's offset
+    // moves with every record emitted, so a snapshot always names the next record not yet emitted.
+    const out: T[] = [];
+    const deserialize = this.#options.deserializer;
+    for (let progressed = true; progressed && out.length < max; ) {
+      progressed = false;
+      for (const split of live) {
+        const queue = this.#queues.get(split);
+        if (queue === undefined) continue;
+        const take = Math.min(queue.records.length - queue.next, Math.max(1, Math.floor((max - out.length) / live.length)));
+        for (let i = 0; i < take && out.length < max; i++) {
+          const record = queue.records[queue.next++] as TopicRecord;
+          out.push(deserialize(record));
+          split.offset = record.offset + 1n;
+          this.#buffered--;
+          progressed = true;
+        }
+        if (queue.next >= queue.records.length) {
+          split.offset = queue.nextOffset; // past the markers and aborted batches of that fetch too
+          this.#queues.delete(split);
+        }
+      }
+    }
+    return out;
+  }
+
+  async #fetch(live: KafkaSplit[]): Promise<void> {
+    let results: Awaited<ReturnType<typeof fetchPartitions>>;
+    try {
+      results = await fetchPartitions(
+        this.#connections,
+        this.#topics,
+        live.map((split) => ({ topic: split.topic, partition: split.partition, offset: split.offset as bigint })),
+        { isolation: this.#isolation, maxWaitMs: this.#options.maxWaitMs ?? 100, maxBytesPerPartition: 1024 * 1024 },
+      );
+      this.#failingSince = undefined;
+    } catch (error) {
+      await this.#onFetchError(error);
+      return;
+    }
+    for (const result of results) {
+      const split = live.find((entry) => entry.topic === result.topic && entry.partition === result.partition) as KafkaSplit;
+      const end = split.end;
+      const records = end === null || end === undefined ? result.records : result.records.filter((record) => record.offset < end);
+      const nextOffset = end !== null && end !== undefined && result.nextOffset > end ? end : result.nextOffset;
+      if (records.length === 0) split.offset = nextOffset;
+      else {
+        this.#queues.set(split, { records, next: 0, nextOffset });
+        this.#buffered += records.length;
+      }
+    }
+  }
+
+  snapshotState(): KafkaSplit[] {
+    return this.#splits.map((split) => ({ ...split }));
+  }
+
+  async notifyCheckpointComplete(): Promise<void> {
+    const groupId = this.#options.groupId;
+    if (groupId === undefined || this.#splits.length === 0) return;
+    // For monitoring only: lag tools see the group's progress. The checkpoint holds the real offsets.
+    const admin = new Admin({ clientId: 'weir-source-offsets', bootstrapBrokers: [formatBootstrap(this.#bootstrap)], ...this.#options.connection });
+    try {
+      const byTopic = new Map<string, { partition: number; offset: bigint }[]>();
+      for (const split of this.#splits)
+        byTopic.set(split.topic, [...(byTopic.get(split.topic) ?? []), { partition: split.partition, offset: split.offset as bigint }]);
+      await admin.alterConsumerGroupOffsets({ groupId, topics: [...byTopic].map(([name, partitionOffsets]) => ({ name, partitionOffsets })) });
+    } catch {
+      // Best effort, as in Flink: a failed offset commit for monitoring never fails the job.
+    } finally {
+      await admin.close().catch(() => {});
+    }
+  }
+
+  async close(): Promise<void> {
+    await this.#connections?.close().catch(() => {});
+  }
+
+  async #refreshMetadata(): Promise<void> {
+    for (const topic of new Set(this.#splits.map((split) => split.topic))) this.#topics.set(topic, await this.#connections.topic(topic));
+  }
+
+  async #resolveStartingOffsets(): Promise<void> {
+    const unresolved = this.#splits.filter((split) => split.offset === null);
+    if (unresolved.length === 0) return;
+    const starting = this.#options.startingOffsets ?? 'earliest';
+    let committed = new Map<string, bigint>();
+    if (typeof starting === 'object' && 'committed' in starting) committed = await this.#committedOffsets();
+    for (const split of unresolved) {
+      const info = this.#topics.get(split.topic) as TopicInfo;
+      const partitions = info.partitions.filter((entry) => entry.partition === split.partition);
+      const list = async (timestamp: bigint) =>
+        (await listOffsets(this.#connections, info, partitions, this.#isolation, timestamp)).get(split.partition) as bigint;
+      const key = `${split.topic}:${split.partition}`;
+      if (starting === 'earliest') split.offset = await list(EARLIEST_OFFSET);
+      else if (starting === 'latest') split.offset = await list(LATEST_OFFSET);
+      else if ('committed' in starting)
+        split.offset = committed.get(key) ?? (await list(starting.committed.fallback === 'latest' ? LATEST_OFFSET : EARLIEST_OFFSET));
+      else if ('timestamp' in starting) {
+        const offset = await list(BigInt(starting.timestamp));
+        split.offset = offset >= 0n ? offset : await list(LATEST_OFFSET); // no record that late: start at the end
+      } else {
+        const explicit = starting.offsets[key];
+        split.offset = explicit !== undefined ? BigInt(explicit) : await list(starting.fallback === 'latest' ? LATEST_OFFSET : EARLIEST_OFFSET);
+      }
+    }
+  }
+
+  async #committedOffsets(): Promise<Map<string, bigint>> {
+    const groupId = this.#options.groupId;
+    if (groupId === undefined) {
+      throw new WeirError('INVALID_SOURCE', 'startingOffsets { committed } needs a groupId', {
+        hint: 'pass groupId to kafkaSource, or start from earliest or latest',
+      });
+    }
+    const admin = new Admin({ clientId: 'weir-source-offsets', bootstrapBrokers: [formatBootstrap(this.#bootstrap)], ...this.#options.connection });
+    try {
+      const groups = await admin.listConsumerGroupOffsets({ groups: [groupId] });
+      const offsets = new Map<string, bigint>();
+      for (const group of groups) {
+        for (const topic of group.topics) {
+          for (const partition of topic.partitions)
+            if (partition.committedOffset >= 0n) offsets.set(`${topic.name}:${partition.partitionIndex}`, partition.committedOffset);
+        }
+      }
+      return offsets;
+    } finally {
+      await admin.close().catch(() => {});
+    }
+  }
+
+  async #onFetchError(error: unknown): Promise<void> {
+    const code = (error as { kafkaErrorCode?: number }).kafkaErrorCode;
+    const network = code === undefined && !(error instanceof WeirError && error.code !== 'BROKER_UNREACHABLE');
+    if (code !== undefined && !RETRIABLE_FETCH_ERRORS.has(code)) throw error;
+    if (!network && code === undefined) throw error;
+    // A leader moved or a broker restarts: find the leaders again and retry, for up to a minute.
+    this.#failingSince ??= Date.now();
+    if (Date.now() - this.#failingSince > 60_000) throw error;
+    await sleep(200);
+    await this.#refreshMetadata().catch(() => {});
+  }
+}
