@@ -12,6 +12,7 @@ import { buildJobGraph, type JobGraph } from '../graph/job-graph.ts';
 import { buildExecutionPlan } from './execution-plan.ts';
 import { injectedFault } from './fault-injection.ts';
 import type { FromWorker, RestoreInfo, ToWorker, WorkerInit } from './messages.ts';
+import { enforcePreflight, runPreflight } from './preflight.ts';
 import { RestartStrategy } from './restart-strategy.ts';
 
 export interface RunJobOptions {
@@ -63,17 +64,7 @@ export async function startJob(options: RunJobOptions): Promise<JobClient> {
   job.build(env);
   const graph = buildJobGraph(job.name, env.graph, config);
 
-  for (const node of env.graph.nodes) {
-    if (node.kind === 'sink' && node.sink.deliveryGuarantee === 'exactly-once' && config.checkpointing === undefined) {
-      throw new WeirError(
-        'EXACTLY_ONCE_WITHOUT_CHECKPOINTING',
-        `sink "${node.name}" is exactly-once, but checkpointing is off: it would never commit its output`,
-        {
-          hint: "set checkpointing: { interval: '1s', storage: '<folder>' } in the job's config, or make the sink at-least-once",
-        },
-      );
-    }
-  }
+  enforcePreflight(await runPreflight(job.name, env.graph, graph, config), log);
 
   const storage = config.checkpointing === undefined ? undefined : new CheckpointStorage(config.checkpointing.storage);
   await storage?.initialize();

@@ -1,13 +1,14 @@
 import type { ConnectionOptions, MessageRecord } from '@platformatic/kafka';
 import { murmur2 } from '@platformatic/kafka';
 import { WeirError } from '../../errors.ts';
+import type { Preflightable, PreflightContext, PreflightFinding } from '../../runtime/preflight.ts';
 import type { OperatorContext } from '../../runtime/stream-operator.ts';
 import { StreamOperator } from '../../runtime/stream-operator.ts';
 import { parseDuration } from '../../util/duration.ts';
 import type { DeliveryGuarantee, Sink } from '../sink.ts';
 import { type RecoveryContext, type TwoPhaseCommitLogic, TwoPhaseCommitSinkOperator } from '../two-phase-commit-sink.ts';
-import type { BrokerAddress } from './bootstrap.ts';
 import { ClusterConnections } from './cluster-connections.ts';
+import { brokerTransactionMaxTimeout, missingTopics, transactionTimeoutFindings, unreachableFinding } from './kafka-preflight.ts';
 import { resolveBootstrap } from './kafka-source.ts';
 import { type KafkaCommittable, type OpenTransaction, TRANSACTION_PROTOCOL, TransactionDriver } from './transaction-driver.ts';
 
@@ -41,6 +42,12 @@ export interface KafkaSinkOptions<T> {
    * longer than a checkpoint plus a recovery (the preflight checks both). Default 15 minutes.
    */
   transactionTimeout?: number | string;
+  /**
+   * The longest you expect between a crash and the restarted job committing, beyond the restart
+   * strategy's delay: restarting the process, start-up. Part of the preflight's transaction timeout
+   * check. Default 1 minute.
+   */
+  recoveryBudget?: number | string;
   /** Picks a partition for a record without one; default: murmur2 of the key (as Kafka's Java client), round-robin without a key. */
   partitioner?: (key: Buffer | null, partitions: number) => number;
   /** TLS and SASL options passed to every connection. */
@@ -48,17 +55,7 @@ export interface KafkaSinkOptions<T> {
 }
 
 export const DEFAULT_TRANSACTION_TIMEOUT_MS = 15 * 60 * 1000;
-
-/** A Kafka sink's settings as the preflight sees them. */
-export interface KafkaSinkDescription {
-  bootstrap: BrokerAddress[];
-  deliveryGuarantee: DeliveryGuarantee;
-  transactionTimeoutMs: number;
-  connection: ConnectionOptions | undefined;
-}
-
-/** Marks a sink as a Kafka sink for the preflight. */
-export const KAFKA_SINK = Symbol.for('weir.kafka-sink');
+export const DEFAULT_RECOVERY_BUDGET_MS = 60 * 1000;
 
 /**
  * Kafka sink (Flink's KafkaSink). In exactly-once mode, a two-phase-commit sink: one Kafka
@@ -72,8 +69,9 @@ export const KAFKA_SINK = Symbol.for('weir.kafka-sink');
  * has completed, so no checkpoint that could still be restored lists a reused id, and a fenced
  * answer to a re-commit always means the data is gone. The pool holds about maxConcurrent + 2 ids.
  */
-export function kafkaSink<T>(options: KafkaSinkOptions<T>): Sink<T> & { [KAFKA_SINK]: () => KafkaSinkDescription } {
+export function kafkaSink<T>(options: KafkaSinkOptions<T>): Sink<T> & Preflightable {
   const transactionTimeoutMs = parseDuration(options.transactionTimeout ?? DEFAULT_TRANSACTION_TIMEOUT_MS, 'kafkaSink transactionTimeout');
+  const recoveryBudgetMs = parseDuration(options.recoveryBudget ?? DEFAULT_RECOVERY_BUDGET_MS, 'kafkaSink recoveryBudget');
   if (options.transactionalIdPrefix !== undefined && !/^[A-Za-z0-9._-]+$/.test(options.transactionalIdPrefix)) {
     throw new WeirError(
       'INVALID_SINK',
@@ -86,12 +84,36 @@ export function kafkaSink<T>(options: KafkaSinkOptions<T>): Sink<T> & { [KAFKA_S
   return {
     name: `kafka sink${options.topic === undefined ? '' : ` (${options.topic})`}`,
     deliveryGuarantee: options.deliveryGuarantee,
-    [KAFKA_SINK]: () => ({
-      bootstrap: resolveBootstrap(options.bootstrap, 'kafkaSink'),
-      deliveryGuarantee: options.deliveryGuarantee,
-      transactionTimeoutMs,
-      connection: options.connection,
-    }),
+    async preflight(context: PreflightContext): Promise<PreflightFinding[]> {
+      const where = `kafka sink "${context.uid}"`;
+      try {
+        const bootstrap = resolveBootstrap(options.bootstrap, 'kafkaSink');
+        const findings: PreflightFinding[] = [];
+        const missing = options.topic === undefined ? [] : await missingTopics(bootstrap, [options.topic], options.connection);
+        for (const topic of missing) {
+          findings.push({
+            level: 'error',
+            where,
+            message: `${where}: its topic "${topic}" does not exist`,
+            hint: 'create the topic first (Weir does not create topics)',
+          });
+        }
+        if (options.deliveryGuarantee === 'exactly-once') {
+          const brokerMax = await brokerTransactionMaxTimeout(bootstrap, options.connection);
+          findings.push(...transactionTimeoutFindings(where, transactionTimeoutMs, recoveryBudgetMs, brokerMax, context));
+        } else if (context.config.checkpointing !== undefined) {
+          findings.push({
+            level: 'warning',
+            where,
+            message: `${where} is ${options.deliveryGuarantee}: after a failure its output can hold duplicates${options.deliveryGuarantee === 'none' ? ' or miss records' : ''}`,
+            hint: "use deliveryGuarantee: 'exactly-once' (and read the output with isolation.level=read_committed)",
+          });
+        }
+        return findings;
+      } catch (error) {
+        return [unreachableFinding(where, error)];
+      }
+    },
     createOperator: () =>
       (options.deliveryGuarantee === 'exactly-once'
         ? new TwoPhaseCommitSinkOperator(new ExactlyOnceKafkaWriter(options, transactionTimeoutMs))

@@ -1,9 +1,11 @@
 import { setTimeout as sleep } from 'node:timers/promises';
 import { Admin, type ConnectionOptions } from '@platformatic/kafka';
 import { WeirError } from '../../errors.ts';
+import type { Preflightable, PreflightContext, PreflightFinding } from '../../runtime/preflight.ts';
 import type { Source, SourceReader, SourceReaderContext } from '../source.ts';
 import { type BrokerAddress, formatBootstrap, parseBootstrap } from './bootstrap.ts';
 import { ClusterConnections, type TopicInfo } from './cluster-connections.ts';
+import { missingTopics, unreachableFinding } from './kafka-preflight.ts';
 import { EARLIEST_OFFSET, fetchPartitions, type IsolationLevel, LATEST_OFFSET, listOffsets, type TopicRecord } from './partition-fetcher.ts';
 
 /** Where a partition starts when the job starts without a checkpoint. */
@@ -69,7 +71,7 @@ export function resolveBootstrap(option: string | string[] | undefined, connecto
  * to it and reads again. Reads read_committed by default, with Weir's own aborted-transaction
  * filtering. Partitions added to a topic after the job started are not picked up yet.
  */
-export function kafkaSource<T>(options: KafkaSourceOptions<T>): Source<T, KafkaSplit> {
+export function kafkaSource<T>(options: KafkaSourceOptions<T>): Source<T, KafkaSplit> & Preflightable {
   if (options.topics.length === 0) throw new WeirError('INVALID_SOURCE', 'kafkaSource needs at least one topic', { hint: 'pass topics: ["name", ...]' });
   return {
     name: `kafka source (${options.topics.join(', ')})`,
@@ -89,6 +91,30 @@ export function kafkaSource<T>(options: KafkaSourceOptions<T>): Source<T, KafkaS
       }
     },
     createReader: (context) => new KafkaSourceReader(options, context),
+    async preflight(context: PreflightContext): Promise<PreflightFinding[]> {
+      const where = `kafka source "${context.uid}"`;
+      try {
+        const findings: PreflightFinding[] = (await missingTopics(resolveBootstrap(options.bootstrap, 'kafkaSource'), options.topics, options.connection)).map(
+          (topic) => ({
+            level: 'error',
+            where,
+            message: `${where}: topic "${topic}" does not exist`,
+            hint: 'create the topic first, or check its name',
+          }),
+        );
+        if (context.exactlyOnce && options.isolation === 'read_uncommitted') {
+          findings.push({
+            level: 'warning',
+            where,
+            message: `${where} reads read_uncommitted in an exactly-once job: it will see records of aborted and still open transactions`,
+            hint: "leave isolation at its default, 'read_committed'",
+          });
+        }
+        return findings;
+      } catch (error) {
+        return [unreachableFinding(where, error)];
+      }
+    },
   };
 }
 

@@ -1,0 +1,97 @@
+import type { EnvironmentConfig, RestartStrategyConfig } from '../api/environment-config.ts';
+import { WeirError } from '../errors.ts';
+import type { JobGraph } from '../graph/job-graph.ts';
+import type { StreamGraph } from '../graph/stream-graph.ts';
+
+/** One thing the preflight found: errors stop the job before it starts, warnings are printed. */
+export interface PreflightFinding {
+  level: 'error' | 'warning';
+  /** The operator it is about. */
+  where: string;
+  message: string;
+  hint?: string;
+}
+
+/** What a connector's preflight knows of the job around it. */
+export interface PreflightContext {
+  jobName: string;
+  /** The connector's operator uid. */
+  uid: string;
+  config: EnvironmentConfig;
+  /** Whether the job has an exactly-once sink. */
+  exactlyOnce: boolean;
+}
+
+/** Connectors (sources and sinks) may check their settings and their external system before the job starts. */
+export interface Preflightable {
+  preflight?(context: PreflightContext): Promise<PreflightFinding[]>;
+}
+
+/**
+ * The checks run when a job starts (and by `weir doctor`): the four things users get wrong with
+ * exactly-once — checkpointing off, a sink that is not exactly-once, readers that are not
+ * read_committed, and transaction timeouts the broker will not honour or that a checkpoint plus
+ * a recovery outlives — plus whatever each connector checks of its own.
+ */
+export async function runPreflight(jobName: string, graph: StreamGraph, jobGraph: JobGraph, config: EnvironmentConfig): Promise<PreflightFinding[]> {
+  const findings: PreflightFinding[] = [];
+  const exactlyOnce = graph.nodes.some((node) => node.kind === 'sink' && node.sink.deliveryGuarantee === 'exactly-once');
+  for (const node of graph.nodes) {
+    if (node.kind === 'sink' && node.sink.deliveryGuarantee === 'exactly-once' && config.checkpointing === undefined) {
+      findings.push({
+        level: 'error',
+        where: node.name,
+        message: `sink "${node.name}" is exactly-once, but checkpointing is off: it would never commit its output`,
+        hint: "set checkpointing: { interval: '1s', storage: '<folder>' } in the job's config, or make the sink at-least-once",
+      });
+    }
+    if (exactlyOnce && config.checkpointing?.mode === 'at-least-once') {
+      findings.push({
+        level: 'warning',
+        where: node.name,
+        message:
+          'checkpointing.mode is at-least-once: barriers are not aligned, so state may count records twice after a failure even though the sinks commit exactly once',
+        hint: "set checkpointing.mode: 'exactly-once' for exact state",
+      });
+      break;
+    }
+  }
+  for (const node of graph.nodes) {
+    const connector = node.kind === 'source' ? (node.source as Preflightable) : node.kind === 'sink' ? (node.sink as Preflightable) : undefined;
+    if (connector?.preflight === undefined) continue;
+    const uid = jobGraph.nodes[node.id]?.uid ?? node.uid;
+    findings.push(...(await connector.preflight({ jobName, uid, config, exactlyOnce })));
+  }
+  return findings;
+}
+
+/** Prints the warnings and throws one error naming every problem when there is any. */
+export function enforcePreflight(findings: readonly PreflightFinding[], log: (line: string) => void): void {
+  for (const finding of findings) if (finding.level === 'warning') log(`warning: ${finding.message}${finding.hint ? ` (${finding.hint})` : ''}`);
+  const errors = findings.filter((finding) => finding.level === 'error');
+  if (errors.length === 0) return;
+  if (errors.length === 1) {
+    const [only] = errors as [PreflightFinding];
+    throw new WeirError('PREFLIGHT_FAILED', only.message, { hint: only.hint });
+  }
+  throw new WeirError(
+    'PREFLIGHT_FAILED',
+    `the job cannot start safely:\n${errors.map((error) => `  - ${error.message}${error.hint ? ` (fix: ${error.hint})` : ''}`).join('\n')}`,
+    {
+      hint: 'fix each setting named above',
+    },
+  );
+}
+
+/** The longest single wait before a restart the strategy can make. */
+export function maxRestartDelay(strategy: RestartStrategyConfig): number {
+  switch (strategy.type) {
+    case 'none':
+      return 0;
+    case 'fixed-delay':
+    case 'failure-rate':
+      return strategy.delay;
+    case 'exponential-delay':
+      return Math.round(strategy.maxBackoff * (1 + strategy.jitter));
+  }
+}
