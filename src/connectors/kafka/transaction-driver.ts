@@ -121,21 +121,24 @@ export class TransactionDriver {
       for (const [topic, partitions] of added) for (const partition of partitions) transaction.partitions.add(`${topic}:${partition}`);
     }
 
-    // One produce request per leader; each partition's batch carries the next sequence number.
-    const byLeader = await this.#groupByLeader(records);
-    await Promise.all(
-      [...byLeader].map(([leader, group]) =>
-        this.#retry(`Produce for "${transaction.transactionalId}"`, async () =>
-          produceV11.api.async(await this.#connections.node(leader), ACKS_ALL, 30_000, group, {
-            transactionalId: transaction.transactionalId,
-            producerId: transaction.producerId,
-            producerEpoch: transaction.producerEpoch,
-            sequences: transaction.sequences,
-          }),
+    // One produce request per leader and chunk; each partition's batch carries the next sequence
+    // number, so a chunk's sequences are counted before the next chunk is built.
+    for (const chunk of chunksBelowBatchLimit(records)) {
+      const byLeader = await this.#groupByLeader(chunk);
+      await Promise.all(
+        [...byLeader].map(([leader, group]) =>
+          this.#retry(`Produce for "${transaction.transactionalId}"`, async () =>
+            produceV11.api.async(await this.#connections.node(leader), ACKS_ALL, 30_000, group, {
+              transactionalId: transaction.transactionalId,
+              producerId: transaction.producerId,
+              producerEpoch: transaction.producerEpoch,
+              sequences: transaction.sequences,
+            }),
+          ),
         ),
-      ),
-    );
-    for (const record of records) transaction.sequences.postIncrement(`${record.topic}:${record.partition}`, 1, 0);
+      );
+      for (const record of chunk) transaction.sequences.postIncrement(`${record.topic}:${record.partition}`, 1, 0);
+    }
     transaction.records += records.length;
   }
 
@@ -171,12 +174,14 @@ export class TransactionDriver {
 
   /** Writes records outside any transaction (at-least-once and none): acks -1 waits for every in-sync replica. */
   async sendPlain(records: MessageRecord[], acks: -1 | 1): Promise<void> {
-    const byLeader = await this.#groupByLeader(records);
-    await Promise.all(
-      [...byLeader].map(([leader, group]) =>
-        this.#retry('Produce', async () => produceV11.api.async(await this.#connections.node(leader), acks, 30_000, group, {})),
-      ),
-    );
+    for (const chunk of chunksBelowBatchLimit(records)) {
+      const byLeader = await this.#groupByLeader(chunk);
+      await Promise.all(
+        [...byLeader].map(([leader, group]) =>
+          this.#retry('Produce', async () => produceV11.api.async(await this.#connections.node(leader), acks, 30_000, group, {})),
+        ),
+      );
+    }
   }
 
   /** Aborts an open transaction of this process. */
@@ -282,6 +287,29 @@ export class TransactionDriver {
       }
     }
   }
+}
+
+/**
+ * Splits records into runs of at most BATCH_BYTES_LIMIT bytes, so no partition's batch in a
+ * produce request exceeds the brokers' default max.message.bytes (1 MiB).
+ */
+export const BATCH_BYTES_LIMIT = 768 * 1024;
+
+function* chunksBelowBatchLimit(records: MessageRecord[]): Generator<MessageRecord[]> {
+  let chunk: MessageRecord[] = [];
+  let bytes = 0;
+  for (const record of records) {
+    let size = 32 + (record.key?.length ?? 0) + (record.value?.length ?? 0);
+    if (record.headers !== undefined) for (const [name, value] of record.headers) size += name.length + value.length + 8;
+    if (bytes + size > BATCH_BYTES_LIMIT && chunk.length > 0) {
+      yield chunk;
+      chunk = [];
+      bytes = 0;
+    }
+    chunk.push(record);
+    bytes += size;
+  }
+  if (chunk.length > 0) yield chunk;
 }
 
 function isNetworkError(error: unknown): boolean {
