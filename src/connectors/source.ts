@@ -22,7 +22,11 @@ export interface SourceReaderContext {
 }
 
 export interface SourceReader<T, Split = unknown> {
-  open(splits: Split[]): void | Promise<void>;
+  /**
+   * Starts reading `splits`. `allSplits` are the splits of every subtask when the job (re)started,
+   * so a reader that discovers new splits (new Kafka partitions) can tell them from known ones.
+   */
+  open(splits: Split[], allSplits: Split[]): void | Promise<void>;
   /** Up to `max` records: an empty array when none are ready now, null once every split is finished. */
   pollNext(max: number): T[] | null | Promise<T[] | null>;
   /** The splits with their current positions, taken as the barrier is emitted. */

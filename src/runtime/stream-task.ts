@@ -46,6 +46,7 @@ interface SourceState {
   source: Source<unknown>;
   reader: SourceReader<unknown>;
   splits: ListState<unknown>;
+  allSplits: ListState<unknown>;
   finished: boolean;
 }
 
@@ -66,6 +67,7 @@ type Mail = { k: 'data'; c: number; d: unknown[] } | { k: 'barrier'; c: number; 
 type Control = { k: 'trigger'; location: CheckpointLocation } | { k: 'complete'; id: number } | { k: 'abort'; id: number } | { k: 'timer'; operator: number };
 
 const SPLITS_STATE = 'source-splits';
+const ALL_SPLITS_STATE = 'source-all-splits';
 const isThenable = (value: unknown): value is PromiseLike<unknown> => typeof (value as PromiseLike<unknown> | undefined)?.then === 'function';
 
 /**
@@ -113,13 +115,16 @@ export class StreamTask {
       if (node.kind === 'source') {
         const reader = node.source.createReader({ subtaskIndex, parallelism: vertex.parallelism, attemptNumber: env.attemptNumber });
         const splits = operatorState.getListState<unknown>(SPLITS_STATE);
+        // Every subtask's splits, as union state: a source can tell a new split from one another subtask reads.
+        const allSplits = operatorState.getUnionListState<unknown>(ALL_SPLITS_STATE);
         if (!this.#restoredUids().has(uid)) {
           const initial = await node.source.createInitialSplits(vertex.parallelism);
           splits.update(initial.filter((_split, index) => index % vertex.parallelism === subtaskIndex));
+          allSplits.update(initial);
         }
         const chained: ChainedOperator = { uid, name: node.name, operator: undefined as never, keyed, operatorState };
-        this.#source = { node: chained, source: node.source, reader, splits, finished: false };
-        const opened = reader.open(splits.get());
+        this.#source = { node: chained, source: node.source, reader, splits, allSplits, finished: false };
+        const opened = reader.open(splits.get(), allSplits.get());
         if (isThenable(opened)) await opened;
         continue;
       }
@@ -266,7 +271,9 @@ export class StreamTask {
       case 'trigger': {
         const source = this.#source;
         if (source === undefined) return;
-        source.splits.update(source.reader.snapshotState(control.location.checkpointId));
+        const splits = source.reader.snapshotState(control.location.checkpointId);
+        source.splits.update(splits);
+        source.allSplits.update(splits);
         await this.#performCheckpoint(control.location, 0);
         return;
       }

@@ -58,7 +58,8 @@ export class ClusterConnections {
     return this.#pool.get(broker);
   }
 
-  async metadata(topics: string[]): Promise<metadataV12.MetadataResponse> {
+  /** Cluster metadata for these topics; null asks for every topic. */
+  async metadata(topics: string[] | null): Promise<metadataV12.MetadataResponse> {
     const response = await metadataV12.api.async(await this.any(), topics, false, false);
     this.#brokers = new Map(response.brokers.map((broker) => [broker.nodeId, { host: broker.host, port: broker.port }]));
     return response;

@@ -2,6 +2,8 @@ import { setTimeout as sleep } from 'node:timers/promises';
 import { Admin, type ConnectionOptions } from '@platformatic/kafka';
 import { WeirError } from '../../errors.ts';
 import type { Preflightable, PreflightContext, PreflightFinding } from '../../runtime/preflight.ts';
+import { keyHash } from '../../state/key-group-range-assignment.ts';
+import { parseDuration } from '../../util/duration.ts';
 import type { Source, SourceReader, SourceReaderContext } from '../source.ts';
 import { type BrokerAddress, formatBootstrap, parseBootstrap } from './bootstrap.ts';
 import { ClusterConnections, type TopicInfo } from './cluster-connections.ts';
@@ -22,7 +24,8 @@ export type StartingOffsets =
 export interface KafkaSourceOptions<T> {
   /** host:port list; default KAFKA_BROKERS. */
   bootstrap?: string | string[];
-  topics: string[];
+  /** Topic names, or a pattern every matching topic is read from (topics created later included, unless bounded). */
+  topics: string[] | RegExp;
   startingOffsets?: StartingOffsets;
   /** Stop at the (last stable) offsets each partition has when the job first starts: for tests and benchmarks. */
   bounded?: boolean;
@@ -36,6 +39,13 @@ export interface KafkaSourceOptions<T> {
   connection?: ConnectionOptions;
   /** How long a fetch waits on the broker for data. Default 100 ms. */
   maxWaitMs?: number;
+  /** The most bytes one fetch takes of a partition. Default 1 MiB. */
+  maxBytesPerPartition?: number;
+  /**
+   * How often new partitions (and, with a pattern, new topics) are looked for; new ones are read
+   * from their earliest offset. Default 30 s; 0 turns discovery off. Bounded sources never discover.
+   */
+  partitionDiscoveryInterval?: number | string;
 }
 
 /** A split: one topic partition and the next offset to read. */
@@ -72,36 +82,38 @@ export function resolveBootstrap(option: string | string[] | undefined, connecto
  * filtering. Partitions added to a topic after the job started are not picked up yet.
  */
 export function kafkaSource<T>(options: KafkaSourceOptions<T>): Source<T, KafkaSplit> & Preflightable {
-  if (options.topics.length === 0) throw new WeirError('INVALID_SOURCE', 'kafkaSource needs at least one topic', { hint: 'pass topics: ["name", ...]' });
+  if (Array.isArray(options.topics) && options.topics.length === 0) {
+    throw new WeirError('INVALID_SOURCE', 'kafkaSource needs at least one topic', { hint: 'pass topics: ["name", ...] or a pattern such as /^orders-/' });
+  }
+  const discoveryMs = options.bounded ? 0 : parseDuration(options.partitionDiscoveryInterval ?? 30_000, 'kafkaSource partitionDiscoveryInterval');
   return {
-    name: `kafka source (${options.topics.join(', ')})`,
+    name: `kafka source (${Array.isArray(options.topics) ? options.topics.join(', ') : String(options.topics)})`,
     bounded: options.bounded === true,
     async createInitialSplits() {
       const connections = new ClusterConnections(resolveBootstrap(options.bootstrap, 'kafkaSource'), { clientId: 'weir-source', ...options.connection });
       try {
         const splits: KafkaSplit[] = [];
-        for (const topic of [...options.topics].sort()) {
-          const info = await connections.topic(topic);
+        for (const info of await subscribedTopics(connections, options.topics)) {
           for (const partition of info.partitions)
-            splits.push({ topic, partition: partition.partition, offset: null, end: options.bounded ? undefined : null });
+            splits.push({ topic: info.name, partition: partition.partition, offset: null, end: options.bounded ? undefined : null });
         }
         return splits;
       } finally {
         await connections.close();
       }
     },
-    createReader: (context) => new KafkaSourceReader(options, context),
+    createReader: (context) => new KafkaSourceReader(options, context, discoveryMs),
     async preflight(context: PreflightContext): Promise<PreflightFinding[]> {
       const where = `kafka source "${context.uid}"`;
       try {
-        const findings: PreflightFinding[] = (await missingTopics(resolveBootstrap(options.bootstrap, 'kafkaSource'), options.topics, options.connection)).map(
-          (topic) => ({
-            level: 'error',
-            where,
-            message: `${where}: topic "${topic}" does not exist`,
-            hint: 'create the topic first, or check its name',
-          }),
-        );
+        const findings: PreflightFinding[] = (
+          Array.isArray(options.topics) ? await missingTopics(resolveBootstrap(options.bootstrap, 'kafkaSource'), options.topics, options.connection) : []
+        ).map((topic) => ({
+          level: 'error',
+          where,
+          message: `${where}: topic "${topic}" does not exist`,
+          hint: 'create the topic first, or check its name',
+        }));
         if (context.exactlyOnce && options.isolation === 'read_uncommitted') {
           findings.push({
             level: 'warning',
@@ -132,15 +144,25 @@ class KafkaSourceReader<T> implements SourceReader<T, KafkaSplit> {
   readonly #queues = new Map<KafkaSplit, { records: TopicRecord[]; next: number; nextOffset: bigint }>();
   #buffered = 0;
 
-  constructor(options: KafkaSourceOptions<T>, _context: SourceReaderContext) {
+  readonly #context: SourceReaderContext;
+  readonly #discoveryMs: number;
+  /** "topic:partition" of every split any subtask reads or has read. */
+  readonly #known = new Set<string>();
+  #nextDiscovery = 0;
+
+  constructor(options: KafkaSourceOptions<T>, context: SourceReaderContext, discoveryMs: number) {
     this.#options = options;
+    this.#context = context;
+    this.#discoveryMs = discoveryMs;
     this.#isolation = options.isolation ?? 'read_committed';
     this.#bootstrap = resolveBootstrap(options.bootstrap, 'kafkaSource');
   }
 
-  async open(splits: KafkaSplit[]): Promise<void> {
+  async open(splits: KafkaSplit[], allSplits: KafkaSplit[]): Promise<void> {
     this.#connections = new ClusterConnections(this.#bootstrap, { clientId: 'weir-source', ...this.#options.connection });
     this.#splits = splits.map((split) => ({ ...split }));
+    for (const split of [...allSplits, ...splits]) this.#known.add(`${split.topic}:${split.partition}`);
+    this.#nextDiscovery = Date.now() + this.#discoveryMs;
     await this.#refreshMetadata();
     await this.#resolveStartingOffsets();
     for (const split of this.#splits) {
@@ -158,6 +180,7 @@ class KafkaSourceReader<T> implements SourceReader<T, KafkaSplit> {
   }
 
   async pollNext(max: number): Promise<T[] | null> {
+    if (this.#discoveryMs > 0 && Date.now() >= this.#nextDiscovery) await this.#discoverPartitions();
     const live = this.#splits.filter((split) => split.end === null || (split.offset as bigint) < (split.end as bigint));
     if (live.length === 0) return this.#options.bounded ? null : [];
     if (this.#buffered === 0) await this.#fetch(live);
@@ -194,7 +217,7 @@ class KafkaSourceReader<T> implements SourceReader<T, KafkaSplit> {
         this.#connections,
         this.#topics,
         live.map((split) => ({ topic: split.topic, partition: split.partition, offset: split.offset as bigint })),
-        { isolation: this.#isolation, maxWaitMs: this.#options.maxWaitMs ?? 100, maxBytesPerPartition: 1024 * 1024 },
+        { isolation: this.#isolation, maxWaitMs: this.#options.maxWaitMs ?? 100, maxBytesPerPartition: this.#options.maxBytesPerPartition ?? 1024 * 1024 },
       );
       this.#failingSince = undefined;
     } catch (error) {
@@ -237,6 +260,32 @@ class KafkaSourceReader<T> implements SourceReader<T, KafkaSplit> {
 
   async close(): Promise<void> {
     await this.#connections?.close().catch(() => {});
+  }
+
+  /**
+   * New partitions (of the subscribed topics, or of new topics matching the pattern): each one is
+   * taken by the subtask a stable hash of its name picks, from its earliest offset; the others
+   * just remember it. The split then lives in that subtask's checkpointed state like any other.
+   */
+  async #discoverPartitions(): Promise<void> {
+    this.#nextDiscovery = Date.now() + this.#discoveryMs;
+    let topics: TopicInfo[];
+    try {
+      topics = await subscribedTopics(this.#connections, this.#options.topics);
+    } catch {
+      return; // discovery is retried at the next interval
+    }
+    for (const info of topics) {
+      for (const partition of info.partitions) {
+        const key = `${info.name}:${partition.partition}`;
+        if (this.#known.has(key)) continue;
+        this.#known.add(key);
+        if (keyHash(key) % this.#context.parallelism !== this.#context.subtaskIndex) continue;
+        this.#topics.set(info.name, info);
+        const start = await listOffsets(this.#connections, info, [partition], this.#isolation, EARLIEST_OFFSET);
+        this.#splits.push({ topic: info.name, partition: partition.partition, offset: start.get(partition.partition) ?? 0n, end: null });
+      }
+    }
   }
 
   async #refreshMetadata(): Promise<void> {
@@ -303,4 +352,15 @@ class KafkaSourceReader<T> implements SourceReader<T, KafkaSplit> {
     await sleep(200);
     await this.#refreshMetadata().catch(() => {});
   }
+}
+
+/** The topics a subscription names: the listed ones (each must exist), or every topic matching the pattern, sorted by name. */
+async function subscribedTopics(connections: ClusterConnections, topics: string[] | RegExp): Promise<TopicInfo[]> {
+  if (Array.isArray(topics)) return Promise.all([...topics].sort().map((topic) => connections.topic(topic)));
+  const metadata = await connections.metadata(null);
+  const names = metadata.topics
+    .filter((topic) => !topic.isInternal && typeof topic.name === 'string' && topics.test(topic.name))
+    .map((topic) => topic.name as string)
+    .sort();
+  return Promise.all(names.map((name) => connections.topic(name)));
 }
