@@ -83,6 +83,12 @@ export class CheckpointCoordinator {
     this.#scheduleNext();
   }
 
+  /** Stops periodic triggering; pending checkpoints go on. */
+  stopPeriodic(): void {
+    this.#running = false;
+    clearTimeout(this.#timer);
+  }
+
   /** Stops periodic triggering and abandons pending checkpoints (their waiters are rejected). */
   stop(reason = 'the job stopped'): void {
     this.#running = false;

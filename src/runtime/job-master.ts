@@ -249,6 +249,8 @@ class Attempt {
           this.#broadcast({ type: 'complete', checkpointId });
         },
         notifyAborted: (checkpointId) => {
+          const reason = this.coordinator?.history.find((entry) => entry.checkpointId === checkpointId)?.reason;
+          log(`checkpoint ${checkpointId} aborted: ${reason ?? 'unknown reason'}`);
           this.#options.onEvent?.({ type: 'checkpoint-aborted', checkpointId });
           this.#broadcast({ type: 'abort', checkpointId });
         },
@@ -281,6 +283,9 @@ class Attempt {
               return;
             }
             // Bounded input is done: a final checkpoint lets the two-phase-commit sinks commit the rest.
+            // No periodic checkpoint may overtake (and so subsume) it.
+            this.coordinator.stopPeriodic();
+            log('every input has ended: taking the final checkpoint');
             this.coordinator
               .triggerNow('checkpoint')
               .then((completed) => {

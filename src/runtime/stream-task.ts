@@ -89,6 +89,8 @@ export class StreamTask {
   readonly #blocked = new Set<number>();
   #blockedMail: Mail[] = [];
   #aligning: Alignment | undefined;
+  readonly #tracking = new Map<number, Alignment>();
+  #lastTracked = 0;
   readonly #ended = new Set<number>();
   #endOfData = false;
   #draining = false;
@@ -333,6 +335,12 @@ export class StreamTask {
   // --- barriers and snapshots ------------------------------------------------------------
 
   async #onBarrier(channel: number, location: CheckpointLocation): Promise<void> {
+    if (this.env.config.checkpointing?.mode === 'at-least-once') {
+      await this.#trackBarrier(channel, location);
+      return;
+    }
+    // Exactly-once (Flink's aligned barrier handler): a channel that delivered barrier N is blocked
+    // until every channel has; channels deliver barriers in order, so N completes before N + 1.
     const id = location.checkpointId;
     const aligning = this.#aligning;
     if (aligning !== undefined && id < aligning.location.checkpointId) return; // a barrier of an abandoned checkpoint
@@ -344,12 +352,29 @@ export class StreamTask {
     }
     const current = this.#aligning as Alignment;
     if (current.received.size < this.env.inputChannels.length) {
-      if (this.env.config.checkpointing?.mode !== 'at-least-once') this.#blocked.add(channel);
+      this.#blocked.add(channel);
       return;
     }
     this.#aligning = undefined;
     await this.#performCheckpoint(location, Date.now() - current.startedAt);
     this.#unblockAll();
+  }
+
+  /**
+   * At-least-once (Flink's barrier tracker): nothing is blocked, so channels may be at different
+   * checkpoints; each checkpoint counts its own barriers and is taken when all have arrived, which
+   * makes every older one still counting moot.
+   */
+  async #trackBarrier(channel: number, location: CheckpointLocation): Promise<void> {
+    const id = location.checkpointId;
+    if (id <= this.#lastTracked) return;
+    let tracked = this.#tracking.get(id);
+    if (tracked === undefined) this.#tracking.set(id, (tracked = { location, received: new Set(), startedAt: Date.now() }));
+    tracked.received.add(channel);
+    if (tracked.received.size < this.env.inputChannels.length) return;
+    for (const older of this.#tracking.keys()) if (older <= id) this.#tracking.delete(older);
+    this.#lastTracked = id;
+    await this.#performCheckpoint(location, 0);
   }
 
   #unblockAll(): void {

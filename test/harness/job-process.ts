@@ -11,7 +11,8 @@ export interface JobProcess {
   exit: Promise<{ code: number | null; signal: NodeJS.Signals | null }>;
 }
 
-export function startJobProcess(jobModule: string, config: object, env: Record<string, string>): JobProcess {
+/** A run that has not exited after `timeoutMs` (default 3 minutes) is killed, and says so in its stderr, so a hang fails the test instead of stalling CI. */
+export function startJobProcess(jobModule: string, config: object, env: Record<string, string>, timeoutMs = 180_000): JobProcess {
   const child = spawn(process.execPath, [runner, jobModule, JSON.stringify(config)], {
     env: { ...process.env, ...env },
     stdio: ['ignore', 'pipe', 'pipe'],
@@ -22,6 +23,11 @@ export function startJobProcess(jobModule: string, config: object, env: Record<s
     stderr: '',
     exit: new Promise((resolve) => child.once('exit', (code, signal) => resolve({ code, signal }))),
   };
+  const timer = setTimeout(() => {
+    run.stderr += `\n[test harness] the job did not exit within ${timeoutMs} ms: killed\n`;
+    child.kill('SIGKILL');
+  }, timeoutMs);
+  void run.exit.then(() => clearTimeout(timer));
   child.stdout?.on('data', (chunk: Buffer) => {
     run.stdout += chunk.toString();
   });
