@@ -49,6 +49,7 @@ export interface CheckpointCoordinatorOptions {
   notifyAborted: (checkpointId: number) => void;
   /** More checkpoints failed in a row than the job tolerates. */
   onFailure: (error: WeirError) => void;
+  log?: (line: string) => void;
 }
 
 const taskKey = (vertexId: number, subtaskIndex: number) => `${vertexId}/${subtaskIndex}`;
@@ -71,6 +72,7 @@ export class CheckpointCoordinator {
   #lastCompletionAt = 0;
   #consecutiveFailures = 0;
   latestCompleted: CompletedCheckpoint | undefined;
+  #maintenance: Promise<void> = Promise.resolve();
 
   constructor(options: CheckpointCoordinatorOptions) {
     this.#options = options;
@@ -111,7 +113,9 @@ export class CheckpointCoordinator {
     pending.stats.alignmentMs = Math.max(pending.stats.alignmentMs, alignmentMs);
     if (pending.waitingFor.size === 0) {
       this.#complete(pending).catch((error: unknown) => {
-        this.#abort(pending, `writing its metadata failed: ${error instanceof Error ? error.message : String(error)}`, true);
+        const reason = `writing its metadata failed: ${error instanceof Error ? error.message : String(error)}`;
+        if (this.#pending.has(pending.checkpointId)) this.#abort(pending, reason, true);
+        else this.#options.onFailure(new WeirError('CHECKPOINT_FAILED', `${pending.kind} ${pending.checkpointId}: ${reason}`, { fault: 'internal' }));
       });
     }
   }
@@ -123,6 +127,34 @@ export class CheckpointCoordinator {
 
   get pendingCount(): number {
     return this.#pending.size;
+  }
+
+  /**
+   * Deletions of old and aborted checkpoints, one at a time (two at once trip over each other's
+   * folders). A failure there never fails the job: it is logged and the next subsume tries again.
+   */
+  #housekeeping(what: string, work: () => Promise<unknown>): void {
+    this.#maintenance = this.#maintenance.then(work).then(
+      () => {},
+      (error: unknown) => this.#options.log?.(`checkpoint storage: ${what} failed: ${error instanceof Error ? error.message : String(error)}`),
+    );
+  }
+
+  /** Resolves when the queued deletions are done. */
+  async settled(): Promise<void> {
+    await this.#maintenance;
+  }
+
+  /** The tasks a pending checkpoint still waits for, by name. */
+  #describeWaiting(pending: PendingCheckpoint): string {
+    const { graph } = this.#options;
+    return [...pending.waitingFor]
+      .map((key) => {
+        const [vertexId, subtask] = key.split('/').map(Number) as [number, number];
+        const vertex = graph.vertices[vertexId];
+        return `${vertex?.name ?? `vertex ${vertexId}`} (${subtask + 1}/${vertex?.parallelism ?? '?'})`;
+      })
+      .join(', ');
   }
 
   #scheduleNext(): void {
@@ -159,7 +191,15 @@ export class CheckpointCoordinator {
         triggeredAt: this.#lastTriggerAt,
         waitingFor,
         acks: new Map(),
-        timeout: setTimeout(() => this.#abort(pending, `it did not complete within checkpointing.timeout (${config.timeout} ms)`, true), config.timeout),
+        timeout: setTimeout(
+          () =>
+            this.#abort(
+              pending,
+              `it did not complete within checkpointing.timeout (${config.timeout} ms); no acknowledgement from ${this.#describeWaiting(pending)}`,
+              true,
+            ),
+          config.timeout,
+        ),
         stats,
         settle: { resolve, reject },
       };
@@ -199,7 +239,11 @@ export class CheckpointCoordinator {
       properties: {},
     };
     await storage.commitMetadata(pending.location, metadata);
-    if (!this.#pending.has(pending.checkpointId)) return; // aborted (timed out) while the metadata was written
+    if (!this.#pending.has(pending.checkpointId)) {
+      // Aborted (timed out) while its metadata was written: it must not stay on disk as completed.
+      this.#housekeeping(`discarding ${pending.kind} ${pending.checkpointId}`, () => storage.discard(pending.location));
+      return;
+    }
     clearTimeout(pending.timeout);
     this.#pending.delete(pending.checkpointId);
     this.#consecutiveFailures = 0;
@@ -214,10 +258,11 @@ export class CheckpointCoordinator {
         if (older.checkpointId < pending.checkpointId && older.kind === 'checkpoint')
           this.#abort(older, `subsumed by checkpoint ${pending.checkpointId}`, false);
       }
-      await storage.subsume(config.retained);
     }
+    // The checkpoint exists from its metadata on: tell the tasks before any housekeeping.
     this.#options.notifyComplete(pending.checkpointId);
     pending.settle.resolve(completed);
+    if (pending.kind === 'checkpoint') this.#housekeeping(`subsuming checkpoints below ${pending.checkpointId}`, () => storage.subsume(config.retained));
     this.#scheduleNext();
   }
 
@@ -230,7 +275,7 @@ export class CheckpointCoordinator {
     const error = new WeirError('CHECKPOINT_ABORTED', `${pending.kind} ${pending.checkpointId} was aborted: ${reason}`, { fault: 'external', retriable: true });
     pending.settle.reject(error);
     this.#options.notifyAborted(pending.checkpointId);
-    this.#options.storage.discard(pending.location).catch(() => {});
+    this.#housekeeping(`discarding ${pending.kind} ${pending.checkpointId}`, () => this.#options.storage.discard(pending.location));
     if (countsAsFailure) {
       this.#consecutiveFailures++;
       const tolerable = this.#options.config.tolerableFailures;

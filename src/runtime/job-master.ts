@@ -124,7 +124,11 @@ export async function startJob(options: RunJobOptions): Promise<JobClient> {
     const coordinator = current?.coordinator;
     if (coordinator === undefined)
       throw new WeirError('NO_CHECKPOINTING', 'savepoints need checkpointing', { hint: 'configure checkpointing with a storage folder' });
-    return coordinator.triggerNow('savepoint');
+    const completed = await coordinator.triggerNow('savepoint');
+    // A savepoint is reported only once every task has acted on its completion (the two-phase-commit
+    // sinks have committed what it holds), so a restore from it never has to commit anything again.
+    await current?.committed(completed.checkpointId);
+    return completed;
   };
   return {
     graph,
@@ -194,6 +198,8 @@ class Attempt {
   readonly #workers: Worker[] = [];
   coordinator: CheckpointCoordinator | undefined;
   #fail!: (error: Error) => void;
+  readonly #notified = new Map<number, Set<string>>();
+  readonly #whenCommitted = new Map<number, { promise: Promise<void>; resolve: () => void; reject: (error: Error) => void }>();
   #finish!: () => void;
   #stopping = false;
 
@@ -219,13 +225,14 @@ class Attempt {
     }
     const totalTasks = graph.vertices.reduce((sum, vertex) => sum + vertex.parallelism, 0);
     const ended = new Set<string>();
-    const notified = new Map<number, Set<string>>();
-    let finalCheckpointId: number | undefined;
     let ready = 0;
     let finished = 0;
 
     const done = new Promise<void>((resolve, reject) => {
-      this.#fail = reject;
+      this.#fail = (error) => {
+        for (const waiter of this.#whenCommitted.values()) waiter.reject(error);
+        reject(error);
+      };
       this.#finish = resolve;
     });
 
@@ -255,6 +262,7 @@ class Attempt {
           this.#broadcast({ type: 'abort', checkpointId });
         },
         onFailure: (error) => this.#fail(error),
+        log,
       });
     }
 
@@ -288,18 +296,16 @@ class Attempt {
             log('every input has ended: taking the final checkpoint');
             this.coordinator
               .triggerNow('checkpoint')
-              .then((completed) => {
-                finalCheckpointId = completed.checkpointId;
-                if ((notified.get(completed.checkpointId)?.size ?? 0) === totalTasks) this.#finish();
-              })
+              .then((completed) => this.committed(completed.checkpointId))
+              .then(() => this.#finish())
               .catch((error: Error) => this.#fail(error));
           }
           return;
         case 'notified': {
-          const set = notified.get(message.checkpointId) ?? new Set<string>();
+          const set = this.#notified.get(message.checkpointId) ?? new Set<string>();
           set.add(`${message.vertexId}/${message.subtaskIndex}`);
-          notified.set(message.checkpointId, set);
-          if (message.checkpointId === finalCheckpointId && set.size === totalTasks) this.#finish();
+          this.#notified.set(message.checkpointId, set);
+          if (set.size === totalTasks) this.#whenCommitted.get(message.checkpointId)?.resolve();
           return;
         }
         case 'finished':
@@ -338,6 +344,7 @@ class Attempt {
     try {
       await done;
       this.coordinator?.stop();
+      await this.coordinator?.settled();
       this.#stopping = true;
       this.#broadcast({ type: 'finish' });
       const deadline = Date.now() + 10_000;
@@ -346,6 +353,24 @@ class Attempt {
       this.coordinator?.stop();
       await this.#terminate();
     }
+  }
+
+  /** Resolves once every task has processed "checkpoint N complete" (its sinks have committed up to N). */
+  committed(checkpointId: number): Promise<void> {
+    const total = this.#options.graph.vertices.reduce((sum, vertex) => sum + vertex.parallelism, 0);
+    if ((this.#notified.get(checkpointId)?.size ?? 0) === total) return Promise.resolve();
+    let waiter = this.#whenCommitted.get(checkpointId);
+    if (waiter === undefined) {
+      let resolve!: () => void;
+      let reject!: (error: Error) => void;
+      const promise = new Promise<void>((done, fail) => {
+        resolve = done;
+        reject = fail;
+      });
+      waiter = { promise, resolve, reject };
+      this.#whenCommitted.set(checkpointId, waiter);
+    }
+    return waiter.promise;
   }
 
   /** Stops the job after a stop-with-savepoint. */

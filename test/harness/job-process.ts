@@ -24,7 +24,7 @@ export function startJobProcess(jobModule: string, config: object, env: Record<s
     exit: new Promise((resolve) => child.once('exit', (code, signal) => resolve({ code, signal }))),
   };
   const timer = setTimeout(() => {
-    run.stderr += `\n[test harness] the job did not exit within ${timeoutMs} ms: killed\n`;
+    run.stderr += `\n[test harness] the job did not exit within ${timeoutMs} ms: killed. Its stdout:\n${run.stdout}\n`;
     child.kill('SIGKILL');
   }, timeoutMs);
   void run.exit.then(() => clearTimeout(timer));
