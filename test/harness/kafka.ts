@@ -1,6 +1,6 @@
 /** Helpers for integration tests against the real broker the global setup provides. */
 import { randomBytes } from 'node:crypto';
-import { Admin } from '@platformatic/kafka';
+import { Admin, type ConnectionOptions } from '@platformatic/kafka';
 import { type BrokerAddress, parseBootstrap } from '../../src/connectors/kafka/bootstrap.ts';
 
 /** The brokers to test against; `transactionVersion` picks a cluster running that version. A missing broker FAILS the test. */
@@ -27,9 +27,10 @@ export async function createTestTopic(
   brokers: readonly BrokerAddress[],
   label: string,
   partitions = 1,
+  connection: ConnectionOptions = {},
 ): Promise<{ topic: string; remove: () => Promise<void> }> {
   const topic = uniqueTopicName(label);
-  const admin = new Admin({ clientId: 'weir-test-admin', bootstrapBrokers: bootstrapList(brokers) });
+  const admin = new Admin({ clientId: 'weir-test-admin', bootstrapBrokers: bootstrapList(brokers), ...connection });
   try {
     await admin.createTopics({ topics: [topic], partitions, replicas: 1 });
   } finally {
@@ -38,7 +39,7 @@ export async function createTestTopic(
   return {
     topic,
     remove: async () => {
-      const cleanup = new Admin({ clientId: 'weir-test-admin', bootstrapBrokers: bootstrapList(brokers) });
+      const cleanup = new Admin({ clientId: 'weir-test-admin', bootstrapBrokers: bootstrapList(brokers), ...connection });
       try {
         await cleanup.deleteTopics({ topics: [topic] });
       } finally {

@@ -36,6 +36,18 @@ export class ClusterConnections {
     try {
       return await this.#pool.getFirstAvailable([...this.bootstrap]);
     } catch (error) {
+      const authentication = findNested(error, (entry) => (entry as { code?: string }).code === 'PLT_KFK_AUTHENTICATION');
+      if (authentication !== undefined) {
+        throw new WeirError(
+          'KAFKA_AUTHENTICATION_FAILED',
+          `authentication to Kafka at ${formatBootstrap(this.bootstrap)} failed: ${deepestMessage(authentication)}`,
+          {
+            hint: 'check the connection.sasl mechanism, username and password (or token) given to the connector',
+            fault: 'user',
+            cause: error,
+          },
+        );
+      }
       throw new WeirError('BROKER_UNREACHABLE', `cannot reach Kafka at ${formatBootstrap(this.bootstrap)} (${describeNetworkError(error)})`, {
         hint: 'start a local broker with `weir kafka start`, or set KAFKA_BROKERS to a reachable cluster',
         fault: 'external',
@@ -107,6 +119,26 @@ function describeNetworkError(error: unknown): string {
         : (cause?.code ?? cause?.message ?? entry.message);
     })
     .join('; ');
+}
+
+function findNested(error: unknown, match: (entry: Error) => boolean, depth = 0): Error | undefined {
+  if (!(error instanceof Error) || depth > 4) return undefined;
+  if (match(error)) return error;
+  for (const inner of error instanceof AggregateError ? error.errors : []) {
+    const found = findNested(inner, match, depth + 1);
+    if (found !== undefined) return found;
+  }
+  return findNested(error.cause, match, depth + 1);
+}
+
+function deepestMessage(error: Error): string {
+  let current: unknown = error;
+  let message = error.message;
+  for (let depth = 0; current instanceof Error && depth < 5; depth++) {
+    message = current.message || message;
+    current = current.cause ?? (current instanceof AggregateError ? current.errors[0] : undefined);
+  }
+  return message;
 }
 
 function unknownTopic(name: string, bootstrap: readonly BrokerAddress[]): WeirError {
