@@ -73,7 +73,8 @@ export class TwoPhaseCommitSinkOperator<IN, TXN, C> extends StreamOperator<IN, n
     this.#subtaskIndex = context.subtaskIndex;
     await this.#logic.open?.(context);
     this.#state = context.operatorState.getUnionListState<PendingCommittable<C>>('pending-committables');
-    const restored = this.#state.get();
+    // A savepoint reported complete only after its commits holds nothing to commit or to keep.
+    const restored = context.restoredTransactionsCommitted ? [] : this.#state.get();
     for (const entry of restored) {
       if (entry.version > COMMITTABLE_STATE_VERSION) {
         throw new WeirError(

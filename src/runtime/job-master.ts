@@ -76,7 +76,13 @@ export async function startJob(options: RunJobOptions): Promise<JobClient> {
     restored = await storage.latestCompletedCheckpoint();
   }
   if (restored !== undefined) validateRestore(graph, restored);
-  let restore = restored === undefined ? undefined : restoreInfoOf(restored);
+  let restore =
+    restored === undefined
+      ? undefined
+      : restoreInfoOf(
+          restored,
+          restored.kind === 'savepoint' && (await (storage ?? new CheckpointStorage(restored.location.path)).isMarkedCommitted(restored.location.path)),
+        );
   const highest = storage === undefined ? 0 : await storage.highestCheckpointId();
   let nextCheckpointId = Math.max(highest, restore?.checkpointId ?? 0) + 1;
 
@@ -97,7 +103,7 @@ export async function startJob(options: RunJobOptions): Promise<JobClient> {
         return { restarts, lastCheckpointId: attempt.coordinator?.latestCompleted?.checkpointId ?? restore?.checkpointId };
       } catch (error) {
         const latest = attempt.coordinator?.latestCompleted;
-        if (latest !== undefined) restore = restoreInfoOf({ ...latest.metadata, location: latest.location });
+        if (latest !== undefined) restore = restoreInfoOf({ ...latest.metadata, location: latest.location }, false);
         nextCheckpointId = attempt.nextCheckpointId();
         if (stopRequested) throw error;
         const delay = error instanceof WeirError && error.code === 'DATA_LOSS' ? undefined : strategy.onFailure();
@@ -128,6 +134,7 @@ export async function startJob(options: RunJobOptions): Promise<JobClient> {
     // A savepoint is reported only once every task has acted on its completion (the two-phase-commit
     // sinks have committed what it holds), so a restore from it never has to commit anything again.
     await current?.committed(completed.checkpointId);
+    await storage?.markCommitted(completed.location);
     return completed;
   };
   return {
@@ -149,8 +156,9 @@ export async function runJob(options: RunJobOptions): Promise<JobResult> {
   return (await startJob(options)).result;
 }
 
-function restoreInfoOf(metadata: StoredCheckpointMetadata): RestoreInfo {
+function restoreInfoOf(metadata: StoredCheckpointMetadata, transactionsCommitted: boolean): RestoreInfo {
   return {
+    transactionsCommitted,
     checkpointId: metadata.checkpointId,
     folder: metadata.location.path,
     maxParallelism: metadata.maxParallelism,

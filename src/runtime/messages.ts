@@ -18,6 +18,8 @@ export interface RestoreInfo {
   folder: string;
   maxParallelism: number;
   operators: RestoredOperatorState[];
+  /** A savepoint whose transactions were committed before it was reported: its committables must not be committed again. */
+  transactionsCommitted: boolean;
 }
 
 export interface WorkerInit {

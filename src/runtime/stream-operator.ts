@@ -13,6 +13,8 @@ export interface OperatorContext {
   readonly attemptNumber: number;
   /** The checkpoint the job was restored from, if any. */
   readonly restoredCheckpointId: number | undefined;
+  /** The restored savepoint's transactions were committed before it was reported (two-phase-commit sinks commit nothing again). */
+  readonly restoredTransactionsCommitted: boolean;
   readonly checkpointingMode: 'exactly-once' | 'at-least-once' | 'off';
   /** Keyed state, for operators after a keyBy. */
   readonly keyedState: HeapKeyedStateBackend | undefined;

@@ -143,6 +143,7 @@ export class StreamTask {
         maxParallelism: config.maxParallelism,
         attemptNumber: env.attemptNumber,
         restoredCheckpointId: env.restore?.checkpointId,
+        restoredTransactionsCommitted: env.restore?.transactionsCommitted ?? false,
         checkpointingMode: config.checkpointing?.mode ?? 'off',
         keyedState: keyed,
         operatorState,

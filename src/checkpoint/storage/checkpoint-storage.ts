@@ -15,6 +15,10 @@ import {
   stateHandleSchema,
 } from './checkpoint-metadata.ts';
 import { syncDirectory, writeFileDurably } from './durable-file.ts';
+
+/** Written into a savepoint once its transactions are committed. */
+export const COMMITTED_FILE_NAME = '_committed';
+
 import { type StateKind, stateFileName } from './state-file-name.ts';
 
 /** A completed checkpoint's or savepoint's metadata, with where it was read from. */
@@ -155,6 +159,21 @@ export class CheckpointStorage {
       });
     }
     return bytes;
+  }
+
+  /**
+   * Records, in `_committed`, that every transaction a savepoint holds has been committed (its
+   * sinks acted on its completion). A restore from such a savepoint commits nothing again: by then
+   * the transactional ids may serve newer transactions.
+   */
+  async markCommitted(location: CheckpointLocation): Promise<void> {
+    await writeFileDurably(join(location.path, COMMITTED_FILE_NAME), `${new Date().toISOString()}\n`, 'w');
+    await syncDirectory(location.path);
+  }
+
+  /** Whether a checkpoint or savepoint folder carries the `_committed` record. */
+  async isMarkedCommitted(folder: string): Promise<boolean> {
+    return pathExists(join(folder, COMMITTED_FILE_NAME));
   }
 
   /**
