@@ -16,7 +16,7 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { setTimeout as sleep } from 'node:timers/promises';
 import { Admin } from '@platformatic/kafka';
-import { type BrokerAddress, formatBootstrap } from '../src/connectors/kafka/bootstrap.ts';
+import { formatBootstrap } from '../src/connectors/kafka/bootstrap.ts';
 import { ClusterConnections, type TopicInfo } from '../src/connectors/kafka/cluster-connections.ts';
 import { EARLIEST_OFFSET, fetchPartitions, LATEST_OFFSET, listOffsets } from '../src/connectors/kafka/partition-fetcher.ts';
 import { TransactionDriver } from '../src/connectors/kafka/transaction-driver.ts';

@@ -370,7 +370,10 @@ export class StreamTask {
     const id = location.checkpointId;
     if (id <= this.#lastTracked) return;
     let tracked = this.#tracking.get(id);
-    if (tracked === undefined) this.#tracking.set(id, (tracked = { location, received: new Set(), startedAt: Date.now() }));
+    if (tracked === undefined) {
+      tracked = { location, received: new Set(), startedAt: Date.now() };
+      this.#tracking.set(id, tracked);
+    }
     tracked.received.add(channel);
     if (tracked.received.size < this.env.inputChannels.length) return;
     for (const older of this.#tracking.keys()) if (older <= id) this.#tracking.delete(older);

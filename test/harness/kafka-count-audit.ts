@@ -2,7 +2,7 @@
 import type { BrokerAddress } from '../../src/connectors/kafka/bootstrap.ts';
 import { ClusterConnections } from '../../src/connectors/kafka/cluster-connections.ts';
 import { readTopic } from '../../src/connectors/kafka/topic-reader.ts';
-import { TRANSACTION_PROTOCOL, TransactionDriver } from '../../src/connectors/kafka/transaction-driver.ts';
+import { committableOf, TransactionDriver } from '../../src/connectors/kafka/transaction-driver.ts';
 import type { CountOutput } from '../fixtures/jobs/kafka-count-job.ts';
 
 export const ABORTED_SEQ_BASE = 1_000_000;
@@ -28,13 +28,7 @@ export async function writeChaosInput(brokers: readonly BrokerAddress[], topic: 
         committed,
         Array.from({ length: Math.min(1000, count - first) }, (_, i) => message(first + i)),
       );
-      await driver.commit({
-        version: 1,
-        transactionalId: committed.transactionalId,
-        producerId: committed.producerId,
-        producerEpoch: committed.producerEpoch,
-        protocol: TRANSACTION_PROTOCOL,
-      });
+      await driver.commit(committableOf(committed));
       if (batch % 5 === 4) {
         const aborted = await driver.initTransaction(`${topic}-writer`);
         await driver.send(

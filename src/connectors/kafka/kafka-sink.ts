@@ -10,7 +10,7 @@ import { type RecoveryContext, type TwoPhaseCommitLogic, TwoPhaseCommitSinkOpera
 import { ClusterConnections } from './cluster-connections.ts';
 import { brokerTransactionMaxTimeout, missingTopics, transactionTimeoutFindings, unreachableFinding } from './kafka-preflight.ts';
 import { resolveBootstrap } from './kafka-source.ts';
-import { type KafkaCommittable, type OpenTransaction, TRANSACTION_PROTOCOL, TransactionDriver } from './transaction-driver.ts';
+import { committableOf, type KafkaCommittable, type OpenTransaction, TransactionDriver } from './transaction-driver.ts';
 
 /** One record to write. Strings are written as UTF-8. */
 export interface KafkaProducerRecord {
@@ -219,13 +219,7 @@ class ExactlyOnceKafkaWriter<T> implements TwoPhaseCommitLogic<T, KafkaTransacti
       this.#slots[transaction.slot] = { state: 'free' };
       return null; // never checkpoint an empty transaction
     }
-    return {
-      version: 1,
-      transactionalId: transaction.open.transactionalId,
-      producerId: transaction.open.producerId,
-      producerEpoch: transaction.open.producerEpoch,
-      protocol: TRANSACTION_PROTOCOL,
-    };
+    return committableOf(transaction.open);
   }
 
   async commit(committable: KafkaCommittable): Promise<void> {

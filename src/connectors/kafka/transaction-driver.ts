@@ -41,6 +41,17 @@ export interface OpenTransaction {
   records: number;
 }
 
+/** The committable of a transaction this process wrote: what the checkpoint keeps of it. */
+export function committableOf(transaction: OpenTransaction): KafkaCommittable {
+  return {
+    version: 1,
+    transactionalId: transaction.transactionalId,
+    producerId: transaction.producerId,
+    producerEpoch: transaction.producerEpoch,
+    protocol: TRANSACTION_PROTOCOL,
+  };
+}
+
 const TRANSACTION_KEY_TYPE = 1;
 const ACKS_ALL = -1;
 
@@ -103,7 +114,10 @@ export class TransactionDriver {
       const key = `${record.topic}:${record.partition}`;
       if (transaction.partitions.has(key)) continue;
       let partitions = added.get(record.topic);
-      if (partitions === undefined) added.set(record.topic, (partitions = new Set()));
+      if (partitions === undefined) {
+        partitions = new Set();
+        added.set(record.topic, partitions);
+      }
       partitions.add(record.partition as number);
     }
     if (added.size > 0) {

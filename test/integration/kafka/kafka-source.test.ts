@@ -10,7 +10,7 @@ import { Admin } from '@platformatic/kafka';
 import type { BrokerAddress } from '../../../src/connectors/kafka/bootstrap.ts';
 import { ClusterConnections } from '../../../src/connectors/kafka/cluster-connections.ts';
 import { type KafkaSourceOptions, type KafkaSplit, kafkaDeserializers, kafkaSource } from '../../../src/connectors/kafka/kafka-source.ts';
-import { TRANSACTION_PROTOCOL, TransactionDriver } from '../../../src/connectors/kafka/transaction-driver.ts';
+import { committableOf, TransactionDriver } from '../../../src/connectors/kafka/transaction-driver.ts';
 import type { SourceReader } from '../../../src/connectors/source.ts';
 import { bootstrapList, createTestTopic, testBrokers, uniqueTopicName } from '../../harness/kafka.ts';
 
@@ -31,14 +31,7 @@ async function write(
         Array.from({ length: batch.count }, (_, i) => ({ topic, partition: batch.partition ?? 0, ...value(batch.label, i, batch.pad) })),
       );
       if (batch.abort) await driver.abort(open);
-      else
-        await driver.commit({
-          version: 1,
-          transactionalId: open.transactionalId,
-          producerId: open.producerId,
-          producerEpoch: open.producerEpoch,
-          protocol: TRANSACTION_PROTOCOL,
-        });
+      else await driver.commit(committableOf(open));
     }
   } finally {
     await connections.close();

@@ -12,7 +12,7 @@ import { setTimeout as sleep } from 'node:timers/promises';
 import { ClusterConnections } from '../../../src/connectors/kafka/cluster-connections.ts';
 import { kafkaDeserializers, kafkaSource } from '../../../src/connectors/kafka/kafka-source.ts';
 import { LATEST_OFFSET, listOffsets } from '../../../src/connectors/kafka/partition-fetcher.ts';
-import { TRANSACTION_PROTOCOL, TransactionDriver } from '../../../src/connectors/kafka/transaction-driver.ts';
+import { committableOf, TransactionDriver } from '../../../src/connectors/kafka/transaction-driver.ts';
 import { WeirError } from '../../../src/errors.ts';
 import { startLocalBroker, stopLocalBroker } from '../../../src/local-kafka/local-broker.ts';
 import { freePort } from '../../../src/local-kafka/ports.ts';
@@ -54,13 +54,7 @@ describe('SASL/PLAIN connection options', () => {
       const driver = new TransactionDriver(connections, { transactionTimeoutMs: 60_000 });
       const open = await driver.initTransaction(`${topic}-txn`);
       await driver.send(open, [{ topic, partition: 0, value: Buffer.from('over-sasl') }]);
-      await driver.commit({
-        version: 1,
-        transactionalId: open.transactionalId,
-        producerId: open.producerId,
-        producerEpoch: open.producerEpoch,
-        protocol: TRANSACTION_PROTOCOL,
-      });
+      await driver.commit(committableOf(open));
       // The commit markers follow EndTxn: wait until the record is below the last stable offset.
       const info = await connections.topic(topic);
       while ((await listOffsets(connections, info, info.partitions, 'read_committed', LATEST_OFFSET)).get(0) === 0n) await sleep(20);
