@@ -1,8 +1,10 @@
 import { Command, CommanderError } from 'commander';
 import { formatError, WeirError } from '../errors.ts';
 import { WEIR_VERSION } from '../version.ts';
+import { checkpointsCommand } from './commands/checkpoints.ts';
 import { demoCommand } from './commands/demo.ts';
 import { kafkaCommand } from './commands/kafka.ts';
+import { runCommand } from './commands/run.ts';
 
 const program = new Command('weir')
   .description('Exactly-once stream processing over Kafka for TypeScript')
@@ -11,6 +13,8 @@ const program = new Command('weir')
   .exitOverride()
   .configureOutput({ outputError: (text, write) => write(text) });
 
+program.addCommand(runCommand());
+program.addCommand(checkpointsCommand());
 program.addCommand(kafkaCommand());
 program.addCommand(demoCommand());
 

@@ -59,7 +59,12 @@ export async function startJob(options: RunJobOptions): Promise<JobClient> {
   const log = options.log ?? (() => {});
   const url = options.job.startsWith('file:') ? options.job : pathToFileURL(resolve(options.job)).href;
   const job = await loadJobModule(url);
-  const config = parseEnvironmentConfig({ ...job.config, ...options.config });
+  // Options over the job's own config; checkpointing merges setting by setting.
+  const checkpointing =
+    job.config?.checkpointing === undefined && options.config?.checkpointing === undefined
+      ? {}
+      : { checkpointing: { ...job.config?.checkpointing, ...options.config?.checkpointing } };
+  const config = parseEnvironmentConfig({ ...job.config, ...options.config, ...checkpointing });
   const env = new StreamExecutionEnvironment();
   job.build(env);
   const graph = buildJobGraph(job.name, env.graph, config);

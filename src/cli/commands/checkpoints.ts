@@ -1,0 +1,88 @@
+import { existsSync } from 'node:fs';
+import { Command } from 'commander';
+import { CheckpointStorage } from '../../checkpoint/storage/checkpoint-storage.ts';
+import { WeirError } from '../../errors.ts';
+
+/** `weir checkpoints list|show`: what a job's checkpoint folder holds. */
+export function checkpointsCommand(): Command {
+  const checkpoints = new Command('checkpoints').description("inspect a job's checkpoint folder");
+
+  checkpoints
+    .command('list')
+    .description('list the checkpoints and savepoints of a checkpoint folder: id, status, size, time')
+    .argument('<folder>', "the job's checkpointing.storage folder")
+    .option('--json', 'print JSON', false)
+    .action(async (folder: string, options: { json: boolean }) => {
+      const storage = existingStorage(folder);
+      const entries = await storage.listCheckpoints({ includeSavepoints: true });
+      if (options.json) {
+        console.log(
+          JSON.stringify(
+            entries.map((entry) => ({ ...summaryOf(entry), path: entry.location.path })),
+            null,
+            2,
+          ),
+        );
+        return;
+      }
+      if (entries.length === 0) {
+        console.log(`no checkpoints in ${storage.directory}`);
+        return;
+      }
+      console.log('id\tkind\tstatus\tsize\tcompleted at\tpath');
+      for (const entry of entries) {
+        const summary = summaryOf(entry);
+        console.log(`${summary.checkpointId}\t${summary.kind}\t${summary.status}\t${summary.size}\t${summary.completedAt ?? '-'}\t${entry.location.path}`);
+      }
+    });
+
+  checkpoints
+    .command('show')
+    .description('show one checkpoint or savepoint: its operators, their parallelism and state files')
+    .argument('<path>', 'a chk-N or savepoint folder, or its _metadata file')
+    .option('--json', 'print the metadata as JSON', false)
+    .action(async (path: string, options: { json: boolean }) => {
+      const storage = new CheckpointStorage(path);
+      const metadata = await storage.readMetadata(path);
+      if (options.json) {
+        console.log(JSON.stringify(metadata, null, 2));
+        return;
+      }
+      const committed = metadata.kind === 'savepoint' && (await storage.isMarkedCommitted(metadata.location.path));
+      console.log(`${metadata.kind} ${metadata.checkpointId} of job "${metadata.jobName}" (metadata version ${metadata.version})`);
+      console.log(`  folder:          ${metadata.location.path}`);
+      console.log(`  triggered:       ${new Date(metadata.triggeredAt).toISOString()}`);
+      console.log(`  completed:       ${new Date(metadata.completedAt).toISOString()} (${metadata.completedAt - metadata.triggeredAt} ms)`);
+      console.log(`  maxParallelism:  ${metadata.maxParallelism}`);
+      if (metadata.kind === 'savepoint') console.log(`  transactions:    ${committed ? 'committed before it was reported' : 'not recorded as committed'}`);
+      console.log('  operators:');
+      for (const operator of metadata.operators) {
+        const files = operator.subtasks.flatMap((subtask) => [subtask.keyed, subtask.operator].filter((handle) => handle !== undefined));
+        const bytes = files.reduce((sum, handle) => sum + handle.size, 0);
+        console.log(`    ${operator.uid} (${operator.name}): parallelism ${operator.parallelism}, ${files.length} state files, ${formatBytes(bytes)}`);
+      }
+    });
+
+  return checkpoints;
+}
+
+function existingStorage(folder: string): CheckpointStorage {
+  if (!existsSync(folder)) {
+    throw new WeirError('NO_CHECKPOINT_FOLDER', `${folder} does not exist`, { hint: "give the job's checkpointing.storage folder" });
+  }
+  return new CheckpointStorage(folder);
+}
+
+function summaryOf(entry: Awaited<ReturnType<CheckpointStorage['listCheckpoints']>>[number]) {
+  return {
+    checkpointId: entry.checkpointId,
+    kind: entry.location.kind,
+    status: entry.completed ? 'completed' : entry.problem !== undefined ? `unreadable: ${entry.problem}` : 'incomplete',
+    size: formatBytes(entry.sizeBytes),
+    completedAt: entry.metadata === undefined ? undefined : new Date(entry.metadata.completedAt).toISOString(),
+  };
+}
+
+function formatBytes(bytes: number): string {
+  return bytes < 1024 ? `${bytes} B` : bytes < 1024 * 1024 ? `${(bytes / 1024).toFixed(1)} KiB` : `${(bytes / 1024 / 1024).toFixed(1)} MiB`;
+}
