@@ -86,14 +86,15 @@ describe('the transaction timeout trap', () => {
   });
 
   test('a recovery slower than the transaction timeout: the restarted job fails at the commit, loudly, as data loss', async () => {
-    // Allowed by the preflight (the user declared a 1 s recovery budget), then a crash between
-    // "checkpoint complete" and the commit, and a restart 8 s later: past the 4 s transaction timeout.
-    const jobEnv = { ...env(), KC_TXN_TIMEOUT: '4s', KC_RECOVERY_BUDGET: '1s', KC_WORK_US: '50' };
-    const crashed = startJobProcess(jobModule, config('1s'), { ...jobEnv, WEIR_FAULT: 'after-checkpoint-metadata:3' });
+    // Allowed by the preflight (6 s > 200 ms interval + 3 s checkpoint timeout + the declared 1 s
+    // recovery budget), then a crash between "checkpoint complete" and the commit, and a restart
+    // 12 s later: past the 6 s transaction timeout.
+    const jobEnv = { ...env(), KC_TXN_TIMEOUT: '6s', KC_RECOVERY_BUDGET: '1s', KC_WORK_US: '50' };
+    const crashed = startJobProcess(jobModule, config('3s'), { ...jobEnv, WEIR_FAULT: 'after-checkpoint-metadata:3' });
     const crash = await crashed.exit;
     assert.equal(crash.signal, 'SIGKILL', crashed.stderr);
-    await sleep(8_000);
-    const restarted = startJobProcess(jobModule, config('1s'), jobEnv);
+    await sleep(12_000);
+    const restarted = startJobProcess(jobModule, config('3s'), jobEnv);
     const exit = await restarted.exit;
     assert.equal(exit.code, 1, restarted.stderr);
     assert.match(restarted.stderr, /starting job "kafka-count" from checkpoint 3/);
