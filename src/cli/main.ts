@@ -3,8 +3,10 @@ import { formatError, WeirError } from '../errors.ts';
 import { WEIR_VERSION } from '../version.ts';
 import { checkpointsCommand } from './commands/checkpoints.ts';
 import { demoCommand } from './commands/demo.ts';
+import { doctorCommand } from './commands/doctor.ts';
 import { kafkaCommand } from './commands/kafka.ts';
 import { runCommand } from './commands/run.ts';
+import { verifyCommand } from './commands/verify.ts';
 
 const program = new Command('weir')
   .description('Exactly-once stream processing over Kafka for TypeScript')
@@ -15,6 +17,8 @@ const program = new Command('weir')
 
 program.addCommand(runCommand());
 program.addCommand(checkpointsCommand());
+program.addCommand(verifyCommand());
+program.addCommand(doctorCommand());
 program.addCommand(kafkaCommand());
 program.addCommand(demoCommand());
 

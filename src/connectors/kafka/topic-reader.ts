@@ -13,6 +13,12 @@ export interface ReadTopicOptions {
   isolation?: IsolationLevel;
   /** Give up (with an error) when the end is not reached in this time. */
   timeoutMs?: number;
+  /**
+   * Where to stop: the high watermark at the start (the default; read_committed then waits for the
+   * transactions open at that moment), or the last stable offset at the start (what a
+   * read_committed reader can see right now, without waiting).
+   */
+  until?: 'high-watermark' | 'last-stable-offset';
 }
 
 /**
@@ -30,7 +36,13 @@ export async function readTopic(options: ReadTopicOptions): Promise<TopicRecord[
     const topic = await connections.topic(options.topic);
     const topics = new Map([[topic.name, topic]]);
     const positions = await listOffsets(connections, topic, topic.partitions, isolation, EARLIEST_OFFSET);
-    const ends = await listOffsets(connections, topic, topic.partitions, 'read_uncommitted', LATEST_OFFSET);
+    const ends = await listOffsets(
+      connections,
+      topic,
+      topic.partitions,
+      options.until === 'last-stable-offset' ? isolation : 'read_uncommitted',
+      LATEST_OFFSET,
+    );
     const stableOffsets = new Map<number, bigint>();
     const records: TopicRecord[][] = topic.partitions.map(() => []);
     const deadline = Date.now() + (options.timeoutMs ?? 60_000);

@@ -1,0 +1,82 @@
+import { resolve } from 'node:path';
+import { pathToFileURL } from 'node:url';
+import { Command } from 'commander';
+import { loadJobModule } from '../../api/define-job.ts';
+import { parseEnvironmentConfig } from '../../api/environment-config.ts';
+import { StreamExecutionEnvironment } from '../../api/stream-execution-environment.ts';
+import { formatBootstrap } from '../../connectors/kafka/bootstrap.ts';
+import { ClusterConnections } from '../../connectors/kafka/cluster-connections.ts';
+import { describeCluster } from '../../connectors/kafka/cluster-info.ts';
+import { brokerTransactionMaxTimeout } from '../../connectors/kafka/kafka-preflight.ts';
+import { resolveBootstrap } from '../../connectors/kafka/kafka-source.ts';
+import { TransactionDriver } from '../../connectors/kafka/transaction-driver.ts';
+import { WeirError } from '../../errors.ts';
+import { buildJobGraph } from '../../graph/job-graph.ts';
+import { runPreflight } from '../../runtime/preflight.ts';
+import { formatDuration } from '../../util/duration.ts';
+
+/**
+ * `weir doctor`: the broker and its transaction settings, a job's preflight, and the transactions
+ * left open under a transactional id prefix (a crashed job's lingering transactions), which
+ * `--abort` aborts. Exits 1 when it finds a problem it did not fix.
+ */
+export function doctorCommand(): Command {
+  return new Command('doctor')
+    .description("check the broker, a job's exactly-once prerequisites, and lingering transactions (with --abort, abort them); exits 1 on a problem left")
+    .option('--brokers <host:port,...>', 'the cluster (default KAFKA_BROKERS)')
+    .option('--job <module>', "also run the job's preflight: checkpointing, transaction timeouts, topics, isolation levels")
+    .option('--prefix <prefix>', 'the transactional id prefix of a stopped job: its open transactions are lingering')
+    .option('--abort', 'abort the lingering transactions found under --prefix', false)
+    .action(async (options: { brokers?: string; job?: string; prefix?: string; abort: boolean }) => {
+      const bootstrap = resolveBootstrap(options.brokers, 'weir doctor --brokers');
+      const problems: string[] = [];
+      const info = await describeCluster(bootstrap);
+      const maxTimeout = await brokerTransactionMaxTimeout(bootstrap, undefined);
+      console.log(
+        `broker: reachable at ${formatBootstrap(bootstrap)} (cluster ${info.clusterId}, ${info.brokers.length} broker${info.brokers.length === 1 ? '' : 's'})`,
+      );
+      console.log(`transaction.version: ${info.transactionVersion} (Weir's sink pins the classic protocol, which works with 0, 1 and 2)`);
+      console.log(`transaction.max.timeout.ms: ${maxTimeout} (${formatDuration(maxTimeout)})`);
+
+      if (options.job !== undefined) {
+        const job = await loadJobModule(pathToFileURL(resolve(options.job)).href);
+        const config = parseEnvironmentConfig(job.config);
+        const env = new StreamExecutionEnvironment();
+        job.build(env);
+        const findings = await runPreflight(job.name, env.graph, buildJobGraph(job.name, env.graph, config), config);
+        console.log(`job "${job.name}": ${findings.length === 0 ? 'preflight passed' : `${findings.length} finding(s)`}`);
+        for (const finding of findings) {
+          console.log(`  ${finding.level}: ${finding.message}${finding.hint ? `\n    fix: ${finding.hint}` : ''}`);
+          if (finding.level === 'error') problems.push(finding.message);
+        }
+      }
+
+      if (options.prefix !== undefined) {
+        const connections = new ClusterConnections(bootstrap, { clientId: 'weir-doctor' });
+        try {
+          const driver = new TransactionDriver(connections, { transactionTimeoutMs: maxTimeout });
+          const open = await driver.listOpenTransactions(options.prefix);
+          console.log(`open transactions under "${options.prefix}": ${open.length === 0 ? 'none' : open.join(', ')}`);
+          if (open.length > 0 && options.abort) {
+            for (const id of open) await driver.abortLingering(id);
+            console.log(`aborted ${open.length} lingering transaction${open.length === 1 ? '' : 's'}`);
+          } else if (open.length > 0) {
+            problems.push(`${open.length} open transaction(s) under "${options.prefix}"`);
+          }
+        } finally {
+          await connections.close();
+        }
+      } else if (options.abort) {
+        throw new WeirError('DOCTOR_NO_PREFIX', '--abort needs --prefix: the transactional id prefix of the job whose transactions to abort', {
+          hint: "pass --prefix weir-<job name>-<sink uid> (the default prefix), or the sink's transactionalIdPrefix",
+        });
+      }
+
+      if (problems.length > 0) {
+        throw new WeirError('DOCTOR_FOUND_PROBLEMS', `${problems.length} problem(s): ${problems.join('; ')}`, {
+          hint: 'fix the findings above; open transactions of a stopped job: weir doctor --prefix <prefix> --abort',
+        });
+      }
+      console.log('OK');
+    });
+}
