@@ -1,0 +1,59 @@
+/**
+ * The main job (`npm start` runs `weir demo`): the test lets it run with two crashes and then reads
+ * the input and the output itself, read_committed, instead of trusting the demo's own audit.
+ */
+import assert from 'node:assert/strict';
+import { execFile } from 'node:child_process';
+import { mkdtemp, rm } from 'node:fs/promises';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import { test } from 'node:test';
+import { promisify } from 'node:util';
+import { formatBootstrap } from '../../src/connectors/kafka/bootstrap.ts';
+import { readTopic } from '../../src/connectors/kafka/topic-reader.ts';
+import { testBrokers } from '../harness/kafka.ts';
+
+const run = promisify(execFile);
+
+test('weir demo: payments -> balances with two SIGKILLs; the output re-read here is exact', async () => {
+  const brokers = testBrokers();
+  const folder = await mkdtemp(join(tmpdir(), 'weir-demo-'));
+  try {
+    const { stdout } = await run(
+      process.execPath,
+      [join(import.meta.dirname, '..', '..', 'bin', 'weir.js'), 'demo', '--records', '40000', '--accounts', '50', '--crashes', '2', '--data-dir', folder],
+      {
+        env: { ...process.env, KAFKA_BROKERS: formatBootstrap(brokers) },
+        timeout: 300_000,
+      },
+    );
+    assert.match(stdout, /^exactly once: OK$/m);
+    assert.match(stdout, /^ {2}job kills: +2 /m);
+    const [, input, output] = /^topics: (\S+) \(payments\) -> (\S+) \(balances\)$/m.exec(stdout) ?? [];
+    assert.ok(input && output, stdout);
+
+    // The oracle: the committed payments as a read_committed reader sees them.
+    const payments = (await readTopic({ bootstrap: brokers, topic: input })).map(
+      (record) => JSON.parse(String(record.value)) as { seq: number; account: string; amount: number },
+    );
+    assert.equal(payments.length, 40_000);
+    const updates = (await readTopic({ bootstrap: brokers, topic: output })).map(
+      (record) => JSON.parse(String(record.value)) as { seq: number; account: string; amount: number; balance: number },
+    );
+    assert.equal(updates.length, payments.length, 'one balance update per committed payment');
+    assert.deepEqual(
+      new Set(updates.map((update) => update.seq)),
+      new Set(payments.map((payment) => payment.seq)),
+      'exactly the committed payments, once each',
+    );
+    const totals = new Map<string, number>();
+    for (const payment of payments) totals.set(payment.account, (totals.get(payment.account) ?? 0) + payment.amount);
+    for (const [account, total] of totals) {
+      const balances = updates.filter((update) => update.account === account).map((update) => update.balance);
+      assert.equal(Math.max(...balances), total, `the final balance of ${account}`);
+      assert.equal(new Set(balances).size, balances.length, `no balance of ${account} counted twice`);
+    }
+  } finally {
+    await rm(folder, { recursive: true, force: true });
+  }
+});
