@@ -117,7 +117,7 @@ export function kafkaSink<T>(options: KafkaSinkOptions<T>): Sink<T> & Preflighta
     createOperator: () =>
       (options.deliveryGuarantee === 'exactly-once'
         ? new TwoPhaseCommitSinkOperator(new ExactlyOnceKafkaWriter(options, transactionTimeoutMs))
-        : new AtLeastOnceKafkaWriter(options, transactionTimeoutMs)) as unknown as StreamOperator<T, never>,
+        : new AtLeastOnceKafkaWriter(options)) as unknown as StreamOperator<T, never>,
   };
 }
 
@@ -285,10 +285,9 @@ class AtLeastOnceKafkaWriter<T> extends StreamOperator<T, never> {
   #driver!: TransactionDriver;
   #pending: Promise<unknown>[] = [];
 
-  constructor(options: KafkaSinkOptions<T>, transactionTimeoutMs: number) {
+  constructor(options: KafkaSinkOptions<T>) {
     super();
     this.#options = options;
-    void transactionTimeoutMs;
   }
 
   override open(): void {

@@ -143,6 +143,9 @@ class KafkaSourceReader<T> implements SourceReader<T, KafkaSplit> {
   /** Records fetched but not emitted yet, by split, with the offset to go on from once they are. */
   readonly #queues = new Map<KafkaSplit, { records: TopicRecord[]; next: number; nextOffset: bigint }>();
   #buffered = 0;
+  /** The splits each checkpoint took, until it completes (offsets committed to the group then). */
+  readonly #snapshots = new Map<number, KafkaSplit[]>();
+  #admin: Admin | undefined;
 
   readonly #context: SourceReaderContext;
   readonly #discoveryMs: number;
@@ -237,28 +240,29 @@ class KafkaSourceReader<T> implements SourceReader<T, KafkaSplit> {
     }
   }
 
-  snapshotState(): KafkaSplit[] {
-    return this.#splits.map((split) => ({ ...split }));
+  snapshotState(checkpointId: number): KafkaSplit[] {
+    const splits = this.#splits.map((split) => ({ ...split }));
+    if (this.#options.groupId !== undefined) this.#snapshots.set(checkpointId, splits);
+    return splits;
   }
 
-  async notifyCheckpointComplete(): Promise<void> {
+  async notifyCheckpointComplete(checkpointId: number): Promise<void> {
+    // For monitoring only (as in Flink): lag tools see the offsets of the completed checkpoint; the
+    // checkpoint itself holds the offsets a restore uses, and a failed commit here never fails the job.
+    const splits = this.#snapshots.get(checkpointId);
+    for (const id of this.#snapshots.keys()) if (id <= checkpointId) this.#snapshots.delete(id);
     const groupId = this.#options.groupId;
-    if (groupId === undefined || this.#splits.length === 0) return;
-    // For monitoring only: lag tools see the group's progress. The checkpoint holds the real offsets.
-    const admin = new Admin({ clientId: 'weir-source-offsets', bootstrapBrokers: [formatBootstrap(this.#bootstrap)], ...this.#options.connection });
-    try {
-      const byTopic = new Map<string, { partition: number; offset: bigint }[]>();
-      for (const split of this.#splits)
-        byTopic.set(split.topic, [...(byTopic.get(split.topic) ?? []), { partition: split.partition, offset: split.offset as bigint }]);
-      await admin.alterConsumerGroupOffsets({ groupId, topics: [...byTopic].map(([name, partitionOffsets]) => ({ name, partitionOffsets })) });
-    } catch {
-      // Best effort, as in Flink: a failed offset commit for monitoring never fails the job.
-    } finally {
-      await admin.close().catch(() => {});
-    }
+    if (groupId === undefined || splits === undefined || splits.length === 0) return;
+    this.#admin ??= new Admin({ clientId: 'weir-source-offsets', bootstrapBrokers: [formatBootstrap(this.#bootstrap)], ...this.#options.connection });
+    const byTopic = new Map<string, { partition: number; offset: bigint }[]>();
+    for (const split of splits) byTopic.set(split.topic, [...(byTopic.get(split.topic) ?? []), { partition: split.partition, offset: split.offset as bigint }]);
+    await this.#admin
+      .alterConsumerGroupOffsets({ groupId, topics: [...byTopic].map(([name, partitionOffsets]) => ({ name, partitionOffsets })) })
+      .catch(() => {});
   }
 
   async close(): Promise<void> {
+    await this.#admin?.close().catch(() => {});
     await this.#connections?.close().catch(() => {});
   }
 
