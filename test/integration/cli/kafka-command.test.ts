@@ -3,28 +3,16 @@
  * free port, the errors a user meets, and no process left behind.
  */
 import assert from 'node:assert/strict';
-import { execFile } from 'node:child_process';
 import { readdirSync, readFileSync } from 'node:fs';
 import { mkdir, mkdtemp, rm, writeFile } from 'node:fs/promises';
 import { createServer } from 'node:net';
 import { tmpdir } from 'node:os';
 import { dirname, join } from 'node:path';
 import { after, describe, test } from 'node:test';
-import { promisify } from 'node:util';
 import { freePort } from '../../../src/local-kafka/ports.ts';
+import { weir } from '../../harness/cli.ts';
 
-const run = promisify(execFile);
-const weir = join(import.meta.dirname, '..', '..', '..', 'bin', 'weir.js');
-
-async function cli(args: string[], env: NodeJS.ProcessEnv = process.env): Promise<{ code: number; stdout: string; stderr: string }> {
-  try {
-    const { stdout, stderr } = await run(process.execPath, [weir, ...args], { env, timeout: 180_000 });
-    return { code: 0, stdout, stderr };
-  } catch (error) {
-    const failure = error as { code: number; stdout: string; stderr: string };
-    return { code: failure.code, stdout: failure.stdout, stderr: failure.stderr };
-  }
-}
+const cli = (args: string[], env: NodeJS.ProcessEnv = process.env) => weir(args, env, true);
 
 /** Pids of processes whose command line mentions this data folder. */
 function processesUsing(dataDir: string): number[] {

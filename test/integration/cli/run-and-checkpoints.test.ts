@@ -1,30 +1,18 @@
 /** `weir run` and `weir checkpoints list|show` as a user runs them, errors included. */
 import assert from 'node:assert/strict';
-import { execFile } from 'node:child_process';
 import { mkdtemp, rm } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { after, test } from 'node:test';
-import { promisify } from 'node:util';
+import { repositoryRoot, weir } from '../../harness/cli.ts';
 import { auditKeyedSum } from '../../harness/keyed-sum-audit.ts';
 
-const run = promisify(execFile);
-const root = join(import.meta.dirname, '..', '..', '..');
+const root = repositoryRoot;
 const job = join(root, 'test', 'fixtures', 'jobs', 'keyed-sum-job.ts');
 const folders: string[] = [];
 after(async () => {
   for (const folder of folders) await rm(folder, { recursive: true, force: true });
 });
-
-async function weir(args: string[], env: Record<string, string> = {}): Promise<{ code: number; stdout: string; stderr: string }> {
-  try {
-    const { stdout, stderr } = await run(process.execPath, [join(root, 'bin', 'weir.js'), ...args], { env: { ...process.env, ...env }, timeout: 120_000 });
-    return { code: 0, stdout, stderr };
-  } catch (error) {
-    const failure = error as { code: number; stdout: string; stderr: string };
-    return { code: failure.code, stdout: failure.stdout, stderr: failure.stderr };
-  }
-}
 
 test('weir run runs a job with options over its config; weir checkpoints lists and shows its checkpoints', async () => {
   const folder = await mkdtemp(join(tmpdir(), 'weir-cli-run-'));

@@ -3,27 +3,15 @@
  * `weir doctor` report a transaction a test leaves open, and `doctor --abort` clears it.
  */
 import assert from 'node:assert/strict';
-import { execFile } from 'node:child_process';
 import { join } from 'node:path';
 import { test } from 'node:test';
-import { promisify } from 'node:util';
 import { formatBootstrap } from '../../../src/connectors/kafka/bootstrap.ts';
 import { ClusterConnections } from '../../../src/connectors/kafka/cluster-connections.ts';
 import { committableOf, TransactionDriver } from '../../../src/connectors/kafka/transaction-driver.ts';
+import { repositoryRoot, weir } from '../../harness/cli.ts';
 import { createTestTopic, testBrokers } from '../../harness/kafka.ts';
 
-const run = promisify(execFile);
-const root = join(import.meta.dirname, '..', '..', '..');
-
-async function weir(args: string[], env: Record<string, string> = {}): Promise<{ code: number; stdout: string; stderr: string }> {
-  try {
-    const { stdout, stderr } = await run(process.execPath, [join(root, 'bin', 'weir.js'), ...args], { env: { ...process.env, ...env }, timeout: 120_000 });
-    return { code: 0, stdout, stderr };
-  } catch (error) {
-    const failure = error as { code: number; stdout: string; stderr: string };
-    return { code: failure.code, stdout: failure.stdout, stderr: failure.stderr };
-  }
-}
+const root = repositoryRoot;
 
 async function writeSeqs(topic: string, seqs: number[], transactionalId: string, commit = true): Promise<void> {
   const brokers = testBrokers();

@@ -21,7 +21,7 @@ test('a pre-committed transaction that is gone at commit time fails the job as D
       restartStrategy: { type: 'fixed-delay', attempts: 5, delay: 50 },
     };
     const env = { KS_OUTPUT: join(folder, 'out'), KS_COUNT: '20000', KS_RATE: '10000' };
-    const crashed = await startJobProcess(jobModule, config, { ...env, WEIR_FAULT: 'after-checkpoint-metadata:3' }).exit;
+    const crashed = await startJobProcess(jobModule, config, { ...env, WEIR_FAULT: 'after-checkpoint-metadata:>=3' }).exit;
     assert.equal(crashed.signal, 'SIGKILL');
 
     const pending = join(folder, 'out', '.pending');

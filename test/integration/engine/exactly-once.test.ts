@@ -56,10 +56,10 @@ describe('exactly-once across failures, without Kafka', () => {
     const config = configFor(folder, 'exactly-once');
     let kills = 0;
     // A crash right after checkpoint metadata is durable, before any sink was told to commit.
-    const faulted = startRun(folder, { ...env, WEIR_FAULT: 'after-checkpoint-metadata:4' }, config);
+    const faulted = startRun(folder, { ...env, WEIR_FAULT: 'after-checkpoint-metadata:>=4' }, config);
     const faultExit = await faulted.exit;
     assert.equal(faultExit.signal, 'SIGKILL', faulted.stderr);
-    assert.match(faulted.stderr, /killing the process at after-checkpoint-metadata of checkpoint 4/);
+    assert.match(faulted.stderr, /killing the process at after-checkpoint-metadata of checkpoint \d+/);
     kills++;
     for (let round = 0; round < 4; round++) {
       const run = startRun(folder, env, config);

@@ -49,7 +49,7 @@ describe('chaos: Kafka -> keyBy -> count -> Kafka under SIGKILL', () => {
     };
     let killed = 0;
     if (guarantee === 'exactly-once') {
-      const faulted = startJobProcess(jobModule, config, { ...env, WEIR_FAULT: 'after-checkpoint-metadata:3' });
+      const faulted = startJobProcess(jobModule, config, { ...env, WEIR_FAULT: 'after-checkpoint-metadata:>=3' });
       const exit = await faulted.exit;
       assert.equal(exit.signal, 'SIGKILL', faulted.stderr);
       killed++;
