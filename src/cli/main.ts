@@ -6,6 +6,7 @@ import { demoCommand } from './commands/demo.ts';
 import { doctorCommand } from './commands/doctor.ts';
 import { kafkaCommand } from './commands/kafka.ts';
 import { runCommand } from './commands/run.ts';
+import { savepointCommand, stopCommand } from './commands/savepoint.ts';
 import { verifyCommand } from './commands/verify.ts';
 
 const program = new Command('weir')
@@ -16,6 +17,8 @@ const program = new Command('weir')
   .configureOutput({ outputError: (text, write) => write(text) });
 
 program.addCommand(runCommand());
+program.addCommand(savepointCommand());
+program.addCommand(stopCommand());
 program.addCommand(checkpointsCommand());
 program.addCommand(verifyCommand());
 program.addCommand(doctorCommand());

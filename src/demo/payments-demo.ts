@@ -71,7 +71,7 @@ export async function runPaymentsDemo(options: PaymentsDemoOptions): Promise<Pay
   for (let round = 0; round <= options.crashes; round++) {
     const last = round === options.crashes;
     log(last ? 'running the job to the end...' : `running the job (it will be killed with SIGKILL, ${round + 1} of ${options.crashes})...`);
-    const child = spawn(process.execPath, [weirBin, 'run', jobModule], { env, stdio: ['ignore', 'pipe', 'pipe'] });
+    const child = spawn(process.execPath, [weirBin, 'run', jobModule, '--ui-port', '0'], { env, stdio: ['ignore', 'pipe', 'pipe'] });
     const progress = watch(child, log);
     if (!last) {
       // A random moment after the run's first checkpoint, while input is still flowing.
@@ -179,7 +179,7 @@ function watch(child: ChildProcess, log: (line: string) => void) {
   child.stderr?.on('data', (chunk: Buffer) => {
     const text = chunk.toString();
     stderr += text;
-    for (const line of text.split('\n')) if (/starting job|every input has ended/.test(line)) log(`  job: ${line.trim()}`);
+    for (const line of text.split('\n')) if (/starting job|every input has ended|REST API at/.test(line)) log(`  job: ${line.trim()}`);
   });
   const exit = new Promise<number | null>((done) => child.once('exit', (code) => done(code)));
   return {

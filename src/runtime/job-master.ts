@@ -5,7 +5,7 @@ import { MessageChannel, type MessagePort, Worker } from 'node:worker_threads';
 import { loadJobModule } from '../api/define-job.ts';
 import { type EnvironmentConfig, type EnvironmentConfigInput, parseEnvironmentConfig } from '../api/environment-config.ts';
 import { StreamExecutionEnvironment } from '../api/stream-execution-environment.ts';
-import { CheckpointCoordinator, type CompletedCheckpoint } from '../checkpoint/checkpoint-coordinator.ts';
+import { CheckpointCoordinator, type CheckpointStats, type CompletedCheckpoint } from '../checkpoint/checkpoint-coordinator.ts';
 import { CheckpointStorage, type StoredCheckpointMetadata } from '../checkpoint/storage/checkpoint-storage.ts';
 import { WeirError } from '../errors.ts';
 import { buildJobGraph, type JobGraph } from '../graph/job-graph.ts';
@@ -47,6 +47,17 @@ export interface JobClient {
   triggerSavepoint(): Promise<CompletedCheckpoint>;
   stopWithSavepoint(): Promise<CompletedCheckpoint>;
   readonly result: Promise<JobResult>;
+  /** What runs now: for the REST API and the dashboard. */
+  status(): JobStatus;
+}
+
+export interface JobStatus {
+  name: string;
+  state: 'running' | 'restarting' | 'finished' | 'failed';
+  attempt: number;
+  restarts: { at: number; cause: string }[];
+  checkpoints: CheckpointStats[];
+  latestCheckpointId: number | undefined;
 }
 
 /**
@@ -95,16 +106,22 @@ export async function startJob(options: RunJobOptions): Promise<JobClient> {
   let current: Attempt | undefined;
   let stopRequested = false;
 
+  let state: JobStatus['state'] = 'running';
+  const restartLog: JobStatus['restarts'] = [];
+  const history: CheckpointStats[] = [];
   const result = (async (): Promise<JobResult> => {
     let restarts = 0;
     for (let attemptNumber = 0; ; attemptNumber++) {
       log(restore === undefined ? `starting job "${job.name}"` : `starting job "${job.name}" from checkpoint ${restore.checkpointId}`);
       options.onEvent?.({ type: 'started', attempt: attemptNumber, restoredCheckpointId: restore?.checkpointId });
       const attempt = new Attempt({ url, config, graph, attemptNumber, restore, storage, nextCheckpointId, log, onEvent: options.onEvent });
+      if (current?.coordinator !== undefined) history.push(...current.coordinator.history.filter((entry) => !history.includes(entry)));
       current = attempt;
+      state = 'running';
       try {
         await attempt.run();
         options.onEvent?.({ type: 'finished' });
+        state = 'finished';
         return { restarts, lastCheckpointId: attempt.coordinator?.latestCompleted?.checkpointId ?? restore?.checkpointId };
       } catch (error) {
         const latest = attempt.coordinator?.latestCompleted;
@@ -123,13 +140,18 @@ export async function startJob(options: RunJobOptions): Promise<JobClient> {
           throw error;
         }
         restarts++;
+        state = 'restarting';
         const cause = error instanceof Error ? error.message : String(error);
+        restartLog.push({ at: Date.now(), cause });
         log(`job failed: ${cause}; restarting in ${delay} ms from ${restore === undefined ? 'the beginning' : `checkpoint ${restore.checkpointId}`}`);
         options.onEvent?.({ type: 'restarting', attempt: attemptNumber + 1, delayMs: delay, cause });
         await sleep(delay);
       }
     }
   })();
+  result.catch(() => {
+    state = 'failed';
+  });
 
   const savepoint = async (): Promise<CompletedCheckpoint> => {
     const coordinator = current?.coordinator;
@@ -152,6 +174,17 @@ export async function startJob(options: RunJobOptions): Promise<JobClient> {
       stopRequested = true;
       await current?.stop();
       return completed;
+    },
+    status: () => {
+      const checkpoints = [...history, ...(current?.coordinator?.history ?? [])].slice(-100);
+      return {
+        name: job.name,
+        state,
+        attempt: restartLog.length,
+        restarts: [...restartLog],
+        checkpoints,
+        latestCheckpointId: current?.coordinator?.latestCompleted?.checkpointId ?? restore?.checkpointId,
+      };
     },
   };
 }

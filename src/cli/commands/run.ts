@@ -1,6 +1,7 @@
 import { Command, InvalidArgumentError, Option } from 'commander';
 import type { EnvironmentConfigInput } from '../../api/environment-config.ts';
 import { startJob } from '../../runtime/job-master.ts';
+import { startRestServer } from '../../web/rest-server.ts';
 import { durationArgument, positiveIntegerArgument } from '../arguments.ts';
 
 interface RunOptions {
@@ -20,6 +21,8 @@ interface RunOptions {
   noRestart?: boolean;
   fresh: boolean;
   fromSavepoint?: string;
+  ui: boolean;
+  uiPort: number;
 }
 
 const wholeNumber = (value: string): number => {
@@ -56,6 +59,12 @@ export function runCommand(): Command {
     .option('--no-restart', 'restartStrategy none: the first failure fails the job')
     .option('--fresh', 'start without restoring the latest checkpoint', false)
     .option('--from-savepoint <path>', 'start from this savepoint (or checkpoint) folder')
+    .addOption(
+      new Option('--ui-port <port>', 'the REST API (/api) and Prometheus metrics (/metrics) on 127.0.0.1; 0 picks a free port')
+        .argParser(wholeNumber)
+        .default(8081),
+    )
+    .option('--no-ui', 'serve no REST API or metrics')
     .action(async (job: string, options: RunOptions) => {
       const config: EnvironmentConfigInput = {};
       if (options.parallelism !== undefined) config.parallelism = options.parallelism;
@@ -91,7 +100,9 @@ export function runCommand(): Command {
           }
         },
       });
-      const result = await client.result;
+      const server = options.ui ? await startRestServer(client, { port: options.uiPort }) : undefined;
+      if (server !== undefined) log(`REST API at ${server.url}/api, Prometheus metrics at ${server.url}/metrics`);
+      const result = await client.result.finally(() => server?.close());
       console.log(
         `job "${client.graph.jobName}" finished in ${((Date.now() - started) / 1000).toFixed(1)}s: ${checkpoints} checkpoints, ${result.restarts} restarts, last checkpoint ${result.lastCheckpointId ?? 'none'}`,
       );

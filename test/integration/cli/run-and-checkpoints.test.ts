@@ -20,7 +20,22 @@ test('weir run runs a job with options over its config; weir checkpoints lists a
   const env = { KS_OUTPUT: join(folder, 'out'), KS_COUNT: '6000', KS_RATE: '6000' };
   const storage = join(folder, 'checkpoints');
   const result = await weir(
-    ['run', job, '--parallelism', '2', '--workers', '2', '--checkpoint-interval', '100ms', '--checkpoint-storage', storage, '--retained-checkpoints', '3'],
+    [
+      'run',
+      job,
+      '--parallelism',
+      '2',
+      '--workers',
+      '2',
+      '--checkpoint-interval',
+      '100ms',
+      '--checkpoint-storage',
+      storage,
+      '--retained-checkpoints',
+      '3',
+      '--ui-port',
+      '0',
+    ],
     env,
   );
   assert.equal(result.code, 0, result.stderr);
@@ -41,7 +56,10 @@ test('weir run runs a job with options over its config; weir checkpoints lists a
   assert.match(show.stdout, /running-sum \(process\): parallelism 2, 2 state files/);
 
   // Run again: it resumes from the latest checkpoint (the job had ended, so it ends at once), exact output.
-  const again = await weir(['run', job, '--parallelism', '2', '--workers', '2', '--checkpoint-interval', '100ms', '--checkpoint-storage', storage], env);
+  const again = await weir(
+    ['run', job, '--parallelism', '2', '--workers', '2', '--checkpoint-interval', '100ms', '--checkpoint-storage', storage, '--no-ui'],
+    env,
+  );
   assert.equal(again.code, 0, again.stderr);
   assert.match(again.stderr, /starting job "keyed-sum" from checkpoint \d+/);
   assert.deepEqual(auditKeyedSum(join(folder, 'out'), 6000), { records: 6000, duplicates: 0, missing: 0, wrongSums: [] });

@@ -1,0 +1,97 @@
+/**
+ * A running job's REST API and metrics: the checkpoint list grows, Prometheus metrics count the
+ * checkpoints, and `weir savepoint` and `weir stop --savepoint` act on the job through the API.
+ */
+import assert from 'node:assert/strict';
+import { spawn } from 'node:child_process';
+import { existsSync } from 'node:fs';
+import { mkdtemp, rm } from 'node:fs/promises';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import { test } from 'node:test';
+import { setTimeout as sleep } from 'node:timers/promises';
+import { repositoryRoot, weir } from '../../harness/cli.ts';
+
+async function until<T>(what: string, probe: () => Promise<T | undefined>, timeoutMs = 60_000): Promise<T> {
+  const deadline = Date.now() + timeoutMs;
+  for (;;) {
+    const value = await probe().catch(() => undefined);
+    if (value !== undefined) return value;
+    if (Date.now() > deadline) throw new Error(`timed out waiting for ${what}`);
+    await sleep(50);
+  }
+}
+
+test('REST API, metrics, weir savepoint and weir stop --savepoint on a running job', async () => {
+  const folder = await mkdtemp(join(tmpdir(), 'weir-rest-'));
+  try {
+    const job = join(repositoryRoot, 'test', 'fixtures', 'jobs', 'keyed-sum-job.ts');
+    const child = spawn(
+      process.execPath,
+      [
+        join(repositoryRoot, 'bin', 'weir.js'),
+        'run',
+        job,
+        '--parallelism',
+        '2',
+        '--workers',
+        '2',
+        '--checkpoint-interval',
+        '100ms',
+        '--checkpoint-storage',
+        join(folder, 'checkpoints'),
+        '--ui-port',
+        '0',
+      ],
+      { env: { ...process.env, KS_OUTPUT: join(folder, 'out'), KS_COUNT: '200000', KS_RATE: '5000' }, stdio: ['ignore', 'pipe', 'pipe'] },
+    );
+    let stderr = '';
+    child.stderr.on('data', (chunk: Buffer) => {
+      stderr += chunk.toString();
+    });
+    const exited = new Promise<number | null>((done) => child.once('exit', (code) => done(code)));
+    try {
+      const url = await until('the REST API address', async () => /REST API at (http:\/\/127\.0\.0\.1:\d+)\/api/.exec(stderr)?.[1]);
+
+      const jobInfo = (await (await fetch(`${url}/api/job`)).json()) as { name: string; state: string; vertices: { name: string; parallelism: number }[] };
+      assert.equal(jobInfo.name, 'keyed-sum');
+      assert.equal(jobInfo.state, 'running');
+      assert.deepEqual(
+        jobInfo.vertices.map((vertex) => vertex.parallelism),
+        [2, 2],
+      );
+
+      const completed = async () =>
+        ((await (await fetch(`${url}/api/checkpoints`)).json()) as { status: string }[]).filter((entry) => entry.status === 'completed').length;
+      const first = await until('a completed checkpoint', async () => ((await completed()) >= 1 ? completed() : undefined));
+      const later = await until('more checkpoints', async () => {
+        const now = await completed();
+        return now >= first + 3 ? now : undefined;
+      });
+      assert.ok(later > first, 'the checkpoint list grows');
+
+      const metrics = await (await fetch(`${url}/metrics`)).text();
+      const count = Number(/^weir_checkpoints_completed_total\{job="keyed-sum"\} (\d+)$/m.exec(metrics)?.[1]);
+      assert.ok(count >= later, metrics);
+      assert.match(metrics, /^weir_last_checkpoint_duration_seconds\{job="keyed-sum"\} [\d.e-]+$/m);
+
+      const savepoint = await weir(['savepoint', '--url', url]);
+      assert.equal(savepoint.code, 0, savepoint.stderr);
+      const savepointPath = /^savepoint \d+: (.+)$/m.exec(savepoint.stdout)?.[1] as string;
+      assert.ok(existsSync(join(savepointPath, '_metadata')) && existsSync(join(savepointPath, '_committed')), savepoint.stdout);
+
+      const stop = await weir(['stop', '--savepoint', '--url', url]);
+      assert.equal(stop.code, 0, stop.stderr);
+      assert.match(stop.stdout, /^stopped with savepoint \d+: .+$/m);
+      assert.equal(await exited, 0, stderr);
+    } finally {
+      child.kill('SIGKILL');
+    }
+
+    const unreachable = await weir(['savepoint', '--url', 'http://127.0.0.1:1']);
+    assert.equal(unreachable.code, 1);
+    assert.match(unreachable.stderr, /^weir: no running job answers at http:\/\/127\.0\.0\.1:1/m);
+  } finally {
+    await rm(folder, { recursive: true, force: true });
+  }
+});
