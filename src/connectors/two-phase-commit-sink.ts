@@ -1,4 +1,5 @@
 import { WeirError } from '../errors.ts';
+import type { MetricCounter } from '../runtime/metrics/task-metrics.ts';
 import { type OperatorContext, StreamOperator } from '../runtime/stream-operator.ts';
 import type { ListState } from '../state/state-types.ts';
 import type { DeliveryGuarantee, Sink } from './sink.ts';
@@ -38,8 +39,13 @@ export interface TwoPhaseCommitLogic<IN, TXN, C> {
   preCommit(transaction: TXN, checkpointId: number): C | null | Promise<C | null>;
   commit(committable: C): void | Promise<void>;
   abort(transaction: TXN): void | Promise<void>;
-  /** After a restore, before any new write: abort what a crashed run left open that the checkpoint does not hold. */
-  abortLingering?(context: RecoveryContext<C>): void | Promise<void>;
+  /** Whether a transaction holds no writes yet (the `transactions.open` metric counts only those that do). */
+  isEmpty?(transaction: TXN): boolean;
+  /**
+   * After a restore, before any new write: abort what a crashed run left open that the checkpoint
+   * does not hold. Returns how many it aborted (the `transactions.aborted` metric).
+   */
+  abortLingering?(context: RecoveryContext<C>): number | Promise<number>;
   /** After the committables up to this checkpoint are committed. */
   notifyCheckpointComplete?(checkpointId: number): void | Promise<void>;
   /** The sink closes (after its open transaction was aborted): release connections. */
@@ -63,6 +69,9 @@ export class TwoPhaseCommitSinkOperator<IN, TXN, C> extends StreamOperator<IN, n
   #pending: PendingCommittable<C>[] = [];
   #transaction: TXN | undefined;
   #subtaskIndex = 0;
+  #preCommitted!: MetricCounter;
+  #committed!: MetricCounter;
+  #aborted!: MetricCounter;
 
   constructor(logic: TwoPhaseCommitLogic<IN, TXN, C>) {
     super();
@@ -71,6 +80,13 @@ export class TwoPhaseCommitSinkOperator<IN, TXN, C> extends StreamOperator<IN, n
 
   override async open(context: OperatorContext): Promise<void> {
     this.#subtaskIndex = context.subtaskIndex;
+    // The sink's transactions, as the dashboard shows them: open (holding writes), pre-committed
+    // (waiting for their checkpoint to complete), committed, aborted.
+    this.#preCommitted = context.metrics.counter('transactions.preCommitted');
+    this.#committed = context.metrics.counter('transactions.committed');
+    this.#aborted = context.metrics.counter('transactions.aborted');
+    context.metrics.gauge('transactions.pending', () => this.#pending.length);
+    context.metrics.gauge('transactions.open', () => (this.#transaction === undefined || (this.#logic.isEmpty?.(this.#transaction as TXN) ?? false) ? 0 : 1));
     await this.#logic.open?.(context);
     this.#state = context.operatorState.getUnionListState<PendingCommittable<C>>('pending-committables');
     // A savepoint reported complete only after its commits holds nothing to commit or to keep.
@@ -87,13 +103,17 @@ export class TwoPhaseCommitSinkOperator<IN, TXN, C> extends StreamOperator<IN, n
       }
     }
     const mine = restored.filter((entry) => entry.subtaskIndex % context.parallelism === context.subtaskIndex).sort((a, b) => a.checkpointId - b.checkpointId);
-    for (const entry of mine) await this.#logic.commit(entry.committable);
-    await this.#logic.abortLingering?.({
+    for (const entry of mine) {
+      await this.#logic.commit(entry.committable);
+      this.#committed.inc();
+    }
+    const abortedLingering = await this.#logic.abortLingering?.({
       subtaskIndex: context.subtaskIndex,
       parallelism: context.parallelism,
       restoredCheckpointId: context.restoredCheckpointId,
       allRestoredCommittables: restored.map((entry) => entry.committable),
     });
+    if (abortedLingering !== undefined) this.#aborted.inc(abortedLingering);
     this.#pending = [];
     this.#state.update([]);
     this.#transaction = await this.#logic.beginTransaction();
@@ -108,6 +128,7 @@ export class TwoPhaseCommitSinkOperator<IN, TXN, C> extends StreamOperator<IN, n
     const committable = await this.#logic.preCommit(this.#transaction as TXN, checkpointId);
     if (committable !== null) {
       this.#pending.push({ version: COMMITTABLE_STATE_VERSION, checkpointId, subtaskIndex: this.#subtaskIndex, committable });
+      this.#preCommitted.inc();
     }
     this.#state.update(this.#pending);
     this.#transaction = await this.#logic.beginTransaction();
@@ -118,12 +139,17 @@ export class TwoPhaseCommitSinkOperator<IN, TXN, C> extends StreamOperator<IN, n
     while (this.#pending.length > 0 && (this.#pending[0] as PendingCommittable<C>).checkpointId <= checkpointId) {
       await this.#logic.commit((this.#pending[0] as PendingCommittable<C>).committable);
       this.#pending.shift();
+      this.#committed.inc();
     }
     await this.#logic.notifyCheckpointComplete?.(checkpointId);
   }
 
   override async close(): Promise<void> {
-    if (this.#transaction !== undefined) await this.#logic.abort(this.#transaction);
+    if (this.#transaction !== undefined) {
+      const empty = this.#logic.isEmpty?.(this.#transaction) ?? false;
+      await this.#logic.abort(this.#transaction);
+      if (!empty) this.#aborted.inc();
+    }
     this.#transaction = undefined;
     await this.#logic.close?.();
   }

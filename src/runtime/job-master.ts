@@ -12,6 +12,7 @@ import { buildJobGraph, type JobGraph } from '../graph/job-graph.ts';
 import { buildExecutionPlan } from './execution-plan.ts';
 import { injectedFault } from './fault-injection.ts';
 import type { FromWorker, RestoreInfo, ToWorker, WorkerInit } from './messages.ts';
+import { JobMetrics, type VertexMetrics } from './metrics/job-metrics.ts';
 import { enforcePreflight, runPreflight } from './preflight.ts';
 import { RestartStrategy } from './restart-strategy.ts';
 
@@ -58,6 +59,8 @@ export interface JobStatus {
   restarts: { at: number; cause: string }[];
   checkpoints: CheckpointStats[];
   latestCheckpointId: number | undefined;
+  /** Per job vertex: records in and out, rates, back pressure, operator metrics (this attempt). */
+  vertices: VertexMetrics[];
 }
 
 /**
@@ -109,12 +112,14 @@ export async function startJob(options: RunJobOptions): Promise<JobClient> {
   let state: JobStatus['state'] = 'running';
   const restartLog: JobStatus['restarts'] = [];
   const history: CheckpointStats[] = [];
+  const metrics = new JobMetrics();
   const result = (async (): Promise<JobResult> => {
     let restarts = 0;
     for (let attemptNumber = 0; ; attemptNumber++) {
       log(restore === undefined ? `starting job "${job.name}"` : `starting job "${job.name}" from checkpoint ${restore.checkpointId}`);
       options.onEvent?.({ type: 'started', attempt: attemptNumber, restoredCheckpointId: restore?.checkpointId });
-      const attempt = new Attempt({ url, config, graph, attemptNumber, restore, storage, nextCheckpointId, log, onEvent: options.onEvent });
+      metrics.reset();
+      const attempt = new Attempt({ url, config, graph, attemptNumber, restore, storage, nextCheckpointId, log, onEvent: options.onEvent, metrics });
       if (current?.coordinator !== undefined) history.push(...current.coordinator.history.filter((entry) => !history.includes(entry)));
       current = attempt;
       state = 'running';
@@ -184,6 +189,7 @@ export async function startJob(options: RunJobOptions): Promise<JobClient> {
         restarts: [...restartLog],
         checkpoints,
         latestCheckpointId: current?.coordinator?.latestCompleted?.checkpointId ?? restore?.checkpointId,
+        vertices: metrics.vertices(graph),
       };
     },
   };
@@ -236,6 +242,7 @@ interface AttemptOptions {
   nextCheckpointId: number;
   log: (line: string) => void;
   onEvent: ((event: JobEvent) => void) | undefined;
+  metrics: JobMetrics;
 }
 
 /** One run of the job's workers, from start (or restore) to its end or first failure. */
@@ -354,6 +361,9 @@ class Attempt {
           if (set.size === totalTasks) this.#whenCommitted.get(message.checkpointId)?.resolve();
           return;
         }
+        case 'metrics':
+          this.#options.metrics.update(message.tasks);
+          return;
         case 'finished':
           finished++;
           return;

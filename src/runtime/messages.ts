@@ -4,6 +4,7 @@ import type { StateHandle, SubtaskStateMetadata } from '../checkpoint/storage/ch
 import type { SerializedWeirError } from '../errors.ts';
 import type { JobGraph } from '../graph/job-graph.ts';
 import type { ExecutionPlan } from './execution-plan.ts';
+import type { TaskMetricsSnapshot } from './metrics/task-metrics.ts';
 
 /** The state of one operator in the checkpoint a job restores from, as workers need it. */
 export interface RestoredOperatorState {
@@ -55,6 +56,7 @@ export type FromWorker =
   | { type: 'failed'; vertexName: string; subtaskIndex: number; error: SerializedWeirError }
   | { type: 'endOfData'; vertexId: number; subtaskIndex: number }
   | { type: 'notified'; checkpointId: number; vertexId: number; subtaskIndex: number }
+  | { type: 'metrics'; tasks: TaskMetricsSnapshot[] }
   | { type: 'finished'; workerIndex: number };
 
 /** Between workers, on a channel (`c` is the channel id). Kept small: they are cloned per batch. */

@@ -1,5 +1,6 @@
 import type { HeapKeyedStateBackend } from '../state/heap-keyed-state-backend.ts';
 import type { OperatorStateBackend } from '../state/operator-state-backend.ts';
+import type { OperatorMetricGroup } from './metrics/task-metrics.ts';
 
 /** What an operator instance knows about where it runs. */
 export interface OperatorContext {
@@ -19,6 +20,8 @@ export interface OperatorContext {
   /** Keyed state, for operators after a keyBy. */
   readonly keyedState: HeapKeyedStateBackend | undefined;
   readonly operatorState: OperatorStateBackend;
+  /** The operator's own metrics (shown per operator in the REST API, the dashboard and /metrics). */
+  readonly metrics: OperatorMetricGroup;
   /** Asks the task to call {@link StreamOperator.onProcessingTime} at (or soon after) this time. */
   requestProcessingTimeCallback(timestamp: number): void;
 }

@@ -11,6 +11,7 @@ import { computeKeyGroupRangeForOperatorIndex } from '../state/key-group-range-a
 import { OperatorStateBackend } from '../state/operator-state-backend.ts';
 import type { ListState } from '../state/state-types.ts';
 import type { ChannelMessage, FromWorker, OperatorAck, RestoreInfo } from './messages.ts';
+import { TaskMetrics } from './metrics/task-metrics.ts';
 import type { RecordWriter } from './record-writer.ts';
 import type { OperatorContext, StreamOperator } from './stream-operator.ts';
 
@@ -83,6 +84,8 @@ export class StreamTask {
   readonly name: string;
   readonly #chain: ChainedOperator[] = [];
   #source: SourceState | undefined;
+  /** Records in and out, back pressure, busy time and the operators' own metrics. */
+  readonly metrics = new TaskMetrics();
 
   readonly #mailbox: Mail[] = [];
   readonly #control: Control[] = [];
@@ -147,6 +150,7 @@ export class StreamTask {
         checkpointingMode: config.checkpointing?.mode ?? 'off',
         keyedState: keyed,
         operatorState,
+        metrics: this.metrics.group(uid),
         requestProcessingTimeCallback: (timestamp) => this.#requestTimer(index, timestamp),
       };
       const opened = chained.operator.open(context);
@@ -185,6 +189,7 @@ export class StreamTask {
 
   /** Output credit came back. */
   onCredit(): void {
+    if (this.#outputsAvailable()) this.metrics.relieved(Date.now());
     this.#schedule();
   }
 
@@ -215,6 +220,7 @@ export class StreamTask {
 
   async #drain(): Promise<void> {
     let steps = 0;
+    const started = performance.now();
     try {
       while (!this.#failed && !this.#closed) {
         const control = this.#control.shift();
@@ -222,7 +228,10 @@ export class StreamTask {
           await this.#handleControl(control);
           continue;
         }
-        if (!this.#outputsAvailable()) return; // resumed by onCredit
+        if (!this.#outputsAvailable()) {
+          this.metrics.backPressured(Date.now());
+          return; // resumed by onCredit
+        }
         if (this.#source !== undefined) {
           if (this.#source.finished) return;
           const produced = await this.#pollSource();
@@ -240,6 +249,7 @@ export class StreamTask {
       }
     } finally {
       this.#draining = false;
+      this.metrics.busyMs += performance.now() - started;
     }
     if (!this.#failed && !this.#closed) this.#schedule();
   }
@@ -256,6 +266,7 @@ export class StreamTask {
     }
     switch (mail.k) {
       case 'data':
+        this.metrics.recordsIn += mail.d.length;
         await this.#processAndEmit(mail.d, 0);
         this.env.returnCredit(mail.c);
         return;
@@ -316,7 +327,10 @@ export class StreamTask {
       const out = (chain[i] as ChainedOperator).operator.processBatch(current);
       current = isThenable(out) ? await out : out;
     }
-    if (current.length > 0) for (const writer of this.env.recordWriters) writer.emit(current);
+    if (current.length > 0 && this.env.recordWriters.length > 0) {
+      this.metrics.recordsOut += current.length;
+      for (const writer of this.env.recordWriters) writer.emit(current);
+    }
   }
 
   async #pollSource(): Promise<boolean> {
@@ -329,6 +343,7 @@ export class StreamTask {
       return false;
     }
     if (batch.length === 0) return false;
+    this.metrics.recordsIn += batch.length;
     await this.#processAndEmit(batch, 0);
     return true;
   }

@@ -7,6 +7,9 @@ import type { ChannelMessage, FromWorker, ToWorker, WorkerInit } from './message
 import { RecordWriter } from './record-writer.ts';
 import { StreamTask } from './stream-task.ts';
 
+/** How often each worker reports its tasks' metrics to the job master. */
+export const METRICS_INTERVAL_MS = 1000;
+
 /**
  * The tasks of one worker thread (Flink's TaskExecutor): builds them from the job module, wires
  * their channels (to tasks on this worker directly, to other workers through a MessagePort per
@@ -21,6 +24,7 @@ export class TaskExecutor {
   readonly #writers = new Map<number, ChannelWriter>();
   readonly #local: ChannelMessage[] = [];
   #localScheduled = false;
+  #metricsTimer: NodeJS.Timeout | undefined;
 
   constructor(init: WorkerInit, peers: Map<number, MessagePort>, toMaster: (message: FromWorker) => void) {
     this.#init = init;
@@ -95,6 +99,14 @@ export class TaskExecutor {
   /** Starts the tasks' loops: call once every worker has opened its tasks. */
   run(): void {
     for (const task of this.#tasks) task.start();
+    this.#metricsTimer = setInterval(() => this.reportMetrics(), METRICS_INTERVAL_MS);
+    this.#metricsTimer.unref();
+  }
+
+  /** Sends every task's metrics to the job master. */
+  reportMetrics(): void {
+    const now = Date.now();
+    this.#toMaster({ type: 'metrics', tasks: this.#tasks.map((task) => task.metrics.snapshot(task.env.vertex.id, task.env.subtaskIndex, now)) });
   }
 
   handle(message: ToWorker): void {
@@ -115,7 +127,9 @@ export class TaskExecutor {
   }
 
   async close(): Promise<void> {
+    clearInterval(this.#metricsTimer);
     for (const task of this.#tasks) await task.close();
+    this.reportMetrics(); // the final counts (a bounded job's totals)
     for (const port of this.#peers.values()) port.close();
   }
 

@@ -103,10 +103,18 @@ export function fileSink<T>(options: FileSinkOptions<T>): Sink<T> {
           return subtask >= 0 && subtask % context.parallelism === context.subtaskIndex;
         };
         const keep = new Set(context.allRestoredCommittables.map((committable) => committable.pending));
-        for (const name of readdirSync(join(root, IN_PROGRESS))) if (mine(name)) rmSync(join(root, IN_PROGRESS, name), { force: true });
-        for (const name of readdirSync(join(root, PENDING))) {
-          if (mine(name) && !keep.has(join(PENDING, name))) rmSync(join(root, PENDING, name), { force: true });
+        let aborted = 0;
+        for (const name of readdirSync(join(root, IN_PROGRESS))) {
+          if (!mine(name)) continue;
+          rmSync(join(root, IN_PROGRESS, name), { force: true });
+          aborted++;
         }
+        for (const name of readdirSync(join(root, PENDING))) {
+          if (!mine(name) || keep.has(join(PENDING, name))) continue;
+          rmSync(join(root, PENDING, name), { force: true });
+          aborted++;
+        }
+        return aborted;
       },
     };
   });

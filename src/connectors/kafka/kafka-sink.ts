@@ -239,11 +239,15 @@ class ExactlyOnceKafkaWriter<T> implements TwoPhaseCommitLogic<T, KafkaTransacti
     if (transaction.open !== undefined) await this.#driver.abort(transaction.open);
   }
 
+  isEmpty(transaction: KafkaTransaction): boolean {
+    return transaction.open === undefined || transaction.open.records === 0;
+  }
+
   async close(): Promise<void> {
     await this.#connections?.close().catch(() => {});
   }
 
-  async abortLingering(context: RecoveryContext<KafkaCommittable>): Promise<void> {
+  async abortLingering(context: RecoveryContext<KafkaCommittable>): Promise<number> {
     // The ids the restored checkpoint holds were just committed again: keep them out of use until a
     // checkpoint taken after that commit completes. Every other open transaction of this sink's
     // ids that this subtask is responsible for (old subtask s with s % parallelism === this one)
@@ -253,11 +257,14 @@ class ExactlyOnceKafkaWriter<T> implements TwoPhaseCommitLogic<T, KafkaTransacti
       const slot = this.#ownSlot(id);
       if (slot !== undefined) this.#setSlot(slot, { state: 'cooling', snapshotAfterCommit: undefined });
     }
+    let aborted = 0;
     for (const id of await this.#driver.listOpenTransactions(`${this.#prefix}-`)) {
       const subtask = Number(/-(\d+)-\d+$/.exec(id)?.[1] ?? -1);
       if (subtask < 0 || subtask % context.parallelism !== context.subtaskIndex || held.has(id)) continue;
       await this.#driver.abortLingering(id);
+      aborted++;
     }
+    return aborted;
   }
 
   #setSlot(slot: number, state: SlotState): void {
