@@ -2,6 +2,7 @@ import { createServer, type IncomingMessage, type Server, type ServerResponse } 
 import { Counter, Gauge, Registry } from 'prom-client';
 import { WeirError } from '../errors.ts';
 import type { JobClient } from '../runtime/job-master.ts';
+import { DASHBOARD_HTML } from './dashboard-page.ts';
 
 export interface RestServer {
   url: string;
@@ -9,10 +10,13 @@ export interface RestServer {
 }
 
 /**
- * A running job's REST API (what the CLI and, later, the dashboard use) and its Prometheus
- * metrics, on 127.0.0.1 by default:
+ * A running job's web dashboard, its REST API (what the dashboard and the CLI use) and its
+ * Prometheus metrics, on 127.0.0.1 by default:
  *
- *   GET  /api/job          name, state, restarts, the job graph with parallelism
+ *   GET  /                 the dashboard (polls the two GETs below)
+ *   GET  /api/job          name, state, restarts and their causes, the job graph with parallelism,
+ *                          per vertex: records in/out, rates, busy and back-pressured shares,
+ *                          operator metrics (the sinks' transactions among them)
  *   GET  /api/checkpoints  checkpoint history: id, kind, status, duration, size, alignment time
  *   POST /api/savepoints   trigger a savepoint; answers when its transactions are committed
  *   POST /api/stop         stop with a savepoint
@@ -41,6 +45,38 @@ export async function startRestServer(client: JobClient, options: { port: number
     registers: [registry],
   });
   const restarts = new Gauge({ name: 'weir_job_restarts', help: 'Restarts of the job since it was started', labelNames: ['job'], registers: [registry] });
+  const taskLabels = ['job', 'vertex', 'subtask'];
+  const recordsIn = new Gauge({
+    name: 'weir_task_records_in',
+    help: 'Records a subtask took in (this attempt)',
+    labelNames: taskLabels,
+    registers: [registry],
+  });
+  const recordsOut = new Gauge({
+    name: 'weir_task_records_out',
+    help: 'Records a subtask sent on (this attempt)',
+    labelNames: taskLabels,
+    registers: [registry],
+  });
+  const backPressured = new Gauge({
+    name: 'weir_task_back_pressured_ratio',
+    help: 'Share of the last second a subtask waited for output credit',
+    labelNames: taskLabels,
+    registers: [registry],
+  });
+  const busy = new Gauge({ name: 'weir_task_busy_ratio', help: 'Share of the last second a subtask was busy', labelNames: taskLabels, registers: [registry] });
+  const transactions = new Gauge({
+    name: 'weir_sink_transactions',
+    help: "A two-phase-commit sink's transactions: open and pending (now), preCommitted, committed and aborted (this attempt)",
+    labelNames: ['job', 'sink', 'state'],
+    registers: [registry],
+  });
+  const operatorMetrics = new Gauge({
+    name: 'weir_operator_metric',
+    help: "An operator's own metric, summed over its subtasks (this attempt)",
+    labelNames: ['job', 'vertex', 'metric'],
+    registers: [registry],
+  });
   const counted = new Set<string>();
   const refreshMetrics = () => {
     const status = client.status();
@@ -55,6 +91,21 @@ export async function startRestServer(client: JobClient, options: { port: number
       } else aborted.inc(labels);
     }
     restarts.set(labels, status.restarts.length);
+    for (const gauge of [recordsIn, recordsOut, backPressured, busy, transactions, operatorMetrics]) gauge.reset();
+    for (const vertex of status.vertices) {
+      for (const subtask of vertex.subtasks) {
+        const task = { ...labels, vertex: vertex.name, subtask: String(subtask.subtaskIndex) };
+        recordsIn.set(task, subtask.recordsIn);
+        recordsOut.set(task, subtask.recordsOut);
+        backPressured.set(task, subtask.backPressured);
+        busy.set(task, subtask.busy);
+      }
+      for (const [metric, value] of Object.entries(vertex.operators)) {
+        const transaction = /^(.+)\.transactions\.(\w+)$/.exec(metric);
+        if (transaction !== null) transactions.set({ ...labels, sink: transaction[1] as string, state: transaction[2] as string }, value);
+        else operatorMetrics.set({ ...labels, vertex: vertex.name, metric }, value);
+      }
+    }
   };
 
   const routes: Record<string, (request: IncomingMessage) => Promise<[number, unknown]>> = {
@@ -67,7 +118,7 @@ export async function startRestServer(client: JobClient, options: { port: number
           state: status.state,
           restarts: status.restarts,
           latestCheckpointId: status.latestCheckpointId,
-          vertices: client.graph.vertices.map((vertex) => ({ id: vertex.id, name: vertex.name, parallelism: vertex.parallelism })),
+          vertices: status.vertices,
           edges: client.graph.edges.map((edge) => ({ source: edge.source, target: edge.target, partitioning: edge.partitioning })),
         },
       ];
@@ -89,6 +140,11 @@ export async function startRestServer(client: JobClient, options: { port: number
   const handle = async (request: IncomingMessage, response: ServerResponse) => {
     const path = (request.url ?? '/').split('?')[0];
     try {
+      if (request.method === 'GET' && (path === '/' || path === '/index.html')) {
+        response.writeHead(200, { 'content-type': 'text/html; charset=utf-8', 'cache-control': 'no-store' });
+        response.end(DASHBOARD_HTML);
+        return;
+      }
       if (request.method === 'GET' && path === '/metrics') {
         refreshMetrics();
         response.writeHead(200, { 'content-type': registry.contentType });
@@ -99,7 +155,7 @@ export async function startRestServer(client: JobClient, options: { port: number
       if (route === undefined) {
         send(response, 404, {
           error: `no ${request.method} ${path}`,
-          hint: 'GET /api/job, GET /api/checkpoints, POST /api/savepoints, POST /api/stop, GET /metrics',
+          hint: 'GET / (the dashboard), GET /api/job, GET /api/checkpoints, POST /api/savepoints, POST /api/stop, GET /metrics',
         });
         return;
       }

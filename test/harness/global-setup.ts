@@ -9,8 +9,11 @@
  * Each comes from the environment when set there; KAFKA_BROKERS also serves the version it runs.
  * Whatever is missing is started here as a local broker on free ports in a fresh data folder and
  * stopped in the teardown. A broker that is given but cannot be reached fails the whole run: an
- * integration test never skips for want of Kafka.
+ * integration test never skips for want of Kafka. Debian's chromium, for the dashboard's browser
+ * test, is installed when missing (scripts/install-chromium.sh).
  */
+import { execFileSync } from 'node:child_process';
+import { existsSync } from 'node:fs';
 import { rm } from 'node:fs/promises';
 import { join } from 'node:path';
 import { parseBootstrap } from '../../src/connectors/kafka/bootstrap.ts';
@@ -22,6 +25,10 @@ const started: string[] = [];
 const root = join(import.meta.dirname, '..', '..', '.weir', 'test-kafka');
 
 export async function globalSetup(): Promise<void> {
+  // The dashboard's browser test drives Debian's chromium; install it on a fresh machine.
+  if (process.env.WEIR_CHROMIUM === undefined && !existsSync('/usr/bin/chromium')) {
+    execFileSync('bash', [join(import.meta.dirname, '..', '..', 'scripts', 'install-chromium.sh')], { stdio: 'inherit' });
+  }
   const given = process.env.KAFKA_BROKERS;
   const givenVersion = given === undefined ? undefined : (await describeCluster(parseBootstrap(given, 'KAFKA_BROKERS'))).transactionVersion;
   const wanted: Array<1 | 2> = [2, 1];

@@ -60,11 +60,11 @@ export function runCommand(): Command {
     .option('--fresh', 'start without restoring the latest checkpoint', false)
     .option('--from-savepoint <path>', 'start from this savepoint (or checkpoint) folder')
     .addOption(
-      new Option('--ui-port <port>', 'the REST API (/api) and Prometheus metrics (/metrics) on 127.0.0.1; 0 picks a free port')
+      new Option('--ui-port <port>', 'the web dashboard (/), REST API (/api) and Prometheus metrics (/metrics) on 127.0.0.1; 0 picks a free port')
         .argParser(wholeNumber)
         .default(8081),
     )
-    .option('--no-ui', 'serve no REST API or metrics')
+    .option('--no-ui', 'serve no dashboard, REST API or metrics')
     .action(async (job: string, options: RunOptions) => {
       const config: EnvironmentConfigInput = {};
       if (options.parallelism !== undefined) config.parallelism = options.parallelism;
@@ -101,7 +101,7 @@ export function runCommand(): Command {
         },
       });
       const server = options.ui ? await startRestServer(client, { port: options.uiPort }) : undefined;
-      if (server !== undefined) log(`REST API at ${server.url}/api, Prometheus metrics at ${server.url}/metrics`);
+      if (server !== undefined) log(`dashboard at ${server.url}/, REST API at ${server.url}/api, Prometheus metrics at ${server.url}/metrics`);
       const result = await client.result.finally(() => server?.close());
       console.log(
         `job "${client.graph.jobName}" finished in ${((Date.now() - started) / 1000).toFixed(1)}s: ${checkpoints} checkpoints, ${result.restarts} restarts, last checkpoint ${result.lastCheckpointId ?? 'none'}`,

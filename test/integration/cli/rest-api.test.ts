@@ -74,6 +74,22 @@ test('REST API, metrics, weir savepoint and weir stop --savepoint on a running j
       const count = Number(/^weir_checkpoints_completed_total\{job="keyed-sum"\} (\d+)$/m.exec(metrics)?.[1]);
       assert.ok(count >= later, metrics);
       assert.match(metrics, /^weir_last_checkpoint_duration_seconds\{job="keyed-sum"\} [\d.e-]+$/m);
+      // Per subtask records and back pressure, and the file sink's transactions (a two-phase-commit sink),
+      // once the workers have reported (once a second).
+      const taskMetrics = await until('task metrics', async () => {
+        const text = await (await fetch(`${url}/metrics`)).text();
+        // Each worker reports on its own: wait for every subtask of both vertices.
+        const subtasks = text.match(/^weir_task_back_pressured_ratio\{/gm)?.length ?? 0;
+        return subtasks === 4 && /^weir_sink_transactions\{.*state="committed"\} [1-9]/m.test(text) ? text : undefined;
+      });
+      assert.match(taskMetrics, /^weir_task_records_in\{job="keyed-sum",vertex="[^"]+",subtask="1"\} [1-9]\d*$/m);
+      assert.match(taskMetrics, /^weir_task_back_pressured_ratio\{job="keyed-sum",vertex="[^"]+",subtask="0"\} [\d.e-]+$/m);
+      assert.match(taskMetrics, /^weir_sink_transactions\{job="keyed-sum",sink="[^"]+",state="committed"\} [1-9]\d*$/m);
+      const withMetrics = (await (await fetch(`${url}/api/job`)).json()) as { vertices: { recordsIn: number; subtasks: unknown[] }[] };
+      assert.ok(
+        withMetrics.vertices.every((vertex) => vertex.recordsIn > 0 && vertex.subtasks.length === 2),
+        JSON.stringify(withMetrics.vertices),
+      );
 
       const savepoint = await weir(['savepoint', '--url', url]);
       assert.equal(savepoint.code, 0, savepoint.stderr);

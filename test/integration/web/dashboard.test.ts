@@ -1,0 +1,96 @@
+/**
+ * The dashboard of a running job, in a real headless Chromium: the job graph with parallelism,
+ * records flowing through the operators, the file sink's transactions being committed, and the
+ * checkpoint list growing while we watch.
+ */
+import assert from 'node:assert/strict';
+import { spawn } from 'node:child_process';
+import { mkdtemp, rm } from 'node:fs/promises';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import { test } from 'node:test';
+import { setTimeout as sleep } from 'node:timers/promises';
+import { launchBrowser } from '../../harness/browser.ts';
+import { repositoryRoot } from '../../harness/cli.ts';
+
+async function until<T>(what: string, probe: () => Promise<T | undefined>, timeoutMs = 60_000): Promise<T> {
+  const deadline = Date.now() + timeoutMs;
+  for (;;) {
+    const value = await probe().catch(() => undefined);
+    if (value !== undefined) return value;
+    if (Date.now() > deadline) throw new Error(`timed out waiting for ${what}`);
+    await sleep(100);
+  }
+}
+
+test('the dashboard of a running job shows its graph, records, sink transactions and a growing checkpoint list', async () => {
+  const folder = await mkdtemp(join(tmpdir(), 'weir-dashboard-'));
+  const job = join(repositoryRoot, 'test', 'fixtures', 'jobs', 'keyed-sum-job.ts');
+  const child = spawn(
+    process.execPath,
+    [
+      join(repositoryRoot, 'bin', 'weir.js'),
+      'run',
+      job,
+      '--parallelism',
+      '2',
+      '--workers',
+      '2',
+      '--checkpoint-interval',
+      '300ms',
+      '--checkpoint-storage',
+      join(folder, 'checkpoints'),
+      '--ui-port',
+      '0',
+    ],
+    { env: { ...process.env, KS_OUTPUT: join(folder, 'out'), KS_COUNT: '1000000', KS_RATE: '4000' }, stdio: ['ignore', 'pipe', 'pipe'] },
+  );
+  let stderr = '';
+  child.stderr.on('data', (chunk: Buffer) => {
+    stderr += chunk.toString();
+  });
+  const browser = await launchBrowser();
+  try {
+    const url = await until('the dashboard address', async () => /dashboard at (http:\/\/127\.0\.0\.1:\d+)\//.exec(stderr)?.[1]);
+    const page = await browser.newPage();
+    await page.goto(`${url}/`);
+
+    // The job graph: both vertices, each with parallelism 2.
+    await page.getByTestId('vertex').first().waitFor();
+    const parallelisms = await page.getByTestId('vertex').evaluateAll((nodes) => nodes.map((node) => node.getAttribute('data-parallelism')));
+    assert.deepEqual(parallelisms, ['2', '2']);
+    assert.equal(await page.getByTestId('job-state').textContent(), 'running');
+
+    // The checkpoint list grows while we watch.
+    const completedRows = () => page.locator('[data-testid="checkpoint-row"][data-status="completed"]').count();
+    const first = await until('a completed checkpoint on the page', async () => ((await completedRows()) >= 1 ? completedRows() : undefined));
+    const later = await until('more checkpoints on the page', async () => {
+      const now = await completedRows();
+      return now >= first + 3 ? now : undefined;
+    });
+    assert.ok(later > first, `the checkpoint list grew from ${first} to ${later}`);
+    const cells = await page.locator('[data-testid="checkpoint-row"][data-status="completed"]').first().locator('td').allTextContents();
+    assert.match(cells[4] ?? '', /^\d+ ms$/, `duration: ${cells.join(' | ')}`);
+    assert.match(cells[5] ?? '', /B$/, `size: ${cells.join(' | ')}`);
+
+    // Records flow: the source chain has read some, the sink chain received some.
+    await until('records in on both operator chains', async () => {
+      const rows = await page.getByTestId('operator-row').evaluateAll((nodes) => nodes.map((node) => (node.children[2]?.textContent ?? '0').replace(/,/g, '')));
+      return rows.length === 2 && rows.every((value) => Number(value) > 0) ? rows : undefined;
+    });
+
+    // The file sink is a two-phase-commit sink: its committed transactions appear and rise.
+    const committed = async () => {
+      const cellsOfRow = await page.getByTestId('transaction-row').first().locator('td').allTextContents();
+      return Number((cellsOfRow[4] ?? '0').replace(/,/g, ''));
+    };
+    const committedFirst = await until('committed sink transactions', async () => ((await committed()) > 0 ? committed() : undefined));
+    await until('more committed sink transactions', async () => ((await committed()) > committedFirst ? true : undefined));
+    assert.equal(await page.getByTestId('restart-row').count(), 0);
+  } finally {
+    await browser.close();
+    child.kill('SIGTERM');
+    await new Promise((done) => (child.exitCode === null ? child.once('exit', done) : done(undefined)));
+    await rm(folder, { recursive: true, force: true });
+  }
+});
