@@ -1,11 +1,13 @@
 import { type ChildProcess, spawn } from 'node:child_process';
 import { rm } from 'node:fs/promises';
+import { createServer } from 'node:net';
 import { join } from 'node:path';
 import { setTimeout as sleep } from 'node:timers/promises';
 import { fileURLToPath } from 'node:url';
 import { Admin } from '@platformatic/kafka';
 import { type BrokerAddress, formatBootstrap } from '../connectors/kafka/bootstrap.ts';
 import { ClusterConnections } from '../connectors/kafka/cluster-connections.ts';
+import { LATEST_OFFSET, listOffsets } from '../connectors/kafka/partition-fetcher.ts';
 import { readTopic } from '../connectors/kafka/topic-reader.ts';
 import { committableOf, TransactionDriver } from '../connectors/kafka/transaction-driver.ts';
 import type { BalanceUpdate, Payment } from './payments-job.ts';
@@ -14,10 +16,12 @@ export interface PaymentsDemoOptions {
   brokers: BrokerAddress[];
   records: number;
   accounts: number;
-  /** Payments per second written to the input; undefined: as fast as possible. */
+  /** Payments per second written to the input while the job runs; undefined: as fast as possible. */
   rate: number | undefined;
   crashes: number;
   folder: string;
+  /** The job's dashboard port (0: a free one). */
+  uiPort: number;
   log: (line: string) => void;
 }
 
@@ -44,9 +48,11 @@ const jobModule = fileURLToPath(new URL(`./payments-job${import.meta.url.endsWit
 const weirBin = fileURLToPath(new URL('../../bin/weir.js', import.meta.url));
 
 /**
- * The showcase: payments written to Kafka in transactions (every seventh one aborted), the
- * exactly-once balances job run and SIGKILLed mid-run `crashes` times, resumed each time, and the
- * output audited read_committed.
+ * The showcase: payments streamed into Kafka in transactions (every seventh one aborted) while the
+ * exactly-once balances job runs; the job is SIGKILLed mid-stream `crashes` times and resumed each
+ * time from its latest checkpoint. Once the input is written and the job has caught up (its
+ * consumer group's lag is 0), it is stopped with a savepoint through its REST API, and the output
+ * is audited read_committed.
  */
 export async function runPaymentsDemo(options: PaymentsDemoOptions): Promise<PaymentsAudit> {
   const started = Date.now();
@@ -62,32 +68,67 @@ export async function runPaymentsDemo(options: PaymentsDemoOptions): Promise<Pay
   }
   log(`topics: ${input} (payments) -> ${output} (balances)`);
 
-  const { committed, aborted } = await writePayments(brokers, input, options);
-  log(`wrote ${committed} payments in committed transactions and ${aborted} in aborted ones`);
-
   const checkpoints = join(options.folder, `checkpoints-${run}`);
-  const env = { ...process.env, KAFKA_BROKERS: formatBootstrap(brokers), WEIR_DEMO_INPUT: input, WEIR_DEMO_OUTPUT: output, WEIR_DEMO_CHECKPOINTS: checkpoints };
-  let kills = 0;
-  for (let round = 0; round <= options.crashes; round++) {
-    const last = round === options.crashes;
-    log(last ? 'running the job to the end...' : `running the job (it will be killed with SIGKILL, ${round + 1} of ${options.crashes})...`);
-    const child = spawn(process.execPath, [weirBin, 'run', jobModule, '--ui-port', '0'], { env, stdio: ['ignore', 'pipe', 'pipe'] });
-    const progress = watch(child, log);
-    if (!last) {
-      // A random moment after the run's first checkpoint, while input is still flowing.
-      await progress.waitFor(/checkpoint \d+ completed/, 120_000);
-      await sleep(Math.floor(Math.random() * 300));
-      if (child.exitCode === null && !/every input has ended/.test(progress.stderr())) {
-        child.kill('SIGKILL');
-        kills++;
-        log(`killed the job with SIGKILL (kill ${kills})`);
-      } else {
-        log('the job reached the end of its input before it could be killed (more --records make room for crashes)');
-      }
-    }
-    const exit = await progress.exit;
-    if (last && exit !== 0) throw new Error(`the job failed (exit ${exit}):\n${progress.stderr()}`);
+  let uiPort = options.uiPort;
+  if (uiPort !== 0 && !(await portFree(uiPort))) {
+    log(`port ${uiPort} is taken: the job's dashboard gets a free port instead (--ui-port picks one)`);
+    uiPort = 0;
   }
+  const group = `weir-demo-${run}`;
+  const env = {
+    ...process.env,
+    KAFKA_BROKERS: formatBootstrap(brokers),
+    WEIR_DEMO_INPUT: input,
+    WEIR_DEMO_OUTPUT: output,
+    WEIR_DEMO_CHECKPOINTS: checkpoints,
+    WEIR_DEMO_GROUP: group,
+  };
+  const lag = new ConsumerLag(brokers, input, group);
+  const progress: WriteProgress = { written: 0, done: false };
+  log(
+    `streaming ${options.records.toLocaleString('en-US')} payments into ${input} ${options.rate === undefined ? 'as fast as possible' : `at ${options.rate.toLocaleString('en-US')}/s`} while the job runs`,
+  );
+  const writing = writePayments(brokers, input, options, progress);
+  writing.catch(() => {});
+  const expectedWriteMs = options.rate === undefined ? 0 : (options.records / options.rate) * 1000;
+  const writeStarted = Date.now();
+  let kills = 0;
+  try {
+    for (let round = 0; round <= options.crashes; round++) {
+      const last = round === options.crashes;
+      log(last ? 'running the job until it has caught up...' : `running the job (it will be killed with SIGKILL, ${round + 1} of ${options.crashes})...`);
+      const child = spawn(process.execPath, [weirBin, 'run', jobModule, '--ui-port', String(uiPort)], { env, stdio: ['ignore', 'pipe', 'pipe'] });
+      const job = watch(child, log, options.records, progress, lag);
+      if (!last) {
+        // After the run's first checkpoint, at a random moment spread over the writing time.
+        await job.waitFor(/checkpoint \d+ completed/, 120_000);
+        const due = writeStarted + ((round + 1) / (options.crashes + 1)) * expectedWriteMs;
+        await sleep(Math.max(0, due - Date.now()) + Math.floor(Math.random() * 300));
+        if (child.exitCode === null) {
+          child.kill('SIGKILL');
+          kills++;
+          log(`killed the job with SIGKILL (kill ${kills})`);
+        }
+        const exit = await job.exit;
+        if (kills < round + 1) throw new Error(`the job exited (code ${exit}) before it could be killed:\n${job.stderr()}`);
+        continue;
+      }
+      const { committed } = await writing;
+      await until('the job to catch up with its input (consumer lag 0)', 180_000, async () => (await lag.total()) === 0n || child.exitCode !== null, job);
+      if (child.exitCode !== null) throw new Error(`the job exited (code ${child.exitCode}):\n${job.stderr()}`);
+      log(`the job has read all ${committed.toLocaleString('en-US')} committed payments: stopping it with a savepoint (POST ${job.url()}/api/stop)`);
+      const answer = await fetch(`${job.url()}/api/stop`, { method: 'POST' });
+      const body = (await answer.json()) as { checkpointId?: number; path?: string; error?: string };
+      if (!answer.ok) throw new Error(`stop with savepoint failed: ${body.error}`);
+      log(`  savepoint ${body.checkpointId} at ${body.path}`);
+      const exit = await job.exit;
+      if (exit !== 0) throw new Error(`the job failed (exit ${exit}):\n${job.stderr()}`);
+    }
+  } finally {
+    progress.done = true;
+    await lag.close();
+  }
+  const { committed, aborted } = await writing;
   await rm(checkpoints, { recursive: true, force: true });
 
   log('auditing the output read_committed...');
@@ -95,7 +136,17 @@ export async function runPaymentsDemo(options: PaymentsDemoOptions): Promise<Pay
   return { input, output, committedInputs: committed, abortedInputs: aborted, ...audit, seconds: (Date.now() - started) / 1000, kills };
 }
 
-async function writePayments(brokers: BrokerAddress[], topic: string, options: PaymentsDemoOptions): Promise<{ committed: number; aborted: number }> {
+interface WriteProgress {
+  written: number;
+  done: boolean;
+}
+
+async function writePayments(
+  brokers: BrokerAddress[],
+  topic: string,
+  options: PaymentsDemoOptions,
+  progress: WriteProgress,
+): Promise<{ committed: number; aborted: number }> {
   const connections = new ClusterConnections(brokers, { clientId: 'weir-demo-writer' });
   const driver = new TransactionDriver(connections, { transactionTimeoutMs: 60_000 });
   const message = (seq: number) => {
@@ -105,7 +156,7 @@ async function writePayments(brokers: BrokerAddress[], topic: string, options: P
   let aborted = 0;
   const started = Date.now();
   try {
-    for (let first = 0, batch = 0; first < options.records; first += 1000, batch++) {
+    for (let first = 0, batch = 0; first < options.records && !progress.done; first += 1000, batch++) {
       if (options.rate !== undefined) {
         const due = started + (first / options.rate) * 1000;
         if (due > Date.now()) await sleep(due - Date.now());
@@ -116,6 +167,7 @@ async function writePayments(brokers: BrokerAddress[], topic: string, options: P
         Array.from({ length: Math.min(1000, options.records - first) }, (_, i) => message(first + i)),
       );
       await driver.commit(committableOf(transaction));
+      progress.written = Math.min(options.records, first + 1000);
       if (batch % 7 === 3) {
         const doomed = await driver.initTransaction(`${topic}-writer`);
         await driver.send(
@@ -129,7 +181,53 @@ async function writePayments(brokers: BrokerAddress[], topic: string, options: P
   } finally {
     await connections.close();
   }
-  return { committed: options.records, aborted };
+  return { committed: progress.written, aborted };
+}
+
+/** The job's consumer group lag on the input: last stable offsets minus the offsets its checkpoints committed. */
+class ConsumerLag {
+  readonly #connections: ClusterConnections;
+  readonly #admin: Admin;
+  readonly #topic: string;
+  readonly #group: string;
+
+  constructor(brokers: BrokerAddress[], topic: string, group: string) {
+    this.#connections = new ClusterConnections(brokers, { clientId: 'weir-demo-lag' });
+    this.#admin = new Admin({ clientId: 'weir-demo-lag', bootstrapBrokers: [formatBootstrap(brokers)] });
+    this.#topic = topic;
+    this.#group = group;
+  }
+
+  async total(): Promise<bigint> {
+    const info = await this.#connections.topic(this.#topic);
+    const ends = await listOffsets(this.#connections, info, info.partitions, 'read_committed', LATEST_OFFSET);
+    const committed = new Map<number, bigint>();
+    for (const group of await this.#admin.listConsumerGroupOffsets({ groups: [this.#group] })) {
+      for (const topic of group.topics) {
+        if (topic.name !== this.#topic) continue;
+        for (const partition of topic.partitions) committed.set(partition.partitionIndex, partition.committedOffset);
+      }
+    }
+    let lag = 0n;
+    for (const [partition, end] of ends) {
+      const at = committed.get(partition) ?? 0n;
+      if (end > at) lag += end - (at < 0n ? 0n : at);
+    }
+    return lag;
+  }
+
+  async close(): Promise<void> {
+    await this.#admin.close().catch(() => {});
+    await this.#connections.close().catch(() => {});
+  }
+}
+
+async function until(what: string, timeoutMs: number, done: () => Promise<boolean>, job: { stderr(): string }): Promise<void> {
+  const deadline = Date.now() + timeoutMs;
+  while (!(await done().catch(() => false))) {
+    if (Date.now() > deadline) throw new Error(`timed out waiting for ${what}:\n${job.stderr()}`);
+    await sleep(200);
+  }
 }
 
 /** Reads the balances read_committed and checks them against the committed payments. */
@@ -169,21 +267,73 @@ export async function auditBalances(brokers: BrokerAddress[], output: string, re
   return { outputs: updates.length, duplicates, missing, fromAborted, wrongBalances, accounts: expected.size };
 }
 
-/** Relays a job process's progress lines and lets the caller wait for one. */
-function watch(child: ChildProcess, log: (line: string) => void) {
+function portFree(port: number): Promise<boolean> {
+  return new Promise((done) => {
+    const server = createServer();
+    server.once('error', () => done(false));
+    server.listen(port, '127.0.0.1', () => server.close(() => done(true)));
+  });
+}
+
+interface VertexProgress {
+  name: string;
+  recordsIn: number;
+  recordsInPerSecond: number;
+  operators: Record<string, number>;
+}
+
+/**
+ * Relays a job process's progress lines and lets the caller wait for one; every second it asks
+ * the job's REST API how far it is and prints it with the consumer group's lag.
+ */
+function watch(child: ChildProcess, log: (line: string) => void, records: number, written: WriteProgress, lag: ConsumerLag) {
   let stdout = '';
   let stderr = '';
+  let url: string | undefined;
   child.stdout?.on('data', (chunk: Buffer) => {
     stdout += chunk.toString();
   });
   child.stderr?.on('data', (chunk: Buffer) => {
     const text = chunk.toString();
     stderr += text;
-    for (const line of text.split('\n')) if (/starting job|every input has ended|REST API at/.test(line)) log(`  job: ${line.trim()}`);
+    for (const line of text.split('\n')) {
+      if (/starting job|every input has ended/.test(line)) log(`  job: ${line.trim()}`);
+      const dashboard = /dashboard at (http:\/\/[^/\s]+)\//.exec(line);
+      if (dashboard !== null) {
+        url = dashboard[1];
+        log(`  job: dashboard at ${url}/ (open it in a browser while the job runs)`);
+      }
+    }
   });
-  const exit = new Promise<number | null>((done) => child.once('exit', (code) => done(code)));
+  const number = (n: number | bigint) => n.toLocaleString('en-US');
+  const poller = setInterval(() => {
+    if (url === undefined) return;
+    Promise.all([
+      fetch(`${url}/api/job`).then((response) => response.json() as Promise<{ latestCheckpointId?: number; vertices: VertexProgress[] }>),
+      lag.total(),
+    ])
+      .then(([job, behind]) => {
+        const source = job.vertices[0];
+        if (source === undefined) return;
+        let committed = 0;
+        for (const vertex of job.vertices) {
+          for (const [name, value] of Object.entries(vertex.operators)) if (name.endsWith('.transactions.committed')) committed += value;
+        }
+        log(
+          `  progress: ${number(written.written)} of ${number(records)} payments written; job read ${number(source.recordsIn)} this run (${number(Math.round(source.recordsInPerSecond))}/s), lag ${number(behind)}, checkpoint ${job.latestCheckpointId ?? 'none'}, ${committed} transactions committed`,
+        );
+      })
+      .catch(() => {}); // the job is starting, ending or was just killed
+  }, 1000);
+  const exit = new Promise<number | null>((done) =>
+    child.once('exit', (code) => {
+      clearInterval(poller);
+      done(code);
+    }),
+  );
   return {
     exit,
+    url: () => url,
     stderr: () => stderr + stdout,
     waitFor: async (pattern: RegExp, timeoutMs: number) => {
       const deadline = Date.now() + timeoutMs;

@@ -30,10 +30,17 @@ export default defineJob({
   build(env) {
     let balance: ValueState<number>;
     env
-      .fromSource(kafkaSource<Payment>({ topics: [process.env.WEIR_DEMO_INPUT as string], bounded: true, deserializer: kafkaDeserializers.json }), {
-        uid: 'payments',
-        name: 'payments',
-      })
+      .fromSource(
+        kafkaSource<Payment>({
+          topics: [process.env.WEIR_DEMO_INPUT as string],
+          groupId: process.env.WEIR_DEMO_GROUP,
+          deserializer: kafkaDeserializers.json,
+        }),
+        {
+          uid: 'payments',
+          name: 'payments',
+        },
+      )
       .keyBy((payment) => payment.account)
       .process<BalanceUpdate>(
         {

@@ -21,7 +21,20 @@ test('weir demo: payments -> balances with two SIGKILLs; the output re-read here
   try {
     const { stdout } = await run(
       process.execPath,
-      [join(import.meta.dirname, '..', '..', 'bin', 'weir.js'), 'demo', '--records', '40000', '--accounts', '50', '--crashes', '2', '--data-dir', folder],
+      [
+        join(import.meta.dirname, '..', '..', 'bin', 'weir.js'),
+        'demo',
+        '--records',
+        '40000',
+        '--accounts',
+        '50',
+        '--crashes',
+        '2',
+        '--data-dir',
+        folder,
+        '--ui-port',
+        '0',
+      ],
       {
         env: { ...process.env, KAFKA_BROKERS: formatBootstrap(brokers) },
         timeout: 300_000,

@@ -21,11 +21,16 @@ export function demoCommand(): Command {
     )
     .addOption(new Option('--records <n>', 'payments to write').argParser(positiveIntegerArgument).default(100_000))
     .addOption(new Option('--accounts <n>', 'distinct accounts').argParser(positiveIntegerArgument).default(100))
-    .addOption(new Option('--rate <n>', 'payments per second written to the input (default: as fast as possible)').argParser(positiveIntegerArgument))
+    .addOption(
+      new Option('--rate <n>', 'payments per second streamed into the input while the job runs; 0: as fast as possible').argParser(wholeNumber).default(10_000),
+    )
     .addOption(new Option('--crashes <n>', 'how many times the job is killed with SIGKILL and resumed').argParser(wholeNumber).default(2))
     .option('--data-dir <folder>', 'where the demo keeps its checkpoints', '.weir/demo')
+    .addOption(
+      new Option('--ui-port <port>', "the job's dashboard on 127.0.0.1 (a free port when this one is taken; 0 picks one)").argParser(wholeNumber).default(8081),
+    )
     .option('--keep-broker', 'leave a local broker started for the run running afterwards', false)
-    .action(async (options: { records: number; accounts: number; rate?: number; crashes: number; dataDir: string; keepBroker: boolean }) => {
+    .action(async (options: { records: number; accounts: number; rate: number; crashes: number; dataDir: string; uiPort: number; keepBroker: boolean }) => {
       const log = (line: string) => process.stdout.write(`${line}\n`);
       const broker = await ensureBroker({ log: (line) => process.stderr.write(`${line}\n`) });
       log(`Kafka: ${broker.source}`);
@@ -34,9 +39,10 @@ export function demoCommand(): Command {
           brokers: broker.brokers,
           records: options.records,
           accounts: options.accounts,
-          rate: options.rate,
+          rate: options.rate === 0 ? undefined : options.rate,
           crashes: options.crashes,
           folder: options.dataDir,
+          uiPort: options.uiPort,
           log,
         });
         log('');
