@@ -17,7 +17,7 @@ const wholeNumber = (value: string) => {
 export function demoCommand(): Command {
   return new Command('demo')
     .description(
-      'the showcase: payments (some in aborted transactions) -> per-account balances, exactly once, with SIGKILLs mid-run, then a read_committed audit',
+      'the showcase: payments streamed into Kafka (some in aborted transactions) -> per-account balances, exactly once, with SIGKILLs mid-stream, a stop with savepoint, then a read_committed audit',
     )
     .addOption(new Option('--records <n>', 'payments to write').argParser(positiveIntegerArgument).default(100_000))
     .addOption(new Option('--accounts <n>', 'distinct accounts').argParser(positiveIntegerArgument).default(100))
