@@ -1,7 +1,7 @@
 /**
  * The dashboard of a running job, in a real headless Chromium: the job graph with parallelism,
- * records flowing through the operators, the file sink's transactions being committed, and the
- * checkpoint list growing while we watch.
+ * records flowing through the operators, the file sink's transactions being committed, the
+ * checkpoint list growing while we watch, and a restart with its cause.
  */
 import assert from 'node:assert/strict';
 import { spawn } from 'node:child_process';
@@ -23,7 +23,7 @@ async function until<T>(what: string, probe: () => Promise<T | undefined>, timeo
   }
 }
 
-test('the dashboard of a running job shows its graph, records, sink transactions and a growing checkpoint list', async () => {
+test('the dashboard of a running job shows its graph, records, sink transactions, a growing checkpoint list and a restart', async () => {
   const folder = await mkdtemp(join(tmpdir(), 'weir-dashboard-'));
   const job = join(repositoryRoot, 'test', 'fixtures', 'jobs', 'keyed-sum-job.ts');
   const child = spawn(
@@ -40,10 +40,25 @@ test('the dashboard of a running job shows its graph, records, sink transactions
       '300ms',
       '--checkpoint-storage',
       join(folder, 'checkpoints'),
+      '--restart-attempts',
+      '3',
+      '--restart-delay',
+      '200ms',
       '--ui-port',
       '0',
     ],
-    { env: { ...process.env, KS_OUTPUT: join(folder, 'out'), KS_COUNT: '1000000', KS_RATE: '4000' }, stdio: ['ignore', 'pipe', 'pipe'] },
+    {
+      // The mapper throws once, after 8000 records of one subtask (about 4 s in): the restart shows up with its cause.
+      env: {
+        ...process.env,
+        KS_OUTPUT: join(folder, 'out'),
+        KS_COUNT: '1000000',
+        KS_RATE: '4000',
+        KS_FAIL_MARKER: join(folder, 'failed'),
+        KS_FAIL_AFTER: '8000',
+      },
+      stdio: ['ignore', 'pipe', 'pipe'],
+    },
   );
   let stderr = '';
   child.stderr.on('data', (chunk: Buffer) => {
@@ -86,7 +101,14 @@ test('the dashboard of a running job shows its graph, records, sink transactions
     };
     const committedFirst = await until('committed sink transactions', async () => ((await committed()) > 0 ? committed() : undefined));
     await until('more committed sink transactions', async () => ((await committed()) > committedFirst ? true : undefined));
-    assert.equal(await page.getByTestId('restart-row').count(), 0);
+
+    // The injected failure: a restart row with its cause, and the job running again.
+    const cause = await until('the restart on the page', async () => {
+      const rows = await page.getByTestId('restart-row').allTextContents();
+      return rows.length > 0 ? rows.join('\n') : undefined;
+    });
+    assert.match(cause, /injected failure after 8000 records/);
+    await until('the job running again', async () => ((await page.getByTestId('job-state').textContent()) === 'running' ? true : undefined));
   } finally {
     await browser.close();
     child.kill('SIGTERM');
