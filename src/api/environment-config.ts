@@ -18,62 +18,104 @@ const positiveInt = z.number().int().min(1);
 
 export const checkpointingSchema = z
   .object({
-    /** Time between the end of one trigger and the next; a number of ms or text like `500ms`. */
-    interval: duration('checkpointing.interval').refine((value) => value > 0, 'must be above 0'),
-    mode: z.enum(['exactly-once', 'at-least-once']).default('exactly-once'),
-    /** A checkpoint not completed in this time is aborted. */
-    timeout: duration('checkpointing.timeout').default(10 * 60 * 1000),
-    /** The least time between the end of one checkpoint and the start of the next. */
-    minPause: duration('checkpointing.minPause').default(0),
-    maxConcurrent: positiveInt.default(1),
-    /** How many checkpoint failures in a row the job tolerates before it fails (and restarts). */
-    tolerableFailures: z.number().int().min(0).default(0),
-    /** How many completed checkpoints are kept on disk. */
-    retained: positiveInt.default(1),
-    /** The checkpoint folder of this job. */
-    storage: z.string().min(1),
+    interval: duration('checkpointing.interval')
+      .refine((value) => value > 0, 'must be above 0')
+      .describe(
+        'Time from the trigger of one checkpoint to the next (later while `maxConcurrent` checkpoints are pending or `minPause` has not passed). An exactly-once sink commits when a checkpoint completes, so this is also about how long its output takes to become visible.',
+      ),
+    mode: z
+      .enum(['exactly-once', 'at-least-once'])
+      .default('exactly-once')
+      .describe(
+        '`exactly-once`: barriers are aligned (an input that delivered barrier N waits for the others), so state counts every record once. `at-least-once`: no alignment; after a failure, state may count records twice (the preflight warns when a sink is exactly-once).',
+      ),
+    timeout: duration('checkpointing.timeout')
+      .default(10 * 60 * 1000)
+      .describe('A checkpoint not completed in this time is aborted, and counts as a failure.'),
+    minPause: duration('checkpointing.minPause').default(0).describe('The least time between the end of one checkpoint and the trigger of the next.'),
+    maxConcurrent: positiveInt.default(1).describe('How many checkpoints may be pending at once.'),
+    tolerableFailures: z
+      .number()
+      .int()
+      .min(0)
+      .default(0)
+      .describe(
+        'Checkpoint failures in a row (timeouts, declines) the job tolerates; one more fails the job, which then restarts as `restartStrategy` allows.',
+      ),
+    retained: positiveInt
+      .default(1)
+      .describe('How many completed checkpoints are kept on disk; older ones are deleted when a new one completes. Savepoints are never deleted.'),
+    storage: z
+      .string()
+      .min(1)
+      .describe(
+        'The checkpoint folder of this job: `chk-<N>/` per checkpoint, `savepoints/` (docs/checkpoint-storage.md). A new run resumes from its latest completed checkpoint (or a newer savepoint).',
+      ),
   })
   .strict();
 
 export const restartStrategySchema = z.discriminatedUnion('type', [
-  z.object({ type: z.literal('none') }).strict(),
-  z.object({ type: z.literal('fixed-delay'), attempts: positiveInt, delay: duration('restartStrategy.delay').default(1000) }).strict(),
+  z
+    .object({ type: z.literal('none') })
+    .strict()
+    .describe('The first failure fails the job.'),
+  z
+    .object({
+      type: z.literal('fixed-delay'),
+      attempts: positiveInt.describe('How many restarts this run allows in all.'),
+      delay: duration('restartStrategy.delay').default(1000).describe('The wait before each restart.'),
+    })
+    .strict()
+    .describe('Up to `attempts` restarts, each after `delay`.'),
   z
     .object({
       type: z.literal('exponential-delay'),
-      initialBackoff: duration('restartStrategy.initialBackoff').default(1000),
-      maxBackoff: duration('restartStrategy.maxBackoff').default(60_000),
-      multiplier: z.number().min(1).default(2),
-      /** Back to the initial backoff after running this long without failure. */
-      resetBackoffThreshold: duration('restartStrategy.resetBackoffThreshold').default(60 * 60 * 1000),
-      jitter: z.number().min(0).max(1).default(0.1),
-      attempts: positiveInt.optional(),
+      initialBackoff: duration('restartStrategy.initialBackoff').default(1000).describe('The wait before the first restart.'),
+      maxBackoff: duration('restartStrategy.maxBackoff').default(60_000).describe('The longest wait.'),
+      multiplier: z.number().min(1).default(2).describe('Each wait is the one before times this.'),
+      resetBackoffThreshold: duration('restartStrategy.resetBackoffThreshold')
+        .default(60 * 60 * 1000)
+        .describe('Back to the initial backoff after running this long without failure.'),
+      jitter: z.number().min(0).max(1).default(0.1).describe('A random change of each wait, as a fraction of it: 0.1 is up to 10% more or less.'),
+      attempts: positiveInt.optional().describe('How many restarts this run allows in all; without it, no limit.'),
     })
-    .strict(),
+    .strict()
+    .describe('Restarts with a growing wait: `initialBackoff`, then times `multiplier` up to `maxBackoff`.'),
   z
     .object({
       type: z.literal('failure-rate'),
-      maxFailuresPerInterval: positiveInt,
-      failureRateInterval: duration('restartStrategy.failureRateInterval'),
-      delay: duration('restartStrategy.delay').default(1000),
+      maxFailuresPerInterval: positiveInt.describe('Failures allowed within `failureRateInterval`; one more fails the job.'),
+      failureRateInterval: duration('restartStrategy.failureRateInterval').describe('The sliding window the failures are counted in.'),
+      delay: duration('restartStrategy.delay').default(1000).describe('The wait before each restart.'),
     })
-    .strict(),
+    .strict()
+    .describe('Restarts after `delay` while failures stay within `maxFailuresPerInterval` per `failureRateInterval`.'),
 ]);
 
 export const environmentConfigSchema = z
   .object({
-    /** Default parallelism of every operator. */
-    parallelism: positiveInt.default(1),
-    /** The number of key groups: the most a keyed operator can ever be scaled to. Fixed for the life of a job. */
-    maxParallelism: positiveInt.max(32768).default(128),
-    /** Worker threads the subtasks are spread over. */
-    workers: positiveInt.default(availableParallelism()),
-    /** Records per batch that a source emits and channels carry. */
-    batchSize: positiveInt.default(512),
-    /** Batches a channel may have in flight before its sender waits (credit-based backpressure). */
-    channelCredits: positiveInt.default(4),
-    checkpointing: checkpointingSchema.optional(),
-    restartStrategy: restartStrategySchema.default({ type: 'fixed-delay', attempts: 3, delay: 1000 }),
+    parallelism: positiveInt.default(1).describe("Default parallelism of every operator; an operator's own `parallelism` option overrides it."),
+    maxParallelism: positiveInt
+      .max(32768)
+      .default(128)
+      .describe(
+        'The number of key groups: the most a keyed operator can ever be scaled to. At least `parallelism`. Fixed for the life of a job: a checkpoint taken under another value is refused.',
+      ),
+    workers: positiveInt
+      .default(availableParallelism())
+      .meta({ description: 'Worker threads the subtasks are spread over.', defaultText: 'the number of cores (`os.availableParallelism()`)' }),
+    batchSize: positiveInt.default(512).describe('Records per batch that a source emits and channels carry.'),
+    channelCredits: positiveInt.default(4).describe('Batches a channel may have in flight before its sender waits (credit-based backpressure).'),
+    checkpointing: checkpointingSchema.optional().meta({
+      description:
+        'Periodic barrier checkpoints, as in Flink. Without it the job takes no checkpoints, a restart starts from the beginning, and the preflight refuses an exactly-once sink.',
+      defaultText: 'none: off',
+    }),
+    restartStrategy: restartStrategySchema
+      .default({ type: 'fixed-delay', attempts: 3, delay: 1000 })
+      .describe(
+        'What a task failure does: the job restarts from its latest completed checkpoint after a wait, as long as the strategy allows, and fails when it no longer does. A DATA_LOSS failure never restarts.',
+      ),
   })
   .strict()
   .superRefine((config, context) => {

@@ -4,11 +4,11 @@ import { WeirError } from '../../errors.ts';
 import type { Preflightable, PreflightContext, PreflightFinding } from '../../runtime/preflight.ts';
 import type { OperatorContext } from '../../runtime/stream-operator.ts';
 import { StreamOperator } from '../../runtime/stream-operator.ts';
-import { parseDuration } from '../../util/duration.ts';
 import type { DeliveryGuarantee, Sink } from '../sink.ts';
 import { type RecoveryContext, type TwoPhaseCommitLogic, TwoPhaseCommitSinkOperator } from '../two-phase-commit-sink.ts';
 import { ClusterConnections } from './cluster-connections.ts';
 import { brokerTransactionMaxTimeout, missingTopics, transactionTimeoutFindings, unreachableFinding } from './kafka-preflight.ts';
+import { DEFAULT_TRANSACTION_TIMEOUT_MS, parseKafkaSinkOptions } from './kafka-sink-options.ts';
 import { resolveBootstrap } from './kafka-source.ts';
 import { committableOf, type KafkaCommittable, type OpenTransaction, TransactionDriver } from './transaction-driver.ts';
 
@@ -54,8 +54,7 @@ export interface KafkaSinkOptions<T> {
   connection?: ConnectionOptions;
 }
 
-export const DEFAULT_TRANSACTION_TIMEOUT_MS = 15 * 60 * 1000;
-export const DEFAULT_RECOVERY_BUDGET_MS = 60 * 1000;
+export { DEFAULT_RECOVERY_BUDGET_MS, DEFAULT_TRANSACTION_TIMEOUT_MS } from './kafka-sink-options.ts';
 
 /**
  * Kafka sink (Flink's KafkaSink). In exactly-once mode, a two-phase-commit sink: one Kafka
@@ -70,17 +69,8 @@ export const DEFAULT_RECOVERY_BUDGET_MS = 60 * 1000;
  * answer to a re-commit always means the data is gone. The pool holds about maxConcurrent + 2 ids.
  */
 export function kafkaSink<T>(options: KafkaSinkOptions<T>): Sink<T> & Preflightable {
-  const transactionTimeoutMs = parseDuration(options.transactionTimeout ?? DEFAULT_TRANSACTION_TIMEOUT_MS, 'kafkaSink transactionTimeout');
-  const recoveryBudgetMs = parseDuration(options.recoveryBudget ?? DEFAULT_RECOVERY_BUDGET_MS, 'kafkaSink recoveryBudget');
-  if (options.transactionalIdPrefix !== undefined && !/^[A-Za-z0-9._-]+$/.test(options.transactionalIdPrefix)) {
-    throw new WeirError(
-      'INVALID_SINK',
-      `kafkaSink transactionalIdPrefix "${options.transactionalIdPrefix}" has characters other than letters, digits, ".", "_" and "-"`,
-      {
-        hint: 'choose a prefix of letters, digits, ".", "_" and "-"',
-      },
-    );
-  }
+  // Validated once, here: a bad option fails when the job is built, naming the setting and the fix.
+  const { transactionTimeout: transactionTimeoutMs, recoveryBudget: recoveryBudgetMs } = parseKafkaSinkOptions(options);
   return {
     name: `kafka sink${options.topic === undefined ? '' : ` (${options.topic})`}`,
     deliveryGuarantee: options.deliveryGuarantee,

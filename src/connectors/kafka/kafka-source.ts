@@ -3,11 +3,11 @@ import { Admin, type ConnectionOptions } from '@platformatic/kafka';
 import { WeirError } from '../../errors.ts';
 import type { Preflightable, PreflightContext, PreflightFinding } from '../../runtime/preflight.ts';
 import { keyHash } from '../../state/key-group-range-assignment.ts';
-import { parseDuration } from '../../util/duration.ts';
 import type { Source, SourceReader, SourceReaderContext } from '../source.ts';
 import { type BrokerAddress, formatBootstrap, parseBootstrap } from './bootstrap.ts';
 import { ClusterConnections, type TopicInfo } from './cluster-connections.ts';
 import { missingTopics, unreachableFinding } from './kafka-preflight.ts';
+import { type ParsedKafkaSourceOptions, parseKafkaSourceOptions } from './kafka-source-options.ts';
 import { EARLIEST_OFFSET, fetchPartitions, type IsolationLevel, LATEST_OFFSET, listOffsets, type TopicRecord } from './partition-fetcher.ts';
 
 /** Where a partition starts when the job starts without a checkpoint. */
@@ -21,6 +21,11 @@ export type StartingOffsets =
   /** Explicit offsets by "topic:partition"; partitions not listed start at the fallback. */
   | { offsets: Record<string, number | bigint>; fallback?: 'earliest' | 'latest' };
 
+/**
+ * The options of {@link kafkaSource}. They are validated by the zod schema in
+ * kafka-source-options.ts (which also documents them in docs/configuration.md); the two must agree,
+ * and the typecheck says so when they do not.
+ */
 export interface KafkaSourceOptions<T> {
   /** host:port list; default KAFKA_BROKERS. */
   bootstrap?: string | string[];
@@ -79,16 +84,15 @@ export function resolveBootstrap(option: string | string[] | undefined, connecto
  * Kafka source (Flink's KafkaSource): topic partitions are the splits, spread over the source's
  * subtasks; the next offset of each is checkpointed state, so after a failure the source rewinds
  * to it and reads again. Reads read_committed by default, with Weir's own aborted-transaction
- * filtering. Partitions added to a topic after the job started are not picked up yet.
+ * filtering. Partitions added later (and, with a pattern, new topics) are found by partition
+ * discovery. The options are validated here, once: a bad one fails when the job is built.
  */
-export function kafkaSource<T>(options: KafkaSourceOptions<T>): Source<T, KafkaSplit> & Preflightable {
-  if (Array.isArray(options.topics) && options.topics.length === 0) {
-    throw new WeirError('INVALID_SOURCE', 'kafkaSource needs at least one topic', { hint: 'pass topics: ["name", ...] or a pattern such as /^orders-/' });
-  }
-  const discoveryMs = options.bounded ? 0 : parseDuration(options.partitionDiscoveryInterval ?? 30_000, 'kafkaSource partitionDiscoveryInterval');
+export function kafkaSource<T>(sourceOptions: KafkaSourceOptions<T>): Source<T, KafkaSplit> & Preflightable {
+  const options = parseKafkaSourceOptions(sourceOptions);
+  const discoveryMs = options.bounded ? 0 : options.partitionDiscoveryInterval;
   return {
     name: `kafka source (${Array.isArray(options.topics) ? options.topics.join(', ') : String(options.topics)})`,
-    bounded: options.bounded === true,
+    bounded: options.bounded,
     async createInitialSplits() {
       const connections = new ClusterConnections(resolveBootstrap(options.bootstrap, 'kafkaSource'), { clientId: 'weir-source', ...options.connection });
       try {
@@ -133,7 +137,7 @@ export function kafkaSource<T>(options: KafkaSourceOptions<T>): Source<T, KafkaS
 const RETRIABLE_FETCH_ERRORS = new Set([3, 5, 6, 7, 74, 75, 100]); // unknown partition, leader not available, not leader, timeout, fenced/unknown leader epoch, unknown topic id
 
 class KafkaSourceReader<T> implements SourceReader<T, KafkaSplit> {
-  readonly #options: KafkaSourceOptions<T>;
+  readonly #options: ParsedKafkaSourceOptions<T>;
   readonly #isolation: IsolationLevel;
   readonly #bootstrap: BrokerAddress[];
   #connections!: ClusterConnections;
@@ -153,11 +157,11 @@ class KafkaSourceReader<T> implements SourceReader<T, KafkaSplit> {
   readonly #known = new Set<string>();
   #nextDiscovery = 0;
 
-  constructor(options: KafkaSourceOptions<T>, context: SourceReaderContext, discoveryMs: number) {
+  constructor(options: ParsedKafkaSourceOptions<T>, context: SourceReaderContext, discoveryMs: number) {
     this.#options = options;
     this.#context = context;
     this.#discoveryMs = discoveryMs;
-    this.#isolation = options.isolation ?? 'read_committed';
+    this.#isolation = options.isolation;
     this.#bootstrap = resolveBootstrap(options.bootstrap, 'kafkaSource');
   }
 
@@ -220,7 +224,7 @@ class KafkaSourceReader<T> implements SourceReader<T, KafkaSplit> {
         this.#connections,
         this.#topics,
         live.map((split) => ({ topic: split.topic, partition: split.partition, offset: split.offset as bigint })),
-        { isolation: this.#isolation, maxWaitMs: this.#options.maxWaitMs ?? 100, maxBytesPerPartition: this.#options.maxBytesPerPartition ?? 1024 * 1024 },
+        { isolation: this.#isolation, maxWaitMs: this.#options.maxWaitMs, maxBytesPerPartition: this.#options.maxBytesPerPartition },
       );
       this.#failingSince = undefined;
     } catch (error) {
@@ -299,7 +303,7 @@ class KafkaSourceReader<T> implements SourceReader<T, KafkaSplit> {
   async #resolveStartingOffsets(): Promise<void> {
     const unresolved = this.#splits.filter((split) => split.offset === null);
     if (unresolved.length === 0) return;
-    const starting = this.#options.startingOffsets ?? 'earliest';
+    const starting = this.#options.startingOffsets;
     let committed = new Map<string, bigint>();
     if (typeof starting === 'object' && 'committed' in starting) committed = await this.#committedOffsets();
     for (const split of unresolved) {
@@ -323,12 +327,7 @@ class KafkaSourceReader<T> implements SourceReader<T, KafkaSplit> {
   }
 
   async #committedOffsets(): Promise<Map<string, bigint>> {
-    const groupId = this.#options.groupId;
-    if (groupId === undefined) {
-      throw new WeirError('INVALID_SOURCE', 'startingOffsets { committed } needs a groupId', {
-        hint: 'pass groupId to kafkaSource, or start from earliest or latest',
-      });
-    }
+    const groupId = this.#options.groupId as string; // parseKafkaSourceOptions requires it with { committed }
     const admin = new Admin({ clientId: 'weir-source-offsets', bootstrapBrokers: [formatBootstrap(this.#bootstrap)], ...this.#options.connection });
     try {
       const groups = await admin.listConsumerGroupOffsets({ groups: [groupId] });

@@ -1,0 +1,96 @@
+import { z } from 'zod';
+import type { KafkaProducerRecord, KafkaSinkOptions } from './kafka-sink.ts';
+import { bootstrapOption, connectionOption, durationOption, functionOption, type OptionMeta, parseConnectorOptions } from './kafka-source-options.ts';
+
+/**
+ * The Kafka sink's options as a zod schema: validated once when `kafkaSink(...)` is called, and
+ * the source of the sink's table in docs/configuration.md (scripts/gen-config-reference.ts).
+ */
+
+/** The sink's transaction.timeout.ms when it sets none: Kafka's default transaction.max.timeout.ms. */
+export const DEFAULT_TRANSACTION_TIMEOUT_MS = 15 * 60 * 1000;
+export const DEFAULT_RECOVERY_BUDGET_MS = 60 * 1000;
+
+export const kafkaSinkOptionsSchema = z.strictObject({
+  bootstrap: bootstrapOption('kafkaSink'),
+  topic: z
+    .string()
+    .min(1)
+    .optional()
+    .meta({
+      description: 'The topic of records whose serializer names none.',
+      hint: 'give a topic name, or return a topic from the serializer',
+      defaultText: 'none',
+    } satisfies OptionMeta),
+  serializer: functionOption<(record: never) => KafkaProducerRecord>('(record) => ({ topic?, key?, value, headers?, partition?, timestamp? })').meta({
+    description:
+      "Turns the job's record into a Kafka record `{ topic?, key?, value, headers?, partition?, timestamp? }`; strings are written as UTF-8, `topic` defaults to the `topic` option and `partition` to the partitioner's choice.",
+    hint: 'pass serializer: (record) => ({ key, value: JSON.stringify(record) })',
+    typeText: '(record: T) => KafkaProducerRecord',
+  } satisfies OptionMeta),
+  deliveryGuarantee: z.enum(['exactly-once', 'at-least-once', 'none']).meta({
+    description:
+      "`'exactly-once'`: a two-phase-commit sink, one Kafka transaction per subtask per checkpoint, committed when the checkpoint completes (readers must use read_committed). " +
+      "`'at-least-once'`: every record is acknowledged by all in-sync replicas before the barrier passes; a replay after a failure writes duplicates. `'none'`: sends without waiting.",
+    hint: "use 'exactly-once' (with checkpointing on), 'at-least-once' or 'none'",
+  } satisfies OptionMeta),
+  transactionalIdPrefix: z
+    .string()
+    .regex(/^[A-Za-z0-9._-]+$/, {
+      error: (issue) => `kafkaSink transactionalIdPrefix "${String(issue.input)}" has characters other than letters, digits, ".", "_" and "-"`,
+    })
+    .optional()
+    .meta({
+      description:
+        'Exactly-once: the prefix of the transactional ids, `<prefix>-<subtask>-<slot>`. It must stay the same across restarts and upgrades of the job (a restart aborts the lingering transactions under it), and two running jobs must never share one.',
+      hint: 'choose a prefix of letters, digits, ".", "_" and "-"',
+      defaultText: '`weir-<job name>-<sink uid>`',
+    } satisfies OptionMeta),
+  transactionTimeout: durationOption('kafkaSink transactionTimeout')
+    .refine((value) => value > 0, 'must be above 0')
+    .default(DEFAULT_TRANSACTION_TIMEOUT_MS)
+    .meta({
+      description:
+        "Exactly-once: the transactions' `transaction.timeout.ms`. The preflight requires it within the brokers' `transaction.max.timeout.ms` and above `(tolerableFailures + 1) x (interval + checkpoint timeout) + the longest restart delay + recoveryBudget`.",
+      hint: "give a duration such as 15m: at most the brokers' transaction.max.timeout.ms",
+    } satisfies OptionMeta),
+  recoveryBudget: durationOption('kafkaSink recoveryBudget')
+    .default(DEFAULT_RECOVERY_BUDGET_MS)
+    .meta({
+      description:
+        "Exactly-once: the longest you expect between a crash and the restarted job committing, beyond the restart strategy's delay (restarting the process, start-up). Part of the preflight's transaction timeout check.",
+      hint: 'give a duration such as 1m',
+    } satisfies OptionMeta),
+  partitioner: functionOption<(key: Buffer | null, partitions: number) => number>('(key, partitions) => partition')
+    .optional()
+    .meta({
+      description: 'Picks the partition of a record whose serializer names none.',
+      hint: 'pass partitioner: (key, partitions) => a partition number from 0 to partitions - 1',
+      typeText: '(key: Buffer | null, partitions: number) => number',
+      defaultText: "murmur2 of the key, as Kafka's Java client; round-robin without a key",
+    } satisfies OptionMeta),
+  connection: connectionOption(),
+});
+
+/** The sink's options once validated: defaults applied, durations in milliseconds. */
+export type ParsedKafkaSinkOptions<T> = Omit<KafkaSinkOptions<T>, 'transactionTimeout' | 'recoveryBudget'> & {
+  transactionTimeout: number;
+  recoveryBudget: number;
+};
+
+/** Validates kafkaSink's options: one clear error (INVALID_SINK, or the code of a bad duration or bootstrap) naming each bad setting and its fix. */
+export function parseKafkaSinkOptions<T>(options: KafkaSinkOptions<T>): ParsedKafkaSinkOptions<T> {
+  return parseConnectorOptions(kafkaSinkOptionsSchema, options, 'kafkaSink', 'INVALID_SINK') as ParsedKafkaSinkOptions<T>;
+}
+
+// The TypeScript interface in kafka-sink.ts (with its docs) and the schema must agree; typecheck fails when they drift.
+type Same<A, B> = [A] extends [B] ? ([B] extends [A] ? true : false) : false;
+type SinkInput = z.input<typeof kafkaSinkOptionsSchema>;
+export type KafkaSinkOptionsMatchSchema =
+  Same<Omit<KafkaSinkOptions<never>, 'serializer'>, Omit<SinkInput, 'serializer'>> extends true
+    ? Same<KafkaSinkOptions<never>['serializer'], SinkInput['serializer']> extends true
+      ? true
+      : never
+    : never;
+const sinkOptionsMatch: KafkaSinkOptionsMatchSchema = true;
+void sinkOptionsMatch;
