@@ -251,8 +251,10 @@ export class CheckpointCoordinator {
     pending.stats.status = 'completed';
     pending.stats.durationMs = this.#lastCompletionAt - pending.triggeredAt;
     const completed: CompletedCheckpoint = { checkpointId: pending.checkpointId, kind: pending.kind, location: pending.location, metadata };
+    // A restart restores the latest completed snapshot, savepoints included: a savepoint's
+    // transactions are committed, so restoring an older checkpoint would commit its records twice.
+    if (this.latestCompleted === undefined || completed.checkpointId > this.latestCompleted.checkpointId) this.latestCompleted = completed;
     if (pending.kind === 'checkpoint') {
-      this.latestCompleted = completed;
       // Checkpoints below this one are subsumed; pending ones below it can never be needed.
       for (const older of [...this.#pending.values()]) {
         if (older.checkpointId < pending.checkpointId && older.kind === 'checkpoint')

@@ -279,14 +279,16 @@ export class CheckpointStorage {
   }
 
   /**
-   * The completed checkpoint with the highest id, or undefined when there is none. Folders without
-   * `_metadata` are skipped (aborted or unfinished). A latest checkpoint whose `_metadata` exists
-   * but does not read (corrupt, too new) is NOT skipped: restoring an older one silently would
-   * replay data and roll back the sinks' state, so this throws, and the hint says which folder to
-   * delete to fall back on purpose.
+   * The completed checkpoint or savepoint with the highest id, or undefined when there is none: the
+   * snapshot a job resumes from. Savepoints count: their transactions are committed when they are
+   * reported, so resuming from an older checkpoint would read and commit those records again.
+   * Folders without `_metadata` are skipped (aborted or unfinished). A latest snapshot whose
+   * `_metadata` exists but does not read (corrupt, too new) is NOT skipped: restoring an older one
+   * silently would replay data and roll back the sinks' state, so this throws, and the hint says
+   * which folder to delete to fall back on purpose.
    */
   async latestCompletedCheckpoint(): Promise<StoredCheckpointMetadata | undefined> {
-    const folders = (await this.checkpointFolders()).reverse();
+    const folders = [...(await this.checkpointFolders()), ...(await this.savepointFolders())].sort((a, b) => b.checkpointId - a.checkpointId);
     for (const [position, folder] of folders.entries()) {
       if (!(await pathExists(join(folder.path, METADATA_FILE_NAME)))) continue;
       try {
@@ -294,17 +296,19 @@ export class CheckpointStorage {
       } catch (error) {
         if (!(error instanceof WeirError)) throw error;
         if (error.code === 'CHECKPOINT_NOT_COMPLETED') continue; // discarded meanwhile
-        let previous: number | undefined;
+        let previous: CheckpointLocation | undefined;
         for (const older of folders.slice(position + 1)) {
           if (await pathExists(join(older.path, METADATA_FILE_NAME))) {
-            previous = older.checkpointId;
+            previous = older;
             break;
           }
         }
         const fallback =
           previous === undefined
             ? `delete ${folder.path} to start without state (there is no older completed checkpoint)`
-            : `delete ${folder.path} to fall back to the previous completed checkpoint, ${checkpointFolderName(previous)}`;
+            : previous.kind === 'checkpoint'
+              ? `delete ${folder.path} to fall back to the previous completed checkpoint, ${checkpointFolderName(previous.checkpointId)}`
+              : `delete ${folder.path} to fall back to the previous completed savepoint, ${previous.path}`;
         throw new WeirError(error.code, `the latest checkpoint cannot be restored: ${error.message}`, {
           fault: error.fault,
           hint: error.code === 'CHECKPOINT_METADATA_TOO_NEW' ? `use a newer Weir, or ${fallback}` : fallback,

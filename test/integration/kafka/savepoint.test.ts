@@ -1,9 +1,12 @@
 /**
  * Savepoints with the exactly-once Kafka sink. A savepoint is reported only after its transactions
  * are committed, and says so on disk; a restore from it (after the job went on, reusing its
- * transactional ids) commits nothing again, so it never mistakes a reused id for lost data.
+ * transactional ids) commits nothing again, so it never mistakes a reused id for lost data. And
+ * because its transactions are committed, a job resumes from its latest savepoint when that is
+ * newer than its latest checkpoint: resuming from the checkpoint would commit records twice.
  */
 import assert from 'node:assert/strict';
+import { type ChildProcess, spawn } from 'node:child_process';
 import { existsSync } from 'node:fs';
 import { mkdtemp, rm } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
@@ -13,8 +16,9 @@ import { setTimeout as sleep } from 'node:timers/promises';
 import { formatBootstrap } from '../../../src/connectors/kafka/bootstrap.ts';
 import { readTopic } from '../../../src/connectors/kafka/topic-reader.ts';
 import { startJob } from '../../../src/runtime/job-master.ts';
+import { repositoryRoot, weir } from '../../harness/cli.ts';
 import { createTestTopic, testBrokers } from '../../harness/kafka.ts';
-import { writeChaosInput } from '../../harness/kafka-count-audit.ts';
+import { auditCounts, writeChaosInput } from '../../harness/kafka-count-audit.ts';
 
 test('restoring an old savepoint after its transactional ids were reused: no false data loss', async () => {
   const brokers = testBrokers();
@@ -41,6 +45,87 @@ test('restoring an old savepoint after its transactional ids were reused: no fal
     await again.result;
     // Everything after the savepoint is read again (that is what restoring an old savepoint means).
     assert.ok((await readTopic({ bootstrap: brokers, topic: output.topic })).length > afterFirst);
+  } finally {
+    await input.remove();
+    await output.remove();
+    await rm(folder, { recursive: true, force: true });
+  }
+});
+
+/** `weir run` in a child process; its stderr collected, and a wait for a line. */
+function runJobProcess(args: string[], env: NodeJS.ProcessEnv) {
+  const child: ChildProcess = spawn(process.execPath, [join(repositoryRoot, 'bin', 'weir.js'), 'run', ...args], { env, stdio: ['ignore', 'pipe', 'pipe'] });
+  let stderr = '';
+  child.stderr?.on('data', (chunk: Buffer) => {
+    stderr += chunk.toString();
+  });
+  const exited = new Promise<number | null>((done) => child.once('exit', (code) => done(code)));
+  return {
+    child,
+    exited,
+    stderr: () => stderr,
+    async waitFor(pattern: RegExp, timeoutMs = 120_000): Promise<RegExpExecArray> {
+      const deadline = Date.now() + timeoutMs;
+      for (;;) {
+        const match = pattern.exec(stderr);
+        if (match !== null) return match;
+        if (child.exitCode !== null || Date.now() > deadline) throw new Error(`no ${pattern} in the job's output:\n${stderr}`);
+        await sleep(20);
+      }
+    },
+  };
+}
+
+test('a job resumes from a savepoint newer than its latest checkpoint: after a crash, and after stop --savepoint; every record once', async () => {
+  const brokers = testBrokers();
+  const input = await createTestTopic(brokers, 'savepoint-resume-in', 2);
+  const output = await createTestTopic(brokers, 'savepoint-resume-out', 2);
+  const folder = await mkdtemp(join(tmpdir(), 'weir-savepoint-resume-'));
+  const count = 120_000;
+  try {
+    await writeChaosInput(brokers, input.topic, 2, count);
+    const env = { ...process.env, KAFKA_BROKERS: formatBootstrap(brokers), KC_INPUT: input.topic, KC_OUTPUT: output.topic, KC_WORK_US: '100' };
+    const job = join(repositoryRoot, 'test', 'fixtures', 'jobs', 'kafka-count-job.ts');
+    // Checkpoints every 2 s: the savepoint is taken, and the job killed, before the next one completes.
+    const args = [
+      job,
+      '--parallelism',
+      '2',
+      '--workers',
+      '2',
+      '--checkpoint-interval',
+      '2s',
+      '--checkpoint-storage',
+      join(folder, 'checkpoints'),
+      '--ui-port',
+      '0',
+    ];
+
+    const first = runJobProcess(args, env);
+    await first.waitFor(/checkpoint \d+ completed/);
+    const url = (await first.waitFor(/dashboard at (http:\/\/127\.0\.0\.1:\d+)\//))[1] as string;
+    const savepoint = await weir(['savepoint', '--url', url]);
+    assert.equal(savepoint.code, 0, savepoint.stderr);
+    first.child.kill('SIGKILL');
+    await first.exited;
+    const savepointId = Number(/^savepoint (\d+):/m.exec(savepoint.stdout)?.[1]);
+    assert.ok(savepointId > 0, savepoint.stdout);
+
+    const second = runJobProcess(args, env);
+    await second.waitFor(new RegExp(`starting job "kafka-count" from checkpoint ${savepointId}\\b`));
+    const secondUrl = (await second.waitFor(/dashboard at (http:\/\/127\.0\.0\.1:\d+)\//))[1] as string;
+    await sleep(500);
+    const stop = await weir(['stop', '--savepoint', '--url', secondUrl]);
+    assert.equal(stop.code, 0, `${stop.stderr}\n${second.stderr()}`);
+    assert.equal(await second.exited, 0, second.stderr());
+    const stopId = Number(/^stopped with savepoint (\d+):/m.exec(stop.stdout)?.[1]);
+    assert.ok(stopId > savepointId, stop.stdout);
+
+    const third = runJobProcess(args, env);
+    await third.waitFor(new RegExp(`starting job "kafka-count" from checkpoint ${stopId}\\b`));
+    assert.equal(await third.exited, 0, third.stderr());
+
+    assert.deepEqual(await auditCounts(brokers, output.topic, count), { outputs: count, duplicates: 0, missing: 0, fromAborted: 0, wrongCounts: 0 });
   } finally {
     await input.remove();
     await output.remove();

@@ -146,11 +146,22 @@ test('the latest completed checkpoint ignores incomplete higher ids', async (t) 
   await storage.writeState(storage.locationFor(3), 'map', 0, 'keyed', new Uint8Array([1]));
   await mkdir(join(storage.directory, 'chk-4'));
   await mkdir(join(storage.directory, 'not-a-checkpoint'));
-  await completeCheckpoint(storage, 10, storage.savepointLocation(10));
   const latest = await storage.latestCompletedCheckpoint();
   assert.equal(latest?.checkpointId, 2);
   assert.equal(latest?.location.path, join(storage.directory, 'chk-2'));
   assert.deepEqual(latest?.properties, { sink: { pending: ['txn-1'] } });
+});
+
+test('a completed savepoint newer than every checkpoint is what a job resumes from (its transactions are committed)', async (t) => {
+  const storage = await freshStorage(t);
+  await completeCheckpoint(storage, 1);
+  await completeCheckpoint(storage, 2);
+  const savepoint = storage.savepointLocation(3);
+  await completeCheckpoint(storage, 3, savepoint);
+  await mkdir(storage.savepointLocation(5).path, { recursive: true }); // a savepoint that never completed
+  assert.equal((await storage.latestCompletedCheckpoint())?.location.path, savepoint.path);
+  await completeCheckpoint(storage, 4);
+  assert.equal((await storage.latestCompletedCheckpoint())?.location.path, join(storage.directory, 'chk-4'));
 });
 
 test('highestCheckpointId counts incomplete folders and savepoints', async (t) => {
