@@ -60,6 +60,9 @@ export default defineJob({
           topic: process.env.WEIR_DEMO_OUTPUT as string,
           serializer: (update) => ({ key: update.account, value: JSON.stringify(update) }),
           deliveryGuarantee: 'exactly-once',
+          // One prefix per demo run (its output topic is new each run): two jobs running at once
+          // must never share transactional ids, or they fence each other.
+          transactionalIdPrefix: `weir-${process.env.WEIR_DEMO_OUTPUT}`,
         }),
         { uid: 'balance-updates', name: 'balance updates' },
       );
