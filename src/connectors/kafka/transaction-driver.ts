@@ -181,7 +181,7 @@ export class TransactionDriver {
           'the transaction was aborted before its commit and its records are lost',
         lost === 'INVALID_PRODUCER_ID_MAPPING' || lost === 'TRANSACTIONAL_ID_NOT_FOUND'
           ? 'the transactional id expired on the broker (transactional.id.expiration.ms): the job was down too long; restore from a savepoint taken before the loss'
-          : "most likely the broker's transaction timeout expired before the commit (a checkpoint or a recovery took longer than the sink's transactionTimeout): raise transactionTimeout (within the broker's transaction.max.timeout.ms) or make checkpoints faster",
+          : "most likely the broker's transaction timeout expired before the commit (a checkpoint or a recovery took longer than the sink's transactionTimeout): raise transactionTimeout (within the broker's transaction.max.timeout.ms) or make checkpoints faster; or another producer used the same transactional id (two jobs sharing a transactionalIdPrefix)",
       );
     });
   }
