@@ -13,12 +13,35 @@ export interface Source<T, Split = unknown> {
    */
   createInitialSplits(parallelism: number): Split[] | Promise<Split[]>;
   createReader(context: SourceReaderContext): SourceReader<T, Split>;
+  /**
+   * A split's stable name (Flink's SourceSplit.splitId(), e.g. "topic:3"). A source that has it
+   * gets watermarks per split: its reader names the split of each record in a {@link SourceBatch}
+   * when {@link SourceReaderContext.tracksSplits} is set, each split gets its own watermark
+   * generator, and the subtask emits their minimum (idle splits left out), as Flink's sources do.
+   */
+  splitId?(split: Split): string;
 }
 
 export interface SourceReaderContext {
   readonly subtaskIndex: number;
   readonly parallelism: number;
   readonly attemptNumber: number;
+  /**
+   * The job makes watermarks per split for this source: name each record's split in
+   * {@link SourceBatch.splitIds}. When false or unset, leave them out (they would be ignored).
+   */
+  readonly tracksSplits?: boolean;
+}
+
+/** What {@link SourceReader.pollNextBatch} returns: the records, plus what the source knows of each (index by index). */
+export interface SourceBatch<T> {
+  readonly records: T[];
+  /** The split of each record, by {@link Source.splitId}: for per-split watermarks. */
+  readonly splitIds?: readonly string[];
+  /** Each record's own timestamp from the source (Kafka's record timestamp), handed to the timestamp assigner. */
+  readonly timestamps?: readonly number[];
+  /** Splits that finished with this batch (Flink's releaseOutputForSplit): their watermarks no longer hold the others back. */
+  readonly finishedSplitIds?: readonly string[];
 }
 
 export interface SourceReader<T, Split = unknown> {
@@ -29,6 +52,12 @@ export interface SourceReader<T, Split = unknown> {
   open(splits: Split[], allSplits: Split[]): void | Promise<void>;
   /** Up to `max` records: an empty array when none are ready now, null once every split is finished. */
   pollNext(max: number): T[] | null | Promise<T[] | null>;
+  /**
+   * Optional, for event time: like {@link pollNext}, naming each record's split (when
+   * {@link SourceReaderContext.tracksSplits}) and its own timestamp. A job with a watermark
+   * strategy on this source calls it instead of `pollNext`.
+   */
+  pollNextBatch?(max: number): SourceBatch<T> | null | Promise<SourceBatch<T> | null>;
   /** The splits with their current positions, taken as the barrier is emitted. */
   snapshotState(checkpointId: number): Split[];
   notifyCheckpointComplete?(checkpointId: number): void | Promise<void>;

@@ -23,6 +23,10 @@ export interface JobEdge {
   target: number;
   partitioning: Partitioning;
   streamEdge: number;
+  /** Which input of the target's head operator it feeds (1: the second input of connect and joins). */
+  inputIndex: number;
+  /** The side output it carries (an OutputTag's id); undefined: the main output. */
+  outputTag: string | undefined;
 }
 
 /** The physical plan: plain data (no functions), so it can be sent to worker threads. */
@@ -62,11 +66,14 @@ export function buildJobGraph(jobName: string, graph: StreamGraph, config: Envir
   const partitioningOf = graph.edges.map((edge) =>
     edge.partitioning === 'forward' && parallelismOf[edge.source] !== parallelismOf[edge.target] ? 'rebalance' : edge.partitioning,
   );
+  checkWatermarks(graph);
+
   const chainsInto = (target: number): number | undefined => {
     const inputs = graph.edges.map((edge, index) => ({ edge, index })).filter(({ edge }) => edge.target === target);
     if (inputs.length !== 1) return undefined;
     const { edge, index } = inputs[0] as (typeof inputs)[number];
     if (partitioningOf[index] !== 'forward') return undefined;
+    if (edge.outputTag !== undefined) return undefined; // side outputs always cross a channel
     if (graph.outputsOf(edge.source).length !== 1) return undefined;
     return edge.source;
   };
@@ -101,7 +108,44 @@ export function buildJobGraph(jobName: string, graph: StreamGraph, config: Envir
     const source = vertexOf.get(edge.source) as number;
     const target = vertexOf.get(edge.target) as number;
     if (source === target) return; // chained
-    edges.push({ id: edges.length, source, target, partitioning: partitioningOf[index] as Partitioning, streamEdge: index });
+    edges.push({
+      id: edges.length,
+      source,
+      target,
+      partitioning: partitioningOf[index] as Partitioning,
+      streamEdge: index,
+      inputIndex: edge.inputIndex ?? 0,
+      outputTag: edge.outputTag,
+    });
   });
   return { jobName, vertices, edges, nodes, maxParallelism: config.maxParallelism };
+}
+
+/**
+ * An operator that works in event time (event-time windows, interval joins) needs watermarks:
+ * every source upstream of it must have a watermark strategy, or its windows would never fire.
+ */
+function checkWatermarks(graph: StreamGraph): void {
+  for (const node of graph.nodes) {
+    if (node.kind !== 'operator' || node.needsWatermarks === undefined) continue;
+    const seen = new Set<number>();
+    const pending = [node.id];
+    while (pending.length > 0) {
+      const id = pending.pop() as number;
+      if (seen.has(id)) continue;
+      seen.add(id);
+      const upstream = graph.node(id);
+      if (upstream.kind === 'source') {
+        if (upstream.watermarkStrategy?.hasWatermarks) continue;
+        throw new WeirError(
+          'NO_WATERMARKS',
+          `operator "${node.name}" is ${node.needsWatermarks}, but source "${upstream.name}" upstream of it has no watermark strategy: its windows and timers would never fire`,
+          {
+            hint: `give the source one: env.fromSource(source, { watermarkStrategy: WatermarkStrategy.forBoundedOutOfOrderness<T>('5s').withTimestampAssigner((record) => record.ts) }), or use processing time (e.g. TumblingProcessingTimeWindows)`,
+          },
+        );
+      }
+      for (const edge of graph.inputsOf(id)) pending.push(edge.source);
+    }
+  }
 }

@@ -1,3 +1,4 @@
+import type { WatermarkStrategy } from '../api/watermark-strategy.ts';
 import type { Sink } from '../connectors/sink.ts';
 import type { Source } from '../connectors/source.ts';
 import type { StreamOperator } from '../runtime/stream-operator.ts';
@@ -14,6 +15,10 @@ export interface StreamEdge {
   partitioning: Partitioning;
   /** For `hash`: the key of each record, hashed to a key group. */
   keySelector?: KeySelector<unknown> | undefined;
+  /** Which input of a two-input target this edge feeds (0 or 1; one-input targets: 0). */
+  inputIndex?: number | undefined;
+  /** The side output of the source node this edge carries (an OutputTag's id); undefined: its main output. */
+  outputTag?: string | undefined;
 }
 
 interface StreamNodeBase {
@@ -28,6 +33,8 @@ interface StreamNodeBase {
 export interface SourceNode extends StreamNodeBase {
   kind: 'source';
   source: Source<unknown>;
+  /** Event time: how records get timestamps and the stream gets watermarks. */
+  watermarkStrategy?: WatermarkStrategy<unknown> | undefined;
 }
 
 export interface OperatorNode extends StreamNodeBase {
@@ -35,6 +42,13 @@ export interface OperatorNode extends StreamNodeBase {
   createOperator: () => StreamOperator<unknown, unknown>;
   /** For keyed operators: the key of each input record (the same selector the hash exchange used). */
   keySelector: KeySelector<unknown> | undefined;
+  /** Two inputs (connect, joins): edges say which with `inputIndex`. */
+  twoInput?: boolean | undefined;
+  /**
+   * The operator works in event time and needs watermarks from every source upstream; the text
+   * says what it is, for the error when one has none (e.g. "an event-time window").
+   */
+  needsWatermarks?: string | undefined;
 }
 
 export interface SinkNode extends StreamNodeBase {

@@ -33,14 +33,22 @@ export class ChannelWriter {
     return this.#credits;
   }
 
-  sendBatch(batch: unknown[]): void {
+  sendBatch(batch: unknown[], timestamps?: number[]): void {
     this.#credits--;
-    this.#send({ c: this.id, d: batch });
+    this.#send(timestamps === undefined ? { c: this.id, d: batch } : { c: this.id, d: batch, t: timestamps });
   }
 
-  /** Barriers and end-of-data need no credit: they are small, and must never wait behind it. */
+  /** Barriers, watermarks, watermark statuses and end-of-data need no credit: they are small, and must never wait behind it. */
   sendBarrier(location: CheckpointLocation): void {
     this.#send({ c: this.id, b: location });
+  }
+
+  sendWatermark(watermark: number): void {
+    this.#send({ c: this.id, w: watermark });
+  }
+
+  sendWatermarkStatus(idle: boolean): void {
+    this.#send({ c: this.id, i: idle ? 1 : 0 });
   }
 
   sendEndOfData(): void {

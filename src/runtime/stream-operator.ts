@@ -24,17 +24,46 @@ export interface OperatorContext {
   readonly metrics: OperatorMetricGroup;
   /** Asks the task to call {@link StreamOperator.onProcessingTime} at (or soon after) this time. */
   requestProcessingTimeCallback(timestamp: number): void;
+  /**
+   * Emits `record` on the side output `tag` (Flink's `Output.collect(OutputTag, record)`): it goes
+   * to the streams that `getSideOutput(tag)` made of this operator, after the current call returns.
+   * `timestamp` is the record's event time, NaN for none. With no such stream it is dropped.
+   */
+  output(tag: string, record: unknown, timestamp: number): void;
 }
 
 /**
  * The contract every operator of a chain follows (Flink's StreamOperator, batch-wise). Hooks do
  * nothing unless overridden. A chain calls its operators directly, batch by batch: each one takes
  * the batch its predecessor returned.
+ *
+ * Event time: a batch may come with the records' timestamps (`timestamps[i]` is the event time of
+ * `batch[i]`, NaN for a record without one; the array is undefined when no record has one, as in
+ * a job without a watermark strategy). An operator that returns records sets
+ * {@link outputTimestamps} to theirs in the same call (the task clears it before each call);
+ * when it leaves it undefined, its output carries no timestamps.
  */
 export abstract class StreamOperator<IN, OUT> {
+  /** The event times of the records the current call returns, index by index; undefined: none. */
+  outputTimestamps: number[] | undefined = undefined;
+
   open(_context: OperatorContext): void | Promise<void> {}
 
-  abstract processBatch(batch: IN[]): OUT[] | Promise<OUT[]>;
+  abstract processBatch(batch: IN[], timestamps?: readonly number[]): OUT[] | Promise<OUT[]>;
+
+  /** A batch of the second input of a two-input operator (connect, joins); `processBatch` takes the first. */
+  processBatch2(_batch: unknown[], _timestamps?: readonly number[]): OUT[] | Promise<OUT[]> {
+    throw new Error(`${this.constructor.name} has one input`);
+  }
+
+  /**
+   * Event time reached `watermark` (Flink's processWatermark): fire the event-time timers at or
+   * before it and return what they emit. The task forwards the watermark down the chain and to the
+   * next tasks after this returns. It rises strictly from call to call; +Infinity at end of input.
+   */
+  processWatermark(_watermark: number): OUT[] | Promise<OUT[]> {
+    return [];
+  }
 
   /** Processing time reached a time this operator asked for. */
   onProcessingTime(_now: number): OUT[] | Promise<OUT[]> {

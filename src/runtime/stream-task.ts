@@ -1,7 +1,7 @@
 import type { EnvironmentConfig } from '../api/environment-config.ts';
 import type { CheckpointLocation } from '../checkpoint/storage/checkpoint-location.ts';
 import type { CheckpointStorage } from '../checkpoint/storage/checkpoint-storage.ts';
-import type { Source, SourceReader } from '../connectors/source.ts';
+import type { Source, SourceBatch, SourceReader } from '../connectors/source.ts';
 import { WeirError } from '../errors.ts';
 import type { JobVertex } from '../graph/job-graph.ts';
 import type { StreamGraph } from '../graph/stream-graph.ts';
@@ -13,6 +13,8 @@ import type { ListState } from '../state/state-types.ts';
 import type { ChannelMessage, FromWorker, OperatorAck, RestoreInfo } from './messages.ts';
 import { TaskMetrics } from './metrics/task-metrics.ts';
 import type { RecordWriter } from './record-writer.ts';
+import { SourceWatermarks } from './source-watermarks.ts';
+import { StatusWatermarkValve, type WatermarkEvent } from './status-watermark-valve.ts';
 import type { OperatorContext, StreamOperator } from './stream-operator.ts';
 
 /** Everything a task needs from the worker that hosts it. */
@@ -29,6 +31,9 @@ export interface TaskEnvironment {
   restore: RestoreInfo | undefined;
   storage: CheckpointStorage | undefined;
   inputChannels: number[];
+  /** Which input (0 or 1) of the head operator each input channel feeds; channels not listed feed input 0. */
+  inputIndexOf?: ReadonlyMap<number, number>;
+  /** Every output edge: the main output's, and side outputs' (RecordWriter.outputTag). */
   recordWriters: RecordWriter[];
   returnCredit: (channelId: number) => void;
   toMaster: (message: FromWorker) => void;
@@ -49,6 +54,15 @@ interface SourceState {
   splits: ListState<unknown>;
   allSplits: ListState<unknown>;
   finished: boolean;
+  /** Timestamps and watermarks, when the source has a watermark strategy. */
+  watermarks: SourceWatermarks | undefined;
+}
+
+/** Side-output records of the chain's last operator, gathered during one call, by output tag. */
+interface SideOutputBuffer {
+  records: unknown[];
+  timestamps: number[];
+  writers: RecordWriter[];
 }
 
 interface Alignment {
@@ -63,13 +77,20 @@ interface StateSnapshot {
   operator: Uint8Array | undefined;
 }
 
-type Mail = { k: 'data'; c: number; d: unknown[] } | { k: 'barrier'; c: number; location: CheckpointLocation } | { k: 'end'; c: number };
+type Mail =
+  | { k: 'data'; c: number; d: unknown[]; t: number[] | undefined }
+  | { k: 'barrier'; c: number; location: CheckpointLocation }
+  | { k: 'watermark'; c: number; w: number }
+  | { k: 'status'; c: number; idle: boolean }
+  | { k: 'end'; c: number };
 
 type Control = { k: 'trigger'; location: CheckpointLocation } | { k: 'complete'; id: number } | { k: 'abort'; id: number } | { k: 'timer'; operator: number };
 
 const SPLITS_STATE = 'source-splits';
 const ALL_SPLITS_STATE = 'source-all-splits';
 const isThenable = (value: unknown): value is PromiseLike<unknown> => typeof (value as PromiseLike<unknown> | undefined)?.then === 'function';
+/** The timestamps an operator set for what its last call returned (a function, so the type checker does not assume the `undefined` the task wrote before the call). */
+const timestampsOf = (operator: StreamOperator<unknown, unknown>): number[] | undefined => operator.outputTimestamps;
 
 /**
  * One subtask of a vertex: its chain of operators, its input channels and its outputs (Flink's
@@ -78,6 +99,14 @@ const isThenable = (value: unknown): value is PromiseLike<unknown> => typeof (va
  * no credit. Barriers are aligned in exactly-once mode: a channel that delivered barrier N is
  * blocked until every channel has, then the operators snapshot, the barrier goes downstream, and
  * the state is written and acknowledged while records flow again.
+ *
+ * Event time: watermarks and watermark statuses arrive on the channels in order with records and
+ * barriers (a blocked channel holds them back too). The task's watermark is the minimum over its
+ * channels, idle ones left out (StatusWatermarkValve); when it rises, each operator of the chain
+ * fires its event-time timers in turn and the watermark goes downstream. A source task makes its
+ * watermark from its watermark strategy, per split (SourceWatermarks). Watermarks are not
+ * checkpointed: after a restore they start again from -Infinity, and restored event-time timers
+ * fire once the new watermarks pass them (as in Flink).
  */
 export class StreamTask {
   readonly env: TaskEnvironment;
@@ -100,12 +129,36 @@ export class StreamTask {
   #failed = false;
   #closed = false;
   #idleTimer: NodeJS.Timeout | undefined;
+  /** The minimum watermark over the input channels; undefined for a source task. */
+  readonly #valve: StatusWatermarkValve | undefined;
+  /** Channel id -> its index in the valve. */
+  readonly #channelIndex = new Map<number, number>();
+  /** Watermark events the valve or the source watermarks produced, to emit in order. */
+  #watermarkEvents: WatermarkEvent[] = [];
+  /** The watermark the chain has been advanced to. */
+  #currentWatermark = Number.NEGATIVE_INFINITY;
+  /** The writers of the main output (the chain end's records). */
+  readonly #mainWriters: RecordWriter[];
+  /** Side-output buffers of the chain's last operator, by output tag (only tags some edge reads). */
+  readonly #sideOutputs = new Map<string, SideOutputBuffer>();
+  #sideOutputPending = false;
   /** The one processing-time callback each operator has asked for: the earliest time it needs. */
   readonly #timerRequests = new Map<number, { at: number; handle: NodeJS.Timeout }>();
 
   constructor(env: TaskEnvironment) {
     this.env = env;
     this.name = `${env.vertex.name} (${env.subtaskIndex + 1}/${env.vertex.parallelism})`;
+    env.inputChannels.forEach((channel, index) => {
+      this.#channelIndex.set(channel, index);
+    });
+    this.#valve = env.inputChannels.length > 0 ? new StatusWatermarkValve(env.inputChannels.length) : undefined;
+    this.#mainWriters = env.recordWriters.filter((writer) => writer.outputTag === undefined);
+    for (const writer of env.recordWriters) {
+      if (writer.outputTag === undefined) continue;
+      const buffer = this.#sideOutputs.get(writer.outputTag);
+      if (buffer === undefined) this.#sideOutputs.set(writer.outputTag, { records: [], timestamps: [], writers: [writer] });
+      else buffer.writers.push(writer);
+    }
   }
 
   /** Creates the chain's operators and restores their state. */
@@ -118,7 +171,14 @@ export class StreamTask {
       const keyed = position === 0 && vertex.keyed ? await this.#restoreKeyed(uid, node.name) : undefined;
       const operatorState = await this.#restoreOperatorState(uid);
       if (node.kind === 'source') {
-        const reader = node.source.createReader({ subtaskIndex, parallelism: vertex.parallelism, attemptNumber: env.attemptNumber });
+        const strategy = node.watermarkStrategy?.hasWatermarks ? node.watermarkStrategy : undefined;
+        const splitId = node.source.splitId?.bind(node.source);
+        const reader = node.source.createReader({
+          subtaskIndex,
+          parallelism: vertex.parallelism,
+          attemptNumber: env.attemptNumber,
+          tracksSplits: strategy !== undefined && splitId !== undefined,
+        });
         const splits = operatorState.getListState<unknown>(SPLITS_STATE);
         // Every subtask's splits, as union state: a source can tell a new split from one another subtask reads.
         const allSplits = operatorState.getUnionListState<unknown>(ALL_SPLITS_STATE);
@@ -128,7 +188,17 @@ export class StreamTask {
           allSplits.update(initial);
         }
         const chained: ChainedOperator = { uid, name: node.name, operator: undefined as never, keyed, operatorState };
-        this.#source = { node: chained, source: node.source, reader, splits, allSplits, finished: false };
+        const watermarks =
+          strategy === undefined
+            ? undefined
+            : new SourceWatermarks({
+                strategy: strategy as never,
+                sourceName: node.name,
+                splitIds: splitId === undefined ? undefined : splits.get().map((split) => splitId(split)),
+                now: Date.now(),
+              });
+        watermarks?.start(this.#watermarkEvents); // a subtask without splits is idle from the start
+        this.#source = { node: chained, source: node.source, reader, splits, allSplits, finished: false, watermarks };
         const opened = reader.open(splits.get(), allSplits.get());
         if (isThenable(opened)) await opened;
         continue;
@@ -152,6 +222,7 @@ export class StreamTask {
         operatorState,
         metrics: this.metrics.group(uid),
         requestProcessingTimeCallback: (timestamp) => this.#requestTimer(index, timestamp),
+        output: (tag, record, timestamp) => this.#sideOutput(index, tag, record, timestamp),
       };
       const opened = chained.operator.open(context);
       if (isThenable(opened)) await opened;
@@ -166,8 +237,10 @@ export class StreamTask {
   // --- input from the worker -------------------------------------------------------------
 
   deliver(message: ChannelMessage): void {
-    if ('d' in message) this.#mailbox.push({ k: 'data', c: message.c, d: message.d });
+    if ('d' in message) this.#mailbox.push({ k: 'data', c: message.c, d: message.d, t: message.t });
+    else if ('w' in message) this.#mailbox.push({ k: 'watermark', c: message.c, w: message.w });
     else if ('b' in message) this.#mailbox.push({ k: 'barrier', c: message.c, location: message.b });
+    else if ('i' in message) this.#mailbox.push({ k: 'status', c: message.c, idle: message.i === 1 });
     else if ('e' in message) this.#mailbox.push({ k: 'end', c: message.c });
     this.#schedule();
   }
@@ -267,14 +340,24 @@ export class StreamTask {
     switch (mail.k) {
       case 'data':
         this.metrics.recordsIn += mail.d.length;
-        await this.#processAndEmit(mail.d, 0);
+        await this.#processAndEmit(mail.d, mail.t, 0, (this.env.inputIndexOf?.get(mail.c) ?? 0) === 1);
         this.env.returnCredit(mail.c);
+        return;
+      case 'watermark':
+        (this.#valve as StatusWatermarkValve).inputWatermark(this.#channelIndex.get(mail.c) as number, mail.w, this.#watermarkEvents);
+        await this.#emitWatermarkEvents();
+        return;
+      case 'status':
+        (this.#valve as StatusWatermarkValve).inputWatermarkStatus(this.#channelIndex.get(mail.c) as number, mail.idle, this.#watermarkEvents);
+        await this.#emitWatermarkEvents();
         return;
       case 'barrier':
         await this.#onBarrier(mail.c, mail.location);
         return;
       case 'end':
         this.#ended.add(mail.c);
+        (this.#valve as StatusWatermarkValve).endOfInput(this.#channelIndex.get(mail.c) as number, this.#watermarkEvents);
+        await this.#emitWatermarkEvents();
         if (this.#ended.size === this.env.inputChannels.length) await this.#endInput();
         return;
     }
@@ -310,42 +393,140 @@ export class StreamTask {
       }
       case 'timer': {
         this.#timerRequests.delete(control.operator);
-        const chained = this.#chain[control.operator] as ChainedOperator;
-        let out = chained.operator.onProcessingTime(Date.now());
+        const operator = (this.#chain[control.operator] as ChainedOperator).operator;
+        operator.outputTimestamps = undefined;
+        let out = operator.onProcessingTime(Date.now());
         if (isThenable(out)) out = await out;
-        if (out.length > 0) await this.#processAndEmit(out, control.operator + 1);
+        await this.#afterCall(control.operator, out, timestampsOf(operator));
         return;
       }
     }
   }
 
-  /** Runs a batch through the chain from operator `from` on, and emits what comes out of its end. */
-  async #processAndEmit(batch: unknown[], from: number): Promise<void> {
+  /**
+   * Runs a batch (with its records' timestamps, if any) through the chain from operator `from` on,
+   * and emits what comes out of its end. `secondInput`: the batch is for input 2 of the head.
+   */
+  async #processAndEmit(batch: unknown[], timestamps: number[] | undefined, from: number, secondInput = false): Promise<void> {
     let current = batch;
+    let stamps = timestamps;
     const chain = this.#chain;
     for (let i = from; i < chain.length && current.length > 0; i++) {
-      const out = (chain[i] as ChainedOperator).operator.processBatch(current);
+      const operator = (chain[i] as ChainedOperator).operator;
+      operator.outputTimestamps = undefined;
+      const out = secondInput && i === from ? operator.processBatch2(current, stamps) : operator.processBatch(current, stamps);
       current = isThenable(out) ? await out : out;
+      stamps = timestampsOf(operator);
+      if (stamps !== undefined && stamps.length !== current.length) throw this.#timestampMismatch(i, current.length, stamps.length);
+      if (this.#sideOutputPending) this.#flushSideOutputs();
     }
-    if (current.length > 0 && this.env.recordWriters.length > 0) {
+    if (current.length > 0 && this.#mainWriters.length > 0) {
       this.metrics.recordsOut += current.length;
-      for (const writer of this.env.recordWriters) writer.emit(current);
+      for (const writer of this.#mainWriters) writer.emit(current, stamps);
     }
+  }
+
+  /** What an operator's call (timer, watermark, end of input) returned goes on down the chain. */
+  async #afterCall(index: number, out: unknown[], timestamps: number[] | undefined): Promise<void> {
+    if (timestamps !== undefined && timestamps.length !== out.length) throw this.#timestampMismatch(index, out.length, timestamps.length);
+    if (this.#sideOutputPending) this.#flushSideOutputs();
+    if (out.length > 0) await this.#processAndEmit(out, timestamps, index + 1);
+  }
+
+  #timestampMismatch(index: number, records: number, timestamps: number): WeirError {
+    return new WeirError(
+      'TIMESTAMP_MISMATCH',
+      `operator "${(this.#chain[index] as ChainedOperator).name}" returned ${records} records with ${timestamps} timestamps`,
+      { fault: 'internal', hint: 'an operator that sets outputTimestamps must give one per record it returns' },
+    );
   }
 
   async #pollSource(): Promise<boolean> {
     const source = this.#source as SourceState;
-    let batch = source.reader.pollNext(this.env.config.batchSize);
-    if (isThenable(batch)) batch = await batch;
-    if (batch === null) {
+    const watermarks = source.watermarks;
+    if (this.#watermarkEvents.length > 0) await this.#emitWatermarkEvents();
+    const reader = source.reader;
+    let polled: unknown[] | SourceBatch<unknown> | null | Promise<unknown[] | SourceBatch<unknown> | null>;
+    if (watermarks !== undefined && reader.pollNextBatch !== undefined) polled = reader.pollNextBatch(this.env.config.batchSize);
+    else polled = reader.pollNext(this.env.config.batchSize);
+    if (isThenable(polled)) polled = await polled;
+    if (polled === null) {
       source.finished = true;
       await this.#endInput();
       return false;
     }
-    if (batch.length === 0) return false;
-    this.metrics.recordsIn += batch.length;
-    await this.#processAndEmit(batch, 0);
-    return true;
+    const records = Array.isArray(polled) ? polled : polled.records;
+    if (watermarks === undefined) {
+      if (records.length === 0) return false;
+      this.metrics.recordsIn += records.length;
+      await this.#processAndEmit(records, undefined, 0);
+      return true;
+    }
+    if (records.length > 0) {
+      const batch = Array.isArray(polled) ? undefined : polled;
+      const timestamps = watermarks.assign(records, batch?.timestamps, batch?.splitIds, this.#watermarkEvents);
+      if (this.#watermarkEvents.length > 0) await this.#emitWatermarkEvents(); // an idle split's ACTIVE goes before its records
+      this.metrics.recordsIn += records.length;
+      await this.#processAndEmit(records, timestamps, 0);
+    }
+    const finished = Array.isArray(polled) ? undefined : polled.finishedSplitIds;
+    if (finished !== undefined && finished.length > 0) watermarks.releaseSplits(finished, this.#watermarkEvents);
+    watermarks.onProcessingTime(Date.now(), this.#watermarkEvents);
+    if (this.#watermarkEvents.length > 0) await this.#emitWatermarkEvents();
+    return records.length > 0;
+  }
+
+  // --- watermarks and side outputs -------------------------------------------------------
+
+  /** Emits what the valve or the source's watermarks produced: statuses downstream, watermarks through the chain and downstream. */
+  async #emitWatermarkEvents(): Promise<void> {
+    const events = this.#watermarkEvents;
+    if (events.length === 0) return;
+    this.#watermarkEvents = [];
+    for (const event of events) {
+      if (event.kind === 'watermark') await this.#advanceWatermark(event.watermark);
+      else for (const writer of this.env.recordWriters) writer.broadcastWatermarkStatus(event.kind === 'idle');
+    }
+  }
+
+  /**
+   * Event time reached `watermark`: each operator of the chain in turn fires its event-time timers
+   * (what they emit goes through the rest of the chain first), then the watermark goes downstream.
+   */
+  async #advanceWatermark(watermark: number): Promise<void> {
+    if (watermark <= this.#currentWatermark) return;
+    this.#currentWatermark = watermark;
+    const chain = this.#chain;
+    for (let i = 0; i < chain.length; i++) {
+      const operator = (chain[i] as ChainedOperator).operator;
+      operator.outputTimestamps = undefined;
+      let out = operator.processWatermark(watermark);
+      if (isThenable(out)) out = await out;
+      await this.#afterCall(i, out, timestampsOf(operator));
+    }
+    for (const writer of this.env.recordWriters) writer.broadcastWatermark(watermark);
+  }
+
+  #sideOutput(index: number, tag: string, record: unknown, timestamp: number): void {
+    // Only the chain's last operator can have side-output edges (a node with one does not chain on).
+    if (index !== this.#chain.length - 1) return;
+    const buffer = this.#sideOutputs.get(tag);
+    if (buffer === undefined) return; // no stream reads this tag
+    buffer.records.push(record);
+    buffer.timestamps.push(timestamp);
+    this.#sideOutputPending = true;
+  }
+
+  #flushSideOutputs(): void {
+    this.#sideOutputPending = false;
+    for (const buffer of this.#sideOutputs.values()) {
+      if (buffer.records.length === 0) continue;
+      const { records, timestamps } = buffer;
+      buffer.records = [];
+      buffer.timestamps = [];
+      const stamps = timestamps.every(Number.isNaN) ? undefined : timestamps;
+      for (const writer of buffer.writers) writer.emit(records, stamps);
+    }
   }
 
   // --- barriers and snapshots ------------------------------------------------------------
@@ -459,10 +640,14 @@ export class StreamTask {
   async #endInput(): Promise<void> {
     if (this.#endOfData) return;
     this.#endOfData = true;
+    // The end of event time (Flink's MAX_WATERMARK at the end of input): every event-time timer and window fires.
+    await this.#advanceWatermark(Number.POSITIVE_INFINITY);
     for (let i = 0; i < this.#chain.length; i++) {
-      let out = (this.#chain[i] as ChainedOperator).operator.endInput();
+      const operator = (this.#chain[i] as ChainedOperator).operator;
+      operator.outputTimestamps = undefined;
+      let out = operator.endInput();
       if (isThenable(out)) out = await out;
-      if (out.length > 0) await this.#processAndEmit(out, i + 1);
+      await this.#afterCall(i, out, timestampsOf(operator));
     }
     for (const writer of this.env.recordWriters) writer.broadcastEndOfData();
     this.env.toMaster({ type: 'endOfData', vertexId: this.env.vertex.id, subtaskIndex: this.env.subtaskIndex });

@@ -72,6 +72,7 @@ export class TaskExecutor {
             maxParallelism: init.config.maxParallelism,
             operatorName: vertex.name,
             subtaskIndex: placement.subtaskIndex,
+            outputTag: edge.outputTag,
           });
         });
       const sourceWorkerOf = new Map(inputChannels.map((channel) => [channel.id, channel.sourceWorker]));
@@ -86,6 +87,7 @@ export class TaskExecutor {
         restore: init.restore,
         storage,
         inputChannels: inputChannels.map((channel) => channel.id),
+        inputIndexOf: new Map(inputChannels.map((channel) => [channel.id, init.graph.edges[channel.edgeId]?.inputIndex ?? 0])),
         recordWriters,
         returnCredit: (channelId) => this.#transportTo(sourceWorkerOf.get(channelId) as number)({ c: channelId, k: 1 }),
         toMaster: this.#toMaster,

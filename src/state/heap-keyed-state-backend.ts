@@ -7,16 +7,16 @@ import { HeapMapState } from './heap-map-state.ts';
 import { HeapReducingState } from './heap-reducing-state.ts';
 import { HeapValueState } from './heap-value-state.ts';
 import { InternalKeyContext } from './internal-key-context.ts';
-import { InternalTimerService, type TimeDomain } from './internal-timer-service.ts';
+import { InternalTimerService, type TimeDomain, VOID_NAMESPACE } from './internal-timer-service.ts';
 import { formatKeyGroupRange, type KeyGroupRange, keyGroupRange, keyGroupRangeContains, keyGroupRangeSize } from './key-group-range.ts';
 import { assignToKeyGroup, type StateKey, UPPER_BOUND_MAX_PARALLELISM } from './key-group-range-assignment.ts';
 import { type AnyStateDescriptor, checkFunction, type StateDescriptor } from './state-descriptors.ts';
 import {
   checksum,
   deserializeStateValue,
+  KEYED_STATE_FORMAT_VERSION,
   KEYED_STATE_MAGIC,
   readSnapshotHeader,
-  STATE_SNAPSHOT_FORMAT_VERSION,
   serializeStateValue,
   stateKindCode,
   stateKindOfCode,
@@ -50,7 +50,7 @@ const SECTION_INDEX_ENTRY_BYTES = 16;
  *
  * State values must be structured-cloneable: snapshots write them with `node:v8` serialize.
  *
- * Snapshot format (version 1, integers little-endian):
+ * Snapshot format (version 2, integers little-endian):
  * ```
  * "WKSB"                      magic, 4 bytes
  * uint16                      format version
@@ -64,9 +64,13 @@ const SECTION_INDEX_ENTRY_BYTES = 16;
  * uint32                      crc32 of every byte above
  * sections, each:
  *   uint32 M, M x {uint32 state index, uint32 entry count, uint32 length + v8([k0, v0, k1, v1...])}
- *   2 x {uint32 timer count, uint32 length + v8([k0, t0, k1, t1...]) (length 0 if no timers)}
- *                             processing-time timers, then event-time timers
+ *   2 x {uint32 timer count, uint32 length + v8([k0, t0, n0, k1, t1, n1...]) (length 0 if no timers)}
+ *                             processing-time timers, then event-time timers: key, timestamp and
+ *                             namespace ('' for a process function's own timers, the window for a
+ *                             window operator's)
  * ```
+ * Version 1 (before timer namespaces) wrote timers as pairs `[k0, t0, ...]`; it is still read, its
+ * timers restored into the void namespace.
  * Restore reads the header and index, then only the sections of key groups it owns.
  */
 export class HeapKeyedStateBackend {
@@ -200,14 +204,18 @@ export class HeapKeyedStateBackend {
     });
   }
 
-  /** Registers a timer for the current key at `timestamp`; registering it again does nothing. Returns whether it was new. */
-  registerTimer(domain: TimeDomain, timestamp: number): boolean {
-    return this.timers(domain).register(timestamp);
+  /**
+   * Registers a timer for the current key at `timestamp` in `namespace` (default: the void
+   * namespace of a process function's own timers); registering it again does nothing. Returns
+   * whether it was new.
+   */
+  registerTimer(domain: TimeDomain, timestamp: number, namespace: string = VOID_NAMESPACE): boolean {
+    return this.timers(domain).register(timestamp, namespace);
   }
 
-  /** Deletes the current key's timer at `timestamp`, if any. Returns whether there was one. */
-  deleteTimer(domain: TimeDomain, timestamp: number): boolean {
-    return this.timers(domain).delete(timestamp);
+  /** Deletes the current key's timer at `timestamp` in `namespace`, if any. Returns whether there was one. */
+  deleteTimer(domain: TimeDomain, timestamp: number, namespace: string = VOID_NAMESPACE): boolean {
+    return this.timers(domain).delete(timestamp, namespace);
   }
 
   /** The earliest timer's timestamp in `domain`, or undefined when there is none. */
@@ -226,7 +234,7 @@ export class HeapKeyedStateBackend {
    * `onTimer` registers at or before `time` fire in the same call. The current key is left at the
    * last timer's key. Returns how many fired.
    */
-  pollTimersUpTo(domain: TimeDomain, time: number, onTimer: (key: StateKey, timestamp: number) => void): number {
+  pollTimersUpTo(domain: TimeDomain, time: number, onTimer: (key: StateKey, timestamp: number, namespace: string) => void): number {
     const timers = this.timers(domain);
     const context = this.context;
     let fired = 0;
@@ -234,7 +242,7 @@ export class HeapKeyedStateBackend {
       context.currentKey = timer.key;
       context.keyGroupIndex = timer.keyGroupIndex;
       fired++;
-      onTimer(timer.key, timer.timestamp);
+      onTimer(timer.key, timer.timestamp, timer.namespace);
     }
     return fired;
   }
@@ -250,7 +258,7 @@ export class HeapKeyedStateBackend {
     const tables = [...this.tables.values()];
     const header = new DataOutputSerializer(256);
     header.writeBytes(KEYED_STATE_MAGIC);
-    header.writeUint16(STATE_SNAPSHOT_FORMAT_VERSION);
+    header.writeUint16(KEYED_STATE_FORMAT_VERSION);
     header.writeUint32(this.maxParallelism);
     header.writeInt32(this.keyGroupRange.start);
     header.writeInt32(this.keyGroupRange.end);
@@ -283,8 +291,8 @@ export class HeapKeyedStateBackend {
       for (let d = 0; d < TIME_DOMAINS.length; d++) {
         flat.length = 0;
         const group = timerGroups[d];
-        if (group !== undefined) for (const [key, timers] of group) for (const timestamp of timers.keys()) flat.push(key, timestamp);
-        body.writeUint32(flat.length / 2);
+        if (group !== undefined) for (const [key, timers] of group) for (const timer of timers.values()) flat.push(key, timer.timestamp, timer.namespace);
+        body.writeUint32(flat.length / 3);
         if (flat.length === 0) body.writeUint32(0);
         else body.writeBlob(serializeStateValue(flat, `the ${TIME_DOMAINS[d]}-time timers of operator "${this.operatorName}"`));
       }
@@ -331,7 +339,7 @@ export class HeapKeyedStateBackend {
   }
 
   private restoreOne(input: DataInputDeserializer, snapshotIndex: number, restoredFrom: Map<number, number>): void {
-    readSnapshotHeader(input, KEYED_STATE_MAGIC, 'keyed state');
+    const version = readSnapshotHeader(input, KEYED_STATE_MAGIC, 'keyed state', KEYED_STATE_FORMAT_VERSION);
     const maxParallelism = input.readUint32('maxParallelism');
     const start = input.readInt32('the key-group range');
     const end = input.readInt32('the key-group range');
@@ -386,7 +394,7 @@ export class HeapKeyedStateBackend {
         throw input.corrupt(`key group ${keyGroup}'s section (${offset}+${length}) is outside the snapshot`);
       if (checksum(input.slice(offset, offset + length)) !== crc) throw input.corrupt(`the checksum of key group ${keyGroup} does not match`);
       const section = new DataInputDeserializer(input.slice(0, snapshotEnd), input.source, offset, offset + length);
-      this.restoreSection(section, keyGroup, tables);
+      this.restoreSection(section, keyGroup, tables, version);
       if (section.remaining !== 0) throw section.corrupt(`key group ${keyGroup} has ${section.remaining} bytes too many`);
     }
   }
@@ -406,7 +414,7 @@ export class HeapKeyedStateBackend {
     return table;
   }
 
-  private restoreSection(input: DataInputDeserializer, keyGroup: number, tables: StateTable[]): void {
+  private restoreSection(input: DataInputDeserializer, keyGroup: number, tables: StateTable[], version: number): void {
     const index = keyGroup - this.keyGroupRange.start;
     const tableCount = input.readUint32('a section');
     for (let i = 0; i < tableCount; i++) {
@@ -432,18 +440,22 @@ export class HeapKeyedStateBackend {
         if (input.readUint32(what) !== 0) throw input.corrupt(`${what} are not empty`);
         continue;
       }
-      const flat = this.readFlat(input, count, what);
-      for (let e = 0; e < flat.length; e += 2) {
+      // Version 1 wrote [key, timestamp] pairs (no namespaces); version 2 writes [key, timestamp, namespace].
+      const width = version === 1 ? 2 : 3;
+      const flat = this.readFlat(input, count, what, width);
+      for (let e = 0; e < flat.length; e += width) {
         const timestamp = flat[e + 1];
         if (typeof timestamp !== 'number' || !Number.isFinite(timestamp)) throw input.corrupt(`${what} hold a timestamp that is not a number`);
-        timers.add(this.checkRestoredKey(flat[e], keyGroup, input), timestamp, index);
+        const namespace = width === 2 ? VOID_NAMESPACE : flat[e + 2];
+        if (typeof namespace !== 'string') throw input.corrupt(`${what} hold a namespace that is not a string`);
+        timers.add(this.checkRestoredKey(flat[e], keyGroup, input), timestamp, namespace, index);
       }
     }
   }
 
-  private readFlat(input: DataInputDeserializer, count: number, what: string): unknown[] {
+  private readFlat(input: DataInputDeserializer, count: number, what: string, width = 2): unknown[] {
     const flat = deserializeStateValue(input.readBlob(what), input, what);
-    if (!Array.isArray(flat) || flat.length !== count * 2) throw input.corrupt(`${what} do not hold ${count} entries`);
+    if (!Array.isArray(flat) || flat.length !== count * width) throw input.corrupt(`${what} do not hold ${count} entries`);
     return flat;
   }
 

@@ -41,5 +41,5 @@ export {
   type ValueStateDescriptor,
   valueState,
 } from './state-descriptors.ts';
-export { STATE_SNAPSHOT_FORMAT_VERSION } from './state-snapshot-format.ts';
+export { KEYED_STATE_FORMAT_VERSION, OPERATOR_STATE_FORMAT_VERSION } from './state-snapshot-format.ts';
 export type { AggregatingState, ListState, MapState, ReducingState, StateKind, ValueState } from './state-types.ts';

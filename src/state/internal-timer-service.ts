@@ -6,18 +6,24 @@ import type { StateKey } from './key-group-range-assignment.ts';
 /** Flink's `TimeDomain`: timers fire on the wall clock or on the watermark. */
 export type TimeDomain = 'processing' | 'event';
 
+/** The namespace of timers that belong to no window (a process function's own timers). */
+export const VOID_NAMESPACE = '';
+
 /** One timer in the queue (Flink's `TimerHeapInternalTimer`). */
 export class TimerHeapInternalTimer implements HeapPriorityQueueElement {
   readonly key: StateKey;
   readonly timestamp: number;
+  /** What the timer is for, within its key: a window, a join buffer side; {@link VOID_NAMESPACE} for a process function's timers. */
+  readonly namespace: string;
   readonly keyGroupIndex: number;
   /** Registration order, so timers with one timestamp fire in the order they were registered. */
   readonly sequence: number;
   heapIndex = -1;
 
-  constructor(key: StateKey, timestamp: number, keyGroupIndex: number, sequence: number) {
+  constructor(key: StateKey, timestamp: number, namespace: string, keyGroupIndex: number, sequence: number) {
     this.key = key;
     this.timestamp = timestamp;
+    this.namespace = namespace;
     this.keyGroupIndex = keyGroupIndex;
     this.sequence = sequence;
   }
@@ -27,18 +33,24 @@ function compareTimers(a: TimerHeapInternalTimer, b: TimerHeapInternalTimer): nu
   return a.timestamp - b.timestamp || a.sequence - b.sequence;
 }
 
+/** A timer's identity within its key: the timestamp alone in the void namespace (no allocation), else timestamp and namespace. */
+function timerId(timestamp: number, namespace: string): number | string {
+  return namespace === VOID_NAMESPACE ? timestamp : `${timestamp}@${namespace}`;
+}
+
 /**
  * The timers of one time domain of a keyed backend (Flink's `InternalTimerServiceImpl`): a binary
- * heap ordered by timestamp (then registration order) plus, per key group, a map key -> timestamp ->
+ * heap ordered by timestamp (then registration order) plus, per key group, a map key -> timer id ->
  * timer that deduplicates registrations and finds a timer to delete. At most one timer exists per
- * key, timestamp and domain.
+ * key, namespace, timestamp and domain (Flink's namespaces: a window operator's timers are
+ * namespaced by window, so deleting one window's timer never deletes another's).
  */
 export class InternalTimerService {
   readonly domain: TimeDomain;
   private readonly context: InternalKeyContext;
   private readonly queue = new HeapPriorityQueue<TimerHeapInternalTimer>(compareTimers);
   /** Indexed by key group minus the range start. */
-  readonly groups: (Map<StateKey, Map<number, TimerHeapInternalTimer>> | undefined)[];
+  readonly groups: (Map<StateKey, Map<number | string, TimerHeapInternalTimer>> | undefined)[];
   private nextSequence = 0;
   private readonly description: string;
 
@@ -54,42 +66,43 @@ export class InternalTimerService {
   }
 
   /** Registers a timer for the current key; returns false when it already existed. */
-  register(timestamp: number): boolean {
+  register(timestamp: number, namespace: string = VOID_NAMESPACE): boolean {
     if (typeof timestamp !== 'number' || !Number.isFinite(timestamp)) {
       throw new WeirError('INVALID_TIMER', `${this.description} of operator "${this.context.operatorName}" was registered for ${timestamp}`, {
         hint: 'register timers for a finite timestamp in milliseconds',
       });
     }
     const context = this.context;
-    return this.add(context.currentKey as StateKey, timestamp, context.requireKeyGroupIndex(this.description));
+    return this.add(context.currentKey as StateKey, timestamp, namespace, context.requireKeyGroupIndex(this.description));
   }
 
   /** Adds a timer for `key` in the key group at `keyGroupIndex`; returns false when it already existed. */
-  add(key: StateKey, timestamp: number, keyGroupIndex: number): boolean {
+  add(key: StateKey, timestamp: number, namespace: string, keyGroupIndex: number): boolean {
     let group = this.groups[keyGroupIndex];
     if (group === undefined) {
       group = new Map();
       this.groups[keyGroupIndex] = group;
     }
+    const id = timerId(timestamp, namespace);
     let timers = group.get(key);
     if (timers === undefined) {
       timers = new Map();
       group.set(key, timers);
-    } else if (timers.has(timestamp)) {
+    } else if (timers.has(id)) {
       return false;
     }
-    const timer = new TimerHeapInternalTimer(key, timestamp, keyGroupIndex, this.nextSequence++);
-    timers.set(timestamp, timer);
+    const timer = new TimerHeapInternalTimer(key, timestamp, namespace, keyGroupIndex, this.nextSequence++);
+    timers.set(id, timer);
     this.queue.add(timer);
     return true;
   }
 
-  /** Deletes the current key's timer at `timestamp`; returns whether there was one. */
-  delete(timestamp: number): boolean {
+  /** Deletes the current key's timer at `timestamp` in `namespace`; returns whether there was one. */
+  delete(timestamp: number, namespace: string = VOID_NAMESPACE): boolean {
     const context = this.context;
     const index = context.requireKeyGroupIndex(this.description);
     const timers = this.groups[index]?.get(context.currentKey as StateKey);
-    const timer = timers?.get(timestamp);
+    const timer = timers?.get(timerId(timestamp, namespace));
     if (timer === undefined) return false;
     this.forget(timer);
     this.queue.remove(timer);
@@ -118,7 +131,7 @@ export class InternalTimerService {
   private forget(timer: TimerHeapInternalTimer): void {
     const group = this.groups[timer.keyGroupIndex]!;
     const timers = group.get(timer.key)!;
-    timers.delete(timer.timestamp);
+    timers.delete(timerId(timer.timestamp, timer.namespace));
     if (timers.size === 0) group.delete(timer.key);
   }
 }

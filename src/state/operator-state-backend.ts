@@ -5,9 +5,9 @@ import { type OperatorStateDistributionMode, PartitionableListState } from './pa
 import {
   checksum,
   deserializeStateValue,
+  OPERATOR_STATE_FORMAT_VERSION,
   OPERATOR_STATE_MAGIC,
   readSnapshotHeader,
-  STATE_SNAPSHOT_FORMAT_VERSION,
   serializeStateValue,
 } from './state-snapshot-format.ts';
 import type { ListState } from './state-types.ts';
@@ -88,7 +88,7 @@ export class OperatorStateBackend {
   snapshot(): Uint8Array {
     const out = new DataOutputSerializer(256);
     out.writeBytes(OPERATOR_STATE_MAGIC);
-    out.writeUint16(STATE_SNAPSHOT_FORMAT_VERSION);
+    out.writeUint16(OPERATOR_STATE_FORMAT_VERSION);
     out.writeUint32(this.states.size);
     for (const state of this.states.values()) {
       const entries = state.get();
@@ -158,7 +158,7 @@ interface OperatorStateEntries {
 }
 
 function readOperatorSnapshot(input: DataInputDeserializer): OperatorStateEntries[] {
-  readSnapshotHeader(input, OPERATOR_STATE_MAGIC, 'operator state');
+  readSnapshotHeader(input, OPERATOR_STATE_MAGIC, 'operator state', OPERATOR_STATE_FORMAT_VERSION);
   const count = input.readUint32('the state count');
   const raw: { name: string; mode: OperatorStateDistributionMode; length: number; blob: Uint8Array }[] = [];
   for (let i = 0; i < count; i++) {

@@ -12,8 +12,13 @@ import type { StateKind } from './state-types.ts';
  * come back as plain objects.
  */
 
-/** The snapshot format version this Weir writes and the newest it reads. */
-export const STATE_SNAPSHOT_FORMAT_VERSION = 1;
+/**
+ * The keyed state snapshot format this Weir writes and the newest it reads. 2: timers carry a
+ * namespace (windows, join buffers); version 1 snapshots are still read.
+ */
+export const KEYED_STATE_FORMAT_VERSION = 2;
+/** The operator state snapshot format this Weir writes and the newest it reads. */
+export const OPERATOR_STATE_FORMAT_VERSION = 1;
 /** "WKSB": Weir keyed state backend. */
 export const KEYED_STATE_MAGIC = Uint8Array.of(0x57, 0x4b, 0x53, 0x42);
 /** "WOSB": Weir operator state backend. */
@@ -40,19 +45,17 @@ export function checksum(bytes: Uint8Array): number {
  * Reads and checks the magic bytes and the format version; returns the version. An unknown magic is
  * a corrupt (or foreign) file; a newer version is a Weir too old to read it.
  */
-export function readSnapshotHeader(input: DataInputDeserializer, magic: Uint8Array, kind: string): number {
+export function readSnapshotHeader(input: DataInputDeserializer, magic: Uint8Array, kind: string, newest: number): number {
   const actual = input.readBytes(magic.length, 'the magic bytes');
   if (!actual.equals(magic)) {
     throw input.corrupt(`it does not start with the magic bytes of a ${kind} snapshot (${Buffer.from(magic).toString('latin1')})`);
   }
   const version = input.readUint16('the format version');
   if (version === 0) throw input.corrupt('its format version is 0');
-  if (version > STATE_SNAPSHOT_FORMAT_VERSION) {
-    throw new WeirError(
-      'STATE_SNAPSHOT_VERSION',
-      `${input.source}: state snapshot format version ${version} is newer than this Weir supports (${STATE_SNAPSHOT_FORMAT_VERSION})`,
-      { hint: 'restore with the Weir version that took the checkpoint, or a newer one' },
-    );
+  if (version > newest) {
+    throw new WeirError('STATE_SNAPSHOT_VERSION', `${input.source}: state snapshot format version ${version} is newer than this Weir supports (${newest})`, {
+      hint: 'restore with the Weir version that took the checkpoint, or a newer one',
+    });
   }
   return version;
 }

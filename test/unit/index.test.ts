@@ -14,6 +14,15 @@ test("the package entry exports what a job needs: import { defineJob, kafkaSourc
     'runJob',
     'WeirError',
     'twoPhaseCommitSink',
+    'WatermarkStrategy',
+    'TumblingEventTimeWindows',
+    'SlidingEventTimeWindows',
+    'EventTimeSessionWindows',
+    'TumblingProcessingTimeWindows',
+    'CountTrigger',
+    'ContinuousEventTimeTrigger',
+    'OutputTag',
+    'TimeWindow',
   ]) {
     assert.equal(typeof (weir as Record<string, unknown>)[name] === 'function' || typeof (weir as Record<string, unknown>)[name] === 'object', true, name);
   }

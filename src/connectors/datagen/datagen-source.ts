@@ -1,4 +1,4 @@
-import type { Source, SourceReader, SourceReaderContext } from '../source.ts';
+import type { Source, SourceBatch, SourceReader, SourceReaderContext } from '../source.ts';
 
 /** One split of the sequence: the numbers index, index + stride, index + 2 * stride, ... below `end`. */
 export interface DataGenSplit {
@@ -33,6 +33,7 @@ export interface DataGenOptions<T> {
  * A deterministic generator (Flink's DataGeneratorSource / NumberSequenceSource): the sequence
  * numbers 0, 1, 2, ... split into strided splits, each record a pure function of its number. The
  * position in each split is checkpointed, so after a failure exactly the same records follow.
+ * With a watermark strategy, each split gets its own watermarks (split id: its index).
  */
 export function dataGenSource<T = DataGenRecord>(options: DataGenOptions<T> = {}): Source<T, DataGenSplit> {
   const splitCount = options.splits ?? 16;
@@ -44,6 +45,7 @@ export function dataGenSource<T = DataGenRecord>(options: DataGenOptions<T> = {}
     bounded: count !== undefined,
     createInitialSplits: () => Array.from({ length: splitCount }, (_, index) => ({ index, stride: splitCount, next: index, end: count ?? null })),
     createReader: (context) => new DataGenReader<T>(generate, options.recordsPerSecond, context),
+    splitId: (split) => String(split.index),
   };
 }
 
@@ -54,9 +56,11 @@ class DataGenReader<T> implements SourceReader<T, DataGenSplit> {
   readonly #ratePerMs: number | undefined;
   #tokens = 0;
   #lastRefill = Date.now();
+  readonly #tracksSplits: boolean;
 
   constructor(generate: (seq: number) => T, recordsPerSecond: number | undefined, context: SourceReaderContext) {
     this.#generate = generate;
+    this.#tracksSplits = context.tracksSplits === true;
     this.#ratePerMs = recordsPerSecond === undefined ? undefined : recordsPerSecond / context.parallelism / 1000;
   }
 
@@ -65,6 +69,21 @@ class DataGenReader<T> implements SourceReader<T, DataGenSplit> {
   }
 
   pollNext(max: number): T[] | null {
+    return this.#poll(max, undefined);
+  }
+
+  /** With the split of each record, for per-split watermarks. */
+  pollNextBatch(max: number): SourceBatch<T> | null {
+    const splitIds: string[] | undefined = this.#tracksSplits ? [] : undefined;
+    const live = this.#tracksSplits ? this.#splits.filter((split) => split.end === null || split.next < split.end) : [];
+    const records = this.#poll(max, splitIds);
+    if (records === null) return null;
+    // Splits this poll finished: their watermarks stop holding the others back.
+    const finishedSplitIds = live.filter((split) => split.end !== null && split.next >= split.end).map((split) => String(split.index));
+    return { records, splitIds, finishedSplitIds };
+  }
+
+  #poll(max: number, splitIds: string[] | undefined): T[] | null {
     const live = this.#splits.filter((split) => split.end === null || split.next < split.end);
     if (live.length === 0) return null;
     let budget = max;
@@ -82,8 +101,10 @@ class DataGenReader<T> implements SourceReader<T, DataGenSplit> {
     while (out.length < budget) {
       const split = live[this.#cursor++ % live.length] as DataGenSplit;
       const run = Math.min(budget - out.length, 64);
+      const id = String(split.index);
       for (let i = 0; i < run && (split.end === null || split.next < split.end); i++) {
         out.push(generate(split.next));
+        splitIds?.push(id);
         split.next += split.stride;
       }
       if (live.every((candidate) => candidate.end !== null && candidate.next >= candidate.end)) break;

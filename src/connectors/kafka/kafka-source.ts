@@ -3,7 +3,7 @@ import { Admin, type ConnectionOptions } from '@platformatic/kafka';
 import { WeirError } from '../../errors.ts';
 import type { Preflightable, PreflightContext, PreflightFinding } from '../../runtime/preflight.ts';
 import { keyHash } from '../../state/key-group-range-assignment.ts';
-import type { Source, SourceReader, SourceReaderContext } from '../source.ts';
+import type { Source, SourceBatch, SourceReader, SourceReaderContext } from '../source.ts';
 import { type BrokerAddress, formatBootstrap, parseBootstrap } from './bootstrap.ts';
 import { ClusterConnections, type TopicInfo } from './cluster-connections.ts';
 import { missingTopics, unreachableFinding } from './kafka-preflight.ts';
@@ -107,6 +107,8 @@ export function kafkaSource<T>(sourceOptions: KafkaSourceOptions<T>): Source<T, 
       }
     },
     createReader: (context) => new KafkaSourceReader(options, context, discoveryMs),
+    // Per-partition watermarks, as Flink's KafkaSource: each partition is a split with its own generator.
+    splitId: (split) => `${split.topic}:${split.partition}`,
     async preflight(context: PreflightContext): Promise<PreflightFinding[]> {
       const where = `kafka source "${context.uid}"`;
       try {
@@ -187,6 +189,18 @@ class KafkaSourceReader<T> implements SourceReader<T, KafkaSplit> {
   }
 
   async pollNext(max: number): Promise<T[] | null> {
+    return this.#poll(max, undefined, undefined);
+  }
+
+  /** With each record's partition ("topic:partition") and Kafka timestamp, for event time. */
+  async pollNextBatch(max: number): Promise<SourceBatch<T> | null> {
+    const splitIds: string[] | undefined = this.#context.tracksSplits === true ? [] : undefined;
+    const timestamps: number[] = [];
+    const records = await this.#poll(max, splitIds, timestamps);
+    return records === null ? null : { records, splitIds, timestamps };
+  }
+
+  async #poll(max: number, splitIds: string[] | undefined, timestamps: number[] | undefined): Promise<T[] | null> {
     if (this.#discoveryMs > 0 && Date.now() >= this.#nextDiscovery) await this.#discoverPartitions();
     const live = this.#splits.filter((split) => split.end === null || (split.offset as bigint) < (split.end as bigint));
     if (live.length === 0) return this.#options.bounded ? null : [];
@@ -201,9 +215,12 @@ class KafkaSourceReader<T> implements SourceReader<T, KafkaSplit> {
         const queue = this.#queues.get(split);
         if (queue === undefined) continue;
         const take = Math.min(queue.records.length - queue.next, Math.max(1, Math.floor((max - out.length) / live.length)));
+        const splitId = splitIds === undefined ? '' : `${split.topic}:${split.partition}`;
         for (let i = 0; i < take && out.length < max; i++) {
           const record = queue.records[queue.next++] as TopicRecord;
           out.push(deserialize(record));
+          splitIds?.push(splitId);
+          timestamps?.push(record.timestamp >= 0n ? Number(record.timestamp) : Number.NaN); // -1: the record has no timestamp
           split.offset = record.offset + 1n;
           this.#buffered--;
           progressed = true;

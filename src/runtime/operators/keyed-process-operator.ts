@@ -1,82 +1,176 @@
-import type { Collector, KeyedContext, KeyedProcessFunction, RuntimeContext, TimerService } from '../../api/functions.ts';
+import type { Collector, KeyedProcessFunction, OnTimerContext, RuntimeContext, TimerService } from '../../api/functions.ts';
+import type { OutputTag } from '../../api/output-tag.ts';
 import { WeirError } from '../../errors.ts';
 import type { KeySelector } from '../../graph/stream-graph.ts';
 import type { HeapKeyedStateBackend } from '../../state/heap-keyed-state-backend.ts';
+import type { TimeDomain } from '../../state/internal-timer-service.ts';
 import { type StateKey, validateStateKey } from '../../state/key-group-range-assignment.ts';
 import type { StateDescriptor } from '../../state/state-descriptors.ts';
 import { type OperatorContext, StreamOperator } from '../stream-operator.ts';
+import { TimestampedCollector } from './timestamped-collector.ts';
+
+/** The backend of a keyed operator, or a clear error when it runs on a stream that is not keyed. */
+export function requireKeyedState(context: OperatorContext, call: string): HeapKeyedStateBackend {
+  if (context.keyedState === undefined) {
+    throw new WeirError('NOT_KEYED', `operator "${context.operatorName}" needs a keyed stream`, { hint: `call keyBy(...) before ${call}`, fault: 'user' });
+  }
+  return context.keyedState;
+}
+
+/** The runtime context a keyed function opens with. */
+export function keyedRuntimeContext(context: OperatorContext, backend: HeapKeyedStateBackend): RuntimeContext {
+  return {
+    subtaskIndex: context.subtaskIndex,
+    parallelism: context.parallelism,
+    attemptNumber: context.attemptNumber,
+    getState: <S>(descriptor: StateDescriptor<S>) => backend.getState(descriptor) as S,
+  };
+}
+
+/** A function with timers: keyed process functions and keyed co-process functions. */
+export interface TimerFunction<K extends StateKey> {
+  onTimer?(timestamp: number, context: OnTimerContext<K>, out: Collector<never>): void;
+}
+
+/**
+ * The record and timer context of keyed process functions (Flink's KeyedProcessOperator's
+ * ContextImpl and OnTimerContextImpl in one object, reused for every record): the current key,
+ * the record's timestamp, the timer service on the keyed backend, side outputs.
+ */
+export class KeyedProcessContext<K extends StateKey> implements OnTimerContext<K> {
+  readonly timerService: TimerService;
+  readonly collector = new TimestampedCollector<unknown>();
+  /** The current record's (or event-time timer's) timestamp; undefined: none. */
+  currentTimestamp: number | undefined = undefined;
+  currentWatermark = Number.NEGATIVE_INFINITY;
+  domain: TimeDomain = 'event';
+  #backend!: HeapKeyedStateBackend;
+  #context!: OperatorContext;
+
+  constructor() {
+    this.timerService = {
+      currentProcessingTime: () => Date.now(),
+      currentWatermark: () => this.currentWatermark,
+      registerProcessingTimeTimer: (timestamp) => {
+        this.#backend.registerTimer('processing', timestamp);
+        this.#context.requestProcessingTimeCallback(timestamp);
+      },
+      deleteProcessingTimeTimer: (timestamp) => {
+        this.#backend.deleteTimer('processing', timestamp);
+      },
+      registerEventTimeTimer: (timestamp) => {
+        this.#backend.registerTimer('event', timestamp);
+      },
+      deleteEventTimeTimer: (timestamp) => {
+        this.#backend.deleteTimer('event', timestamp);
+      },
+    };
+  }
+
+  open(context: OperatorContext, backend: HeapKeyedStateBackend): void {
+    this.#context = context;
+    this.#backend = backend;
+    const next = backend.nextTimerTimestamp('processing');
+    if (next !== undefined) context.requestProcessingTimeCallback(next);
+  }
+
+  getCurrentKey(): K {
+    return this.#backend.getCurrentKey() as K;
+  }
+
+  timestamp(): number | undefined {
+    return this.currentTimestamp;
+  }
+
+  timeDomain(): TimeDomain {
+    return this.domain;
+  }
+
+  output<X>(tag: OutputTag<X>, value: X): void {
+    this.#context.output(tag.id, value, this.currentTimestamp ?? Number.NaN);
+  }
+
+  /** Sets the current record's timestamp (for its output and side outputs); NaN or undefined: none. */
+  setTimestamp(timestamp: number | undefined): void {
+    const none = timestamp === undefined || Number.isNaN(timestamp);
+    this.currentTimestamp = none ? undefined : timestamp;
+    this.collector.timestamp = none ? Number.NaN : timestamp;
+  }
+
+  /** Fires the timers of `domain` due at `time` through the function's `onTimer` (output goes to the collector). */
+  fireTimers(domain: TimeDomain, time: number, fn: TimerFunction<K>): void {
+    this.domain = domain;
+    this.#backend.pollTimersUpTo(domain, time, (_key, timestamp) => {
+      // Event-time timer output carries the timer's time; processing-time timer output has no timestamp (as in Flink).
+      this.setTimestamp(domain === 'event' ? timestamp : undefined);
+      fn.onTimer?.(timestamp, this, this.collector);
+    });
+    if (domain === 'processing') {
+      const next = this.#backend.nextTimerTimestamp('processing');
+      if (next !== undefined) this.#context.requestProcessingTimeCallback(next);
+    }
+  }
+}
 
 /**
  * Runs a {@link KeyedProcessFunction}: sets the current key of the keyed state backend before each
- * record and each timer, so state handles and timers act on that key.
+ * record and each timer, so state handles and timers act on that key. Event-time timers fire as
+ * the watermark passes them; what a record emits carries the record's timestamp, what an
+ * event-time timer emits the timer's.
  */
 export class KeyedProcessOperator<K extends StateKey, IN, OUT> extends StreamOperator<IN, OUT> {
   readonly #fn: KeyedProcessFunction<K, IN, OUT>;
   readonly #keySelector: KeySelector<IN>;
   #backend!: HeapKeyedStateBackend;
-  #context!: OperatorContext;
-  #out: OUT[] = [];
-  readonly #collector: Collector<OUT> = { collect: (record) => this.#out.push(record) };
-  readonly #keyedContext: KeyedContext<K>;
+  #name = '';
+  readonly #context = new KeyedProcessContext<K>();
 
   constructor(fn: KeyedProcessFunction<K, IN, OUT>, keySelector: KeySelector<IN>) {
     super();
     this.#fn = fn;
     this.#keySelector = keySelector;
-    const timerService: TimerService = {
-      currentProcessingTime: () => Date.now(),
-      registerProcessingTimeTimer: (timestamp) => {
-        this.#backend.registerTimer('processing', timestamp);
-        this.#context.requestProcessingTimeCallback(timestamp);
-      },
-      deleteProcessingTimeTimer: (timestamp) => this.#backend.deleteTimer('processing', timestamp),
-    };
-    this.#keyedContext = { getCurrentKey: () => this.#backend.getCurrentKey() as K, timerService };
   }
 
   override open(context: OperatorContext): void {
-    if (context.keyedState === undefined) {
-      throw new WeirError('NOT_KEYED', `operator "${context.operatorName}" needs a keyed stream`, {
-        hint: 'call keyBy(...) before process(...)',
-        fault: 'user',
-      });
-    }
-    this.#backend = context.keyedState;
-    this.#context = context;
-    const runtime: RuntimeContext = {
-      subtaskIndex: context.subtaskIndex,
-      parallelism: context.parallelism,
-      attemptNumber: context.attemptNumber,
-      getState: <S>(descriptor: StateDescriptor<S>) => this.#backend.getState(descriptor) as S,
-    };
-    this.#fn.open?.(runtime);
-    const next = this.#backend.nextTimerTimestamp('processing');
-    if (next !== undefined) context.requestProcessingTimeCallback(next);
+    this.#backend = requireKeyedState(context, 'process(...)');
+    this.#name = context.operatorName;
+    this.#fn.open?.(keyedRuntimeContext(context, this.#backend));
+    this.#context.open(context, this.#backend);
   }
 
-  processBatch(batch: IN[]): OUT[] {
+  processBatch(batch: IN[], timestamps?: readonly number[]): OUT[] {
     const fn = this.#fn;
     const backend = this.#backend;
     const select = this.#keySelector;
-    const name = this.#context.operatorName;
-    this.#out = [];
+    const name = this.#name;
+    const context = this.#context;
+    const collector = context.collector as TimestampedCollector<OUT>;
+    collector.reset(timestamps !== undefined);
+    context.setTimestamp(undefined);
     for (let i = 0; i < batch.length; i++) {
       const value = batch[i] as IN;
       backend.setCurrentKey(validateStateKey(select(value), name));
-      fn.processElement(value, this.#keyedContext, this.#collector);
+      if (timestamps !== undefined) context.setTimestamp(timestamps[i]);
+      fn.processElement(value, context, collector);
     }
-    return this.#out;
+    this.outputTimestamps = collector.timestamps;
+    return collector.records;
+  }
+
+  override processWatermark(watermark: number): OUT[] {
+    const context = this.#context;
+    context.currentWatermark = watermark;
+    context.collector.reset(true);
+    context.fireTimers('event', watermark, this.#fn as TimerFunction<K>);
+    this.outputTimestamps = context.collector.timestamps;
+    return context.collector.records as OUT[];
   }
 
   override onProcessingTime(now: number): OUT[] {
-    this.#out = [];
-    const onTimer = this.#fn.onTimer;
-    this.#backend.pollTimersUpTo('processing', now, (_key, timestamp) => {
-      onTimer?.call(this.#fn, timestamp, this.#keyedContext, this.#collector);
-    });
-    const next = this.#backend.nextTimerTimestamp('processing');
-    if (next !== undefined) this.#context.requestProcessingTimeCallback(next);
-    return this.#out;
+    const context = this.#context;
+    context.collector.reset(false);
+    context.fireTimers('processing', now, this.#fn as TimerFunction<K>);
+    return context.collector.records as OUT[];
   }
 
   override close(): void {

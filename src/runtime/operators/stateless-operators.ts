@@ -1,16 +1,17 @@
 import { StreamOperator } from '../stream-operator.ts';
 
-/** `map`: one record out per record in. */
+/** `map`: one record out per record in, with the input's timestamps. */
 export class MapOperator<IN, OUT> extends StreamOperator<IN, OUT> {
   readonly #fn: (value: IN) => OUT;
   constructor(fn: (value: IN) => OUT) {
     super();
     this.#fn = fn;
   }
-  processBatch(batch: IN[]): OUT[] {
+  processBatch(batch: IN[], timestamps?: readonly number[]): OUT[] {
     const fn = this.#fn;
     const out = new Array<OUT>(batch.length);
     for (let i = 0; i < batch.length; i++) out[i] = fn(batch[i] as IN);
+    this.outputTimestamps = timestamps as number[] | undefined;
     return out;
   }
 }
@@ -22,37 +23,62 @@ export class FilterOperator<T> extends StreamOperator<T, T> {
     super();
     this.#predicate = predicate;
   }
-  processBatch(batch: T[]): T[] {
+  processBatch(batch: T[], timestamps?: readonly number[]): T[] {
     const predicate = this.#predicate;
     const out: T[] = [];
+    if (timestamps === undefined) {
+      for (let i = 0; i < batch.length; i++) {
+        const value = batch[i] as T;
+        if (predicate(value)) out.push(value);
+      }
+      return out;
+    }
+    const kept: number[] = [];
     for (let i = 0; i < batch.length; i++) {
       const value = batch[i] as T;
-      if (predicate(value)) out.push(value);
+      if (predicate(value)) {
+        out.push(value);
+        kept.push(timestamps[i] as number);
+      }
     }
+    this.outputTimestamps = kept;
     return out;
   }
 }
 
-/** `flatMap`: any number of records out per record in. */
+/** `flatMap`: any number of records out per record in, each with its input's timestamp. */
 export class FlatMapOperator<IN, OUT> extends StreamOperator<IN, OUT> {
   readonly #fn: (value: IN) => Iterable<OUT>;
   constructor(fn: (value: IN) => Iterable<OUT>) {
     super();
     this.#fn = fn;
   }
-  processBatch(batch: IN[]): OUT[] {
+  processBatch(batch: IN[], timestamps?: readonly number[]): OUT[] {
     const fn = this.#fn;
     const out: OUT[] = [];
-    for (let i = 0; i < batch.length; i++) {
-      for (const value of fn(batch[i] as IN)) out.push(value);
+    if (timestamps === undefined) {
+      for (let i = 0; i < batch.length; i++) {
+        for (const value of fn(batch[i] as IN)) out.push(value);
+      }
+      return out;
     }
+    const stamps: number[] = [];
+    for (let i = 0; i < batch.length; i++) {
+      const timestamp = timestamps[i] as number;
+      for (const value of fn(batch[i] as IN)) {
+        out.push(value);
+        stamps.push(timestamp);
+      }
+    }
+    this.outputTimestamps = stamps;
     return out;
   }
 }
 
 /** `union` and other pass-throughs. */
 export class IdentityOperator<T> extends StreamOperator<T, T> {
-  processBatch(batch: T[]): T[] {
+  processBatch(batch: T[], timestamps?: readonly number[]): T[] {
+    this.outputTimestamps = timestamps as number[] | undefined;
     return batch;
   }
 }

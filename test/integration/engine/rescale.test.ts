@@ -5,6 +5,7 @@
  * redistributed; the output stays exact in both branches.
  */
 import assert from 'node:assert/strict';
+import { existsSync } from 'node:fs';
 import { cp, mkdtemp, rm } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
@@ -33,7 +34,8 @@ test('stop with a savepoint at parallelism 2, resume it at 1, and at 3 then (ano
   });
 
   const first = await startJob({ job: jobModule, config: config(2) });
-  await sleep(700);
+  // Stop once some output is committed (a fixed sleep is too short on a loaded machine).
+  while (!existsSync(join(folder, 'out')) || readCommittedRecords(join(folder, 'out')).length === 0) await sleep(50);
   const savepoint1 = await first.stopWithSavepoint();
   await first.result;
   assert.equal(savepoint1.kind, 'savepoint');
@@ -49,7 +51,7 @@ test('stop with a savepoint at parallelism 2, resume it at 1, and at 3 then (ano
   process.env.KS_OUTPUT = join(folder, 'out');
 
   const second = await startJob({ job: jobModule, config: config(3), fromSavepoint: savepoint1.location.path });
-  await sleep(700);
+  while (readCommittedRecords(join(folder, 'out')).length <= afterFirst) await sleep(50);
   const savepoint2 = await second.stopWithSavepoint();
   await second.result;
   assert.ok(readCommittedRecords(join(folder, 'out')).length > afterFirst, 'the run at parallelism 3 made progress');

@@ -1,8 +1,9 @@
 import assert from 'node:assert/strict';
 import { test } from 'node:test';
 import { parseEnvironmentConfig } from '../../../src/api/environment-config.ts';
+import { OutputTag } from '../../../src/api/output-tag.ts';
 import { StreamExecutionEnvironment } from '../../../src/api/stream-execution-environment.ts';
-import { dataGenSource } from '../../../src/connectors/datagen/datagen-source.ts';
+import { type DataGenRecord, dataGenSource } from '../../../src/connectors/datagen/datagen-source.ts';
 import { discardingSink } from '../../../src/connectors/discarding-sink.ts';
 import { buildJobGraph } from '../../../src/graph/job-graph.ts';
 
@@ -57,4 +58,62 @@ test('a job without a source, and an operator above maxParallelism, are refused'
   const env = new StreamExecutionEnvironment();
   env.fromSource(dataGenSource({ count: 10 }), { parallelism: 500 }).sinkTo(discardingSink());
   assert.throws(() => buildJobGraph('big', env.graph, config), /maxParallelism/);
+});
+
+test('a two-input operator (connect) is its own vertex, keyed when both inputs are; its edges say which input they feed', () => {
+  const env = new StreamExecutionEnvironment();
+  const orders = env.fromSource(dataGenSource({ count: 10 }), { uid: 'orders' });
+  const payments = env.fromSource(dataGenSource({ count: 10 }), { uid: 'payments' });
+  orders
+    .connect(payments)
+    .keyBy(
+      (order) => order.key,
+      (payment) => payment.key,
+    )
+    .process<string>({ processElement1() {}, processElement2() {} }, { uid: 'match' })
+    .sinkTo(discardingSink<string>(), { uid: 'sink' });
+  const graph = buildJobGraph('test', env.graph, config);
+  assert.deepEqual(
+    graph.vertices.map((vertex) => [vertex.name, vertex.keyed]),
+    [
+      ['datagen', false],
+      ['datagen', false],
+      ['co-process -> discarding sink', true],
+    ],
+  );
+  assert.deepEqual(
+    graph.edges.map((edge) => [edge.source, edge.target, edge.partitioning, edge.inputIndex]),
+    [
+      [0, 2, 'hash', 0],
+      [1, 2, 'hash', 1],
+    ],
+  );
+});
+
+test('a side output is never chained: its edge leaves the operator that emits it and names the tag', () => {
+  const env = new StreamExecutionEnvironment();
+  const rejected = new OutputTag<DataGenRecord>('rejected');
+  const accepted = env.fromSource(dataGenSource({ count: 10 }), { uid: 'gen' }).process<DataGenRecord>(
+    {
+      processElement(record, context, out) {
+        if (record.amount > 5) context.output(rejected, record);
+        else out.collect(record);
+      },
+    },
+    { uid: 'check' },
+  );
+  accepted.sinkTo(discardingSink(), { uid: 'accepted' });
+  accepted.getSideOutput(rejected).sinkTo(discardingSink(), { uid: 'rejected' });
+  const graph = buildJobGraph('test', env.graph, config);
+  assert.deepEqual(
+    graph.vertices.map((vertex) => vertex.name),
+    ['datagen -> process', 'discarding sink', 'discarding sink'],
+  );
+  assert.deepEqual(
+    graph.edges.map((edge) => [edge.source, edge.target, edge.partitioning, edge.outputTag]),
+    [
+      [0, 1, 'forward', undefined],
+      [0, 2, 'forward', 'rejected'],
+    ],
+  );
 });

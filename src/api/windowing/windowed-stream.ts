@@ -1,0 +1,181 @@
+import { WeirError } from '../../errors.ts';
+import type { KeySelector, StreamGraph } from '../../graph/stream-graph.ts';
+import { type WindowContents, WindowOperator } from '../../runtime/operators/window-operator.ts';
+import type { StreamOperator } from '../../runtime/stream-operator.ts';
+import type { StateKey } from '../../state/key-group-range-assignment.ts';
+import { addOperator, type OperatorOptions, type SingleOutputStreamOperator, type Upstream } from '../data-stream.ts';
+import type { OutputTag } from '../output-tag.ts';
+import { timeSetting } from '../time-setting.ts';
+import type { Trigger } from './trigger.ts';
+import type { Window } from './window.ts';
+import type { WindowAssigner } from './window-assigner.ts';
+import type { AggregateFunction, ProcessWindowFunction, ReduceFunction } from './window-functions.ts';
+
+interface WindowSettings<T, W extends Window> {
+  trigger: Trigger<T, W> | undefined;
+  allowedLateness: number;
+  lateDataTag: OutputTag<T> | undefined;
+}
+
+const isWindowFunction = (value: unknown): value is ProcessWindowFunction<unknown, unknown, StateKey, Window> =>
+  typeof (value as { process?: unknown } | undefined)?.process === 'function';
+
+/**
+ * A keyed stream cut into windows (Flink's WindowedStream): choose a trigger, the allowed lateness
+ * and a late side output, then what a window computes: `reduce`, `aggregate` (each keeps one value
+ * per window) or `process` (keeps every record). Builders never mutate.
+ *
+ * ```ts
+ * keyed
+ *   .window(TumblingEventTimeWindows.of('1m'))
+ *   .allowedLateness('10s')
+ *   .sideOutputLateData(late)
+ *   .aggregate(sumOfAmounts, { process(account, context, [total], out) { out.collect({ account, minute: context.window.start, total }); } }, { uid: 'totals' });
+ * ```
+ */
+export class WindowedStream<T, K extends StateKey, W extends Window> {
+  readonly #graph: StreamGraph;
+  readonly #upstream: Upstream;
+  readonly #assigner: WindowAssigner<T, W>;
+  readonly #settings: WindowSettings<T, W>;
+
+  /** @internal */
+  constructor(graph: StreamGraph, upstream: Upstream, assigner: WindowAssigner<T, W>, settings?: WindowSettings<T, W>) {
+    if (typeof assigner?.assignWindows !== 'function') {
+      throw new WeirError('INVALID_WINDOW', 'window(assigner): the assigner is not a WindowAssigner', {
+        hint: "pass one such as TumblingEventTimeWindows.of('1m'), SlidingEventTimeWindows.of('10m', '1m') or EventTimeSessionWindows.withGap('30m')",
+      });
+    }
+    this.#graph = graph;
+    this.#upstream = upstream;
+    this.#assigner = assigner;
+    this.#settings = settings ?? { trigger: undefined, allowedLateness: 0, lateDataTag: undefined };
+  }
+
+  /** Replaces the assigner's default trigger (e.g. CountTrigger.of(100), ContinuousEventTimeTrigger.of('10s')). */
+  trigger(trigger: Trigger<T, W> | Trigger<unknown, W> | Trigger<unknown, Window>): WindowedStream<T, K, W> {
+    if (this.#assigner.isMerging && trigger.canMerge?.() !== true) {
+      throw new WeirError(
+        'INVALID_TRIGGER',
+        `trigger ${trigger} cannot be used with ${this.#assigner}: session windows merge, and the trigger does not support merging`,
+        {
+          hint: 'give the trigger canMerge() { return true } and onMerge(...), or use a non-merging window assigner',
+        },
+      );
+    }
+    return new WindowedStream(this.#graph, this.#upstream, this.#assigner, { ...this.#settings, trigger: trigger as Trigger<T, W> });
+  }
+
+  /**
+   * How long after a window's end (in event time) it keeps its state: a late record within it
+   * fires the window again with the record added; later ones go to the late side output. Default 0.
+   */
+  allowedLateness(lateness: number | string): WindowedStream<T, K, W> {
+    const allowedLateness = timeSetting(lateness, 'window(...).allowedLateness(lateness)', {
+      positive: false,
+      fix: "give how long after its end a window still takes late records, e.g. allowedLateness('30s'); 0 for none",
+    });
+    return new WindowedStream(this.#graph, this.#upstream, this.#assigner, { ...this.#settings, allowedLateness });
+  }
+
+  /** Late records (past the allowed lateness) go to this side output: `result.getSideOutput(tag)`. Without one they are counted in numLateRecordsDropped. */
+  sideOutputLateData(tag: OutputTag<T>): WindowedStream<T, K, W> {
+    return new WindowedStream(this.#graph, this.#upstream, this.#assigner, { ...this.#settings, lateDataTag: tag });
+  }
+
+  /** Reduces each window's records to one value (kept as they arrive); emits it, or hands it to `windowFunction`. */
+  reduce(fn: ReduceFunction<T>, options?: OperatorOptions): SingleOutputStreamOperator<T>;
+  reduce<R>(fn: ReduceFunction<T>, windowFunction: ProcessWindowFunction<T, R, K, W>, options?: OperatorOptions): SingleOutputStreamOperator<R>;
+  reduce<R>(
+    fn: ReduceFunction<T>,
+    second?: ProcessWindowFunction<T, R, K, W> | OperatorOptions,
+    third?: OperatorOptions,
+  ): SingleOutputStreamOperator<R> | SingleOutputStreamOperator<T> {
+    if (typeof fn !== 'function') throw invalidFunction('reduce(fn)', 'a function (a, b) => combined');
+    const contents: WindowContents<T, T, T> = {
+      add: (accumulator, value) => (accumulator === undefined ? value : fn(accumulator, value)),
+      merge: (a, b) => fn(a, b),
+      result: (accumulator) => [accumulator],
+    };
+    const [windowFunction, options] = isWindowFunction(second) ? [second, third] : [undefined, second as OperatorOptions | undefined];
+    return this.#build('reduce', contents, windowFunction as ProcessWindowFunction<T, R, K, W> | undefined, options ?? {});
+  }
+
+  /** Folds each window's records into an accumulator (kept as they arrive); emits its result, or hands it to `windowFunction`. */
+  aggregate<ACC, V>(fn: AggregateFunction<T, ACC, V>, options?: OperatorOptions): SingleOutputStreamOperator<V>;
+  aggregate<ACC, V, R>(
+    fn: AggregateFunction<T, ACC, V>,
+    windowFunction: ProcessWindowFunction<V, R, K, W>,
+    options?: OperatorOptions,
+  ): SingleOutputStreamOperator<R>;
+  aggregate<ACC, V, R>(
+    fn: AggregateFunction<T, ACC, V>,
+    second?: ProcessWindowFunction<V, R, K, W> | OperatorOptions,
+    third?: OperatorOptions,
+  ): SingleOutputStreamOperator<R> | SingleOutputStreamOperator<V> {
+    for (const method of ['createAccumulator', 'add', 'getResult'] as const) {
+      if (typeof fn?.[method] !== 'function')
+        throw invalidFunction(`aggregate(fn): fn.${method}`, 'the AggregateFunction methods createAccumulator, add and getResult');
+    }
+    const merge = fn.merge;
+    if (this.#assigner.isMerging && typeof merge !== 'function') {
+      throw new WeirError('AGGREGATE_MERGE_MISSING', `aggregate(fn) on ${this.#assigner}: session windows merge, so the AggregateFunction needs merge(a, b)`, {
+        hint: 'add merge(a, b) returning the accumulator of both, e.g. merge: (a, b) => a + b',
+      });
+    }
+    const contents: WindowContents<T, ACC, V> = {
+      add: (accumulator, value) => fn.add(value, accumulator === undefined ? fn.createAccumulator() : accumulator),
+      merge: (a, b) => (merge as (a: ACC, b: ACC) => ACC).call(fn, a, b),
+      result: (accumulator) => [fn.getResult(accumulator)],
+    };
+    const [windowFunction, options] = isWindowFunction(second) ? [second, third] : [undefined, second as OperatorOptions | undefined];
+    return this.#build('aggregate', contents, windowFunction as ProcessWindowFunction<V, R, K, W> | undefined, options ?? {});
+  }
+
+  /** Hands every record of a window to `fn` when it fires (the window keeps them all until then). */
+  process<R>(fn: ProcessWindowFunction<T, R, K, W>, options: OperatorOptions = {}): SingleOutputStreamOperator<R> {
+    if (!isWindowFunction(fn)) throw invalidFunction('process(fn)', 'a ProcessWindowFunction: { process(key, context, elements, out) { ... } }');
+    const contents: WindowContents<T, T[], T> = {
+      add: (accumulator, value) => {
+        if (accumulator === undefined) return [value];
+        accumulator.push(value);
+        return accumulator;
+      },
+      merge: (a, b) => a.concat(b),
+      result: (accumulator) => accumulator,
+    };
+    return this.#build('window', contents, fn, options);
+  }
+
+  #build<ACC, V, R>(
+    kind: string,
+    contents: WindowContents<T, ACC, V>,
+    windowFunction: ProcessWindowFunction<V, R, K, W> | undefined,
+    options: OperatorOptions,
+  ): SingleOutputStreamOperator<R> {
+    const assigner = this.#assigner;
+    const trigger = this.#settings.trigger ?? assigner.defaultTrigger();
+    const { allowedLateness, lateDataTag } = this.#settings;
+    const keySelector = this.#upstream.keySelector as KeySelector<T>;
+    return addOperator<R>(this.#graph, [this.#upstream], {
+      kind,
+      createOperator: () =>
+        new WindowOperator<T, ACC, V, R, K, W>({
+          assigner,
+          trigger,
+          allowedLateness: assigner.isEventTime ? allowedLateness : 0,
+          lateDataTag,
+          keySelector,
+          contents,
+          windowFunction,
+        }) as unknown as StreamOperator<unknown, unknown>,
+      options: { name: kind, ...options },
+      keySelector: this.#upstream.keySelector,
+      needsWatermarks: assigner.isEventTime ? `an event-time window (${assigner})` : undefined,
+    });
+  }
+}
+
+function invalidFunction(what: string, expected: string): WeirError {
+  return new WeirError('INVALID_WINDOW_FUNCTION', `window(...).${what} is not what a window needs`, { hint: `pass ${expected}` });
+}

@@ -1,0 +1,87 @@
+import type { KeyedCoProcessFunction } from '../../api/functions.ts';
+import type { KeySelector } from '../../graph/stream-graph.ts';
+import type { HeapKeyedStateBackend } from '../../state/heap-keyed-state-backend.ts';
+import { type StateKey, validateStateKey } from '../../state/key-group-range-assignment.ts';
+import { type OperatorContext, StreamOperator } from '../stream-operator.ts';
+import { KeyedProcessContext, keyedRuntimeContext, requireKeyedState, type TimerFunction } from './keyed-process-operator.ts';
+import type { TimestampedCollector } from './timestamped-collector.ts';
+
+/**
+ * Runs a {@link KeyedCoProcessFunction} on two connected streams keyed by the same key (Flink's
+ * KeyedCoProcessOperator): both inputs were hash-partitioned to the same key groups, so records of
+ * either input with equal keys meet here and share the key's state and timers.
+ */
+export class KeyedCoProcessOperator<K extends StateKey, IN1, IN2, OUT> extends StreamOperator<IN1, OUT> {
+  readonly #fn: KeyedCoProcessFunction<K, IN1, IN2, OUT>;
+  readonly #keySelector1: KeySelector<IN1>;
+  readonly #keySelector2: KeySelector<IN2>;
+  #backend!: HeapKeyedStateBackend;
+  #name = '';
+  readonly #context = new KeyedProcessContext<K>();
+
+  constructor(fn: KeyedCoProcessFunction<K, IN1, IN2, OUT>, keySelector1: KeySelector<IN1>, keySelector2: KeySelector<IN2>) {
+    super();
+    this.#fn = fn;
+    this.#keySelector1 = keySelector1;
+    this.#keySelector2 = keySelector2;
+  }
+
+  override open(context: OperatorContext): void {
+    this.#backend = requireKeyedState(context, 'connect(...).keyBy(...).process(...)');
+    this.#name = context.operatorName;
+    this.#fn.open?.(keyedRuntimeContext(context, this.#backend));
+    this.#context.open(context, this.#backend);
+  }
+
+  processBatch(batch: IN1[], timestamps?: readonly number[]): OUT[] {
+    const fn = this.#fn;
+    return this.#process(batch, timestamps, this.#keySelector1, (value, context, out) => fn.processElement1(value, context, out));
+  }
+
+  override processBatch2(batch: unknown[], timestamps?: readonly number[]): OUT[] {
+    const fn = this.#fn;
+    return this.#process(batch as IN2[], timestamps, this.#keySelector2, (value, context, out) => fn.processElement2(value, context, out));
+  }
+
+  #process<T>(
+    batch: T[],
+    timestamps: readonly number[] | undefined,
+    select: KeySelector<T>,
+    call: (value: T, context: KeyedProcessContext<K>, out: TimestampedCollector<OUT>) => void,
+  ): OUT[] {
+    const backend = this.#backend;
+    const name = this.#name;
+    const context = this.#context;
+    const collector = context.collector as TimestampedCollector<OUT>;
+    collector.reset(timestamps !== undefined);
+    context.setTimestamp(undefined);
+    for (let i = 0; i < batch.length; i++) {
+      const value = batch[i] as T;
+      backend.setCurrentKey(validateStateKey(select(value), name));
+      if (timestamps !== undefined) context.setTimestamp(timestamps[i]);
+      call(value, context, collector);
+    }
+    this.outputTimestamps = collector.timestamps;
+    return collector.records;
+  }
+
+  override processWatermark(watermark: number): OUT[] {
+    const context = this.#context;
+    context.currentWatermark = watermark;
+    context.collector.reset(true);
+    context.fireTimers('event', watermark, this.#fn as TimerFunction<K>);
+    this.outputTimestamps = context.collector.timestamps;
+    return context.collector.records as OUT[];
+  }
+
+  override onProcessingTime(now: number): OUT[] {
+    const context = this.#context;
+    context.collector.reset(false);
+    context.fireTimers('processing', now, this.#fn as TimerFunction<K>);
+    return context.collector.records as OUT[];
+  }
+
+  override close(): void {
+    this.#fn.close?.();
+  }
+}

@@ -1,0 +1,132 @@
+import type { CoProcessFunction, ProcessContext, ProcessFunction, TimerService } from '../../api/functions.ts';
+import type { OutputTag } from '../../api/output-tag.ts';
+import { WeirError } from '../../errors.ts';
+import { type OperatorContext, StreamOperator } from '../stream-operator.ts';
+import { TimestampedCollector } from './timestamped-collector.ts';
+
+function noTimers(context: () => OperatorContext): never {
+  throw new WeirError('TIMERS_NEED_KEYED_STREAM', `operator "${context().operatorName}" set a timer, but timers exist only on keyed streams`, {
+    hint: 'call keyBy(...) first and use a KeyedProcessFunction (or keyBy on both connected streams for a KeyedCoProcessFunction)',
+  });
+}
+
+/** The context of process functions on streams that are not keyed: the record's timestamp, the clock, side outputs; no timers. */
+class NonKeyedProcessContext implements ProcessContext {
+  readonly collector = new TimestampedCollector<unknown>();
+  readonly timerService: TimerService;
+  currentTimestamp: number | undefined = undefined;
+  currentWatermark = Number.NEGATIVE_INFINITY;
+  context!: OperatorContext;
+
+  constructor() {
+    const operatorContext = () => this.context;
+    this.timerService = {
+      currentProcessingTime: () => Date.now(),
+      currentWatermark: () => this.currentWatermark,
+      registerProcessingTimeTimer: () => noTimers(operatorContext),
+      deleteProcessingTimeTimer: () => noTimers(operatorContext),
+      registerEventTimeTimer: () => noTimers(operatorContext),
+      deleteEventTimeTimer: () => noTimers(operatorContext),
+    };
+  }
+
+  timestamp(): number | undefined {
+    return this.currentTimestamp;
+  }
+
+  output<X>(tag: OutputTag<X>, value: X): void {
+    this.context.output(tag.id, value, this.currentTimestamp ?? Number.NaN);
+  }
+
+  setTimestamp(timestamp: number | undefined): void {
+    const none = timestamp === undefined || Number.isNaN(timestamp);
+    this.currentTimestamp = none ? undefined : timestamp;
+    this.collector.timestamp = none ? Number.NaN : timestamp;
+  }
+
+  run<T>(batch: T[], timestamps: readonly number[] | undefined, call: (value: T) => void): void {
+    this.collector.reset(timestamps !== undefined);
+    this.setTimestamp(undefined);
+    for (let i = 0; i < batch.length; i++) {
+      if (timestamps !== undefined) this.setTimestamp(timestamps[i]);
+      call(batch[i] as T);
+    }
+  }
+}
+
+/** Runs a {@link ProcessFunction} on a stream that is not keyed (Flink's ProcessOperator). */
+export class ProcessOperator<IN, OUT> extends StreamOperator<IN, OUT> {
+  readonly #fn: ProcessFunction<IN, OUT>;
+  readonly #context = new NonKeyedProcessContext();
+
+  constructor(fn: ProcessFunction<IN, OUT>) {
+    super();
+    this.#fn = fn;
+  }
+
+  override open(context: OperatorContext): void {
+    this.#context.context = context;
+    this.#fn.open?.({ subtaskIndex: context.subtaskIndex, parallelism: context.parallelism, attemptNumber: context.attemptNumber });
+  }
+
+  processBatch(batch: IN[], timestamps?: readonly number[]): OUT[] {
+    const context = this.#context;
+    const fn = this.#fn;
+    const collector = context.collector as TimestampedCollector<OUT>;
+    context.run(batch, timestamps, (value) => fn.processElement(value, context, collector));
+    this.outputTimestamps = collector.timestamps;
+    return collector.records;
+  }
+
+  override processWatermark(watermark: number): OUT[] {
+    this.#context.currentWatermark = watermark;
+    return [];
+  }
+
+  override close(): void {
+    this.#fn.close?.();
+  }
+}
+
+/** Runs a {@link CoProcessFunction} on two connected streams that are not keyed (Flink's CoProcessOperator). */
+export class CoProcessOperator<IN1, IN2, OUT> extends StreamOperator<IN1, OUT> {
+  readonly #fn: CoProcessFunction<IN1, IN2, OUT>;
+  readonly #context = new NonKeyedProcessContext();
+
+  constructor(fn: CoProcessFunction<IN1, IN2, OUT>) {
+    super();
+    this.#fn = fn;
+  }
+
+  override open(context: OperatorContext): void {
+    this.#context.context = context;
+    this.#fn.open?.({ subtaskIndex: context.subtaskIndex, parallelism: context.parallelism, attemptNumber: context.attemptNumber });
+  }
+
+  processBatch(batch: IN1[], timestamps?: readonly number[]): OUT[] {
+    const context = this.#context;
+    const fn = this.#fn;
+    const collector = context.collector as TimestampedCollector<OUT>;
+    context.run(batch, timestamps, (value) => fn.processElement1(value, context, collector));
+    this.outputTimestamps = collector.timestamps;
+    return collector.records;
+  }
+
+  override processBatch2(batch: unknown[], timestamps?: readonly number[]): OUT[] {
+    const context = this.#context;
+    const fn = this.#fn;
+    const collector = context.collector as TimestampedCollector<OUT>;
+    context.run(batch as IN2[], timestamps, (value) => fn.processElement2(value, context, collector));
+    this.outputTimestamps = collector.timestamps;
+    return collector.records;
+  }
+
+  override processWatermark(watermark: number): OUT[] {
+    this.#context.currentWatermark = watermark;
+    return [];
+  }
+
+  override close(): void {
+    this.#fn.close?.();
+  }
+}
