@@ -1,7 +1,7 @@
 import type { CheckpointingConfig } from '../api/environment-config.ts';
 import { WeirError } from '../errors.ts';
 import type { JobGraph } from '../graph/job-graph.ts';
-import type { OperatorAck } from '../runtime/messages.ts';
+import type { OperatorAck, StopMode } from '../runtime/messages.ts';
 import type { CheckpointLocation } from './storage/checkpoint-location.ts';
 import type { CheckpointMetadata, OperatorStateMetadata } from './storage/checkpoint-metadata.ts';
 import type { CheckpointStorage } from './storage/checkpoint-storage.ts';
@@ -44,7 +44,7 @@ export interface CheckpointCoordinatorOptions {
   /** The first id to use: above every id in the storage, so ids rise across restarts. */
   nextCheckpointId: number;
   /** Sends the trigger to the source tasks; the location says where the state goes and what kind it is. */
-  trigger: (location: CheckpointLocation) => void;
+  trigger: (location: CheckpointLocation, stop: StopMode | undefined) => void;
   notifyComplete: (checkpointId: number) => void;
   notifyAborted: (checkpointId: number) => void;
   /** More checkpoints failed in a row than the job tolerates. */
@@ -98,9 +98,12 @@ export class CheckpointCoordinator {
     for (const pending of [...this.#pending.values()]) this.#abort(pending, reason, false);
   }
 
-  /** Triggers a checkpoint or savepoint now (outside the interval) and resolves when it completes. */
-  triggerNow(kind: 'checkpoint' | 'savepoint'): Promise<CompletedCheckpoint> {
-    return this.#trigger(kind);
+  /**
+   * Triggers a checkpoint or savepoint now (outside the interval) and resolves when it completes.
+   * `stop`: a savepoint that stops the job (the sources stop emitting after its barrier).
+   */
+  triggerNow(kind: 'checkpoint' | 'savepoint', stop?: StopMode): Promise<CompletedCheckpoint> {
+    return this.#trigger(kind, stop);
   }
 
   receiveAck(checkpointId: number, vertexId: number, subtaskIndex: number, operators: OperatorAck[], alignmentMs: number, bytes: number): void {
@@ -173,7 +176,7 @@ export class CheckpointCoordinator {
     );
   }
 
-  #trigger(kind: 'checkpoint' | 'savepoint'): Promise<CompletedCheckpoint> {
+  #trigger(kind: 'checkpoint' | 'savepoint', stop?: StopMode): Promise<CompletedCheckpoint> {
     const { storage, graph, config } = this.#options;
     const checkpointId = this.#nextId++;
     const location = kind === 'savepoint' ? storage.savepointLocation(checkpointId) : storage.locationFor(checkpointId);
@@ -205,7 +208,7 @@ export class CheckpointCoordinator {
       };
       this.#pending.set(checkpointId, pending);
     });
-    this.#options.trigger(location);
+    this.#options.trigger(location, stop);
     this.#scheduleNext();
     return promise;
   }

@@ -11,7 +11,7 @@ import { WeirError } from '../errors.ts';
 import { buildJobGraph, type JobGraph } from '../graph/job-graph.ts';
 import { buildExecutionPlan } from './execution-plan.ts';
 import { injectedFault } from './fault-injection.ts';
-import type { FromWorker, RestoreInfo, ToWorker, WorkerInit } from './messages.ts';
+import type { FromWorker, RestoreInfo, StopMode, ToWorker, WorkerInit } from './messages.ts';
 import { JobMetrics, type VertexMetrics } from './metrics/job-metrics.ts';
 import { enforcePreflight, runPreflight } from './preflight.ts';
 import { RestartStrategy } from './restart-strategy.ts';
@@ -46,7 +46,12 @@ export interface JobClient {
   readonly graph: JobGraph;
   readonly config: EnvironmentConfig;
   triggerSavepoint(): Promise<CompletedCheckpoint>;
-  stopWithSavepoint(): Promise<CompletedCheckpoint>;
+  /**
+   * Stops the job with a savepoint (Flink's stop-with-savepoint): the sources emit nothing after
+   * its barrier. `drain`: first the end-of-event-time watermark, so every event-time window and
+   * timer fires into the savepoint (for a job that will not be resumed, or not soon).
+   */
+  stopWithSavepoint(options?: { drain?: boolean }): Promise<CompletedCheckpoint>;
   readonly result: Promise<JobResult>;
   /** What runs now: for the REST API and the dashboard. */
   status(): JobStatus;
@@ -158,11 +163,11 @@ export async function startJob(options: RunJobOptions): Promise<JobClient> {
     state = 'failed';
   });
 
-  const savepoint = async (): Promise<CompletedCheckpoint> => {
+  const savepoint = async (stop?: StopMode): Promise<CompletedCheckpoint> => {
     const coordinator = current?.coordinator;
     if (coordinator === undefined)
       throw new WeirError('NO_CHECKPOINTING', 'savepoints need checkpointing', { hint: 'configure checkpointing with a storage folder' });
-    const completed = await coordinator.triggerNow('savepoint');
+    const completed = await coordinator.triggerNow('savepoint', stop);
     // A savepoint is reported only once every task has acted on its completion (the two-phase-commit
     // sinks have committed what it holds), so a restore from it never has to commit anything again.
     await current?.committed(completed.checkpointId);
@@ -173,9 +178,9 @@ export async function startJob(options: RunJobOptions): Promise<JobClient> {
     graph,
     config,
     result,
-    triggerSavepoint: savepoint,
-    stopWithSavepoint: async () => {
-      const completed = await savepoint();
+    triggerSavepoint: () => savepoint(),
+    stopWithSavepoint: async (stopOptions) => {
+      const completed = await savepoint(stopOptions?.drain === true ? 'drain' : 'suspend');
       stopRequested = true;
       await current?.stop();
       return completed;
@@ -295,7 +300,7 @@ class Attempt {
         storage,
         graph,
         nextCheckpointId: this.#options.nextCheckpointId,
-        trigger: (location) => this.#broadcast({ type: 'trigger', location }),
+        trigger: (location, stop) => this.#broadcast(stop === undefined ? { type: 'trigger', location } : { type: 'trigger', location, stop }),
         notifyComplete: (checkpointId) => {
           injectedFault('after-checkpoint-metadata', checkpointId);
           const stats = this.coordinator?.history.find((entry) => entry.checkpointId === checkpointId);

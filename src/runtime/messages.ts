@@ -41,9 +41,16 @@ export interface OperatorAck {
   operator?: StateHandle;
 }
 
+/**
+ * A savepoint that stops the job (Flink's stop-with-savepoint): the sources emit nothing after its
+ * barrier ('suspend'); with 'drain' they first send the end-of-event-time watermark, so every
+ * event-time window and timer fires and its output is in the savepoint's transactions.
+ */
+export type StopMode = 'suspend' | 'drain';
+
 /** Main thread to worker. */
 export type ToWorker =
-  | { type: 'trigger'; location: CheckpointLocation }
+  | { type: 'trigger'; location: CheckpointLocation; stop?: StopMode }
   | { type: 'complete'; checkpointId: number }
   | { type: 'abort'; checkpointId: number }
   | { type: 'finish' };

@@ -10,7 +10,7 @@ import { keyGroupRangeIntersection, keyGroupRangeSize } from '../state/key-group
 import { computeKeyGroupRangeForOperatorIndex } from '../state/key-group-range-assignment.ts';
 import { OperatorStateBackend } from '../state/operator-state-backend.ts';
 import type { ListState } from '../state/state-types.ts';
-import type { ChannelMessage, FromWorker, OperatorAck, RestoreInfo } from './messages.ts';
+import type { ChannelMessage, FromWorker, OperatorAck, RestoreInfo, StopMode } from './messages.ts';
 import { TaskMetrics } from './metrics/task-metrics.ts';
 import type { RecordWriter } from './record-writer.ts';
 import { SourceWatermarks } from './source-watermarks.ts';
@@ -84,7 +84,11 @@ type Mail =
   | { k: 'status'; c: number; idle: boolean }
   | { k: 'end'; c: number };
 
-type Control = { k: 'trigger'; location: CheckpointLocation } | { k: 'complete'; id: number } | { k: 'abort'; id: number } | { k: 'timer'; operator: number };
+type Control =
+  | { k: 'trigger'; location: CheckpointLocation; stop: StopMode | undefined }
+  | { k: 'complete'; id: number }
+  | { k: 'abort'; id: number }
+  | { k: 'timer'; operator: number };
 
 const SPLITS_STATE = 'source-splits';
 const ALL_SPLITS_STATE = 'source-all-splits';
@@ -128,6 +132,8 @@ export class StreamTask {
   #draining = false;
   #failed = false;
   #closed = false;
+  /** A stopping savepoint this source task took: it reads nothing more unless that savepoint is aborted. */
+  #stopping: { checkpointId: number; mode: StopMode } | undefined;
   #idleTimer: NodeJS.Timeout | undefined;
   /** The minimum watermark over the input channels; undefined for a source task. */
   readonly #valve: StatusWatermarkValve | undefined;
@@ -245,8 +251,8 @@ export class StreamTask {
     this.#schedule();
   }
 
-  triggerCheckpoint(location: CheckpointLocation): void {
-    this.#control.push({ k: 'trigger', location });
+  triggerCheckpoint(location: CheckpointLocation, stop?: StopMode): void {
+    this.#control.push({ k: 'trigger', location, stop });
     this.#schedule();
   }
 
@@ -306,7 +312,7 @@ export class StreamTask {
           return; // resumed by onCredit
         }
         if (this.#source !== undefined) {
-          if (this.#source.finished) return;
+          if (this.#source.finished || this.#stopping !== undefined) return;
           const produced = await this.#pollSource();
           if (!produced) {
             this.#idleTimer = setTimeout(() => this.#schedule(), 2);
@@ -368,10 +374,16 @@ export class StreamTask {
       case 'trigger': {
         const source = this.#source;
         if (source === undefined) return;
+        // Stop with drain: the end of event time goes out before the barrier, so every window and
+        // event-time timer downstream fires and its output is part of this savepoint.
+        if (control.stop === 'drain') await this.#advanceWatermark(Number.POSITIVE_INFINITY);
         const splits = source.reader.snapshotState(control.location.checkpointId);
         source.splits.update(splits);
         source.allSplits.update(splits);
         await this.#performCheckpoint(control.location, 0);
+        // A stopping savepoint: nothing is read after its barrier, until it completes (the job
+        // stops) or is aborted (reading resumes; after a drain the job restarts instead).
+        if (control.stop !== undefined) this.#stopping = { checkpointId: control.location.checkpointId, mode: control.stop };
         return;
       }
       case 'complete': {
@@ -388,6 +400,16 @@ export class StreamTask {
         for (const chained of this.#chain) {
           const done = chained.operator.notifyCheckpointAborted(control.id);
           if (isThenable(done)) await done;
+        }
+        if (this.#stopping?.checkpointId === control.id) {
+          if (this.#stopping.mode === 'drain') {
+            // The end-of-event-time watermark is out and cannot be taken back: start again from the latest checkpoint.
+            throw new WeirError('STOP_FAILED', `stop with drain failed: savepoint ${control.id} was aborted after the end of event time was sent`, {
+              hint: 'the job restarts from its latest checkpoint; try the stop again',
+              fault: 'external',
+            });
+          }
+          this.#stopping = undefined; // the stop failed: read on
         }
         return;
       }

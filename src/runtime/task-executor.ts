@@ -114,7 +114,7 @@ export class TaskExecutor {
   handle(message: ToWorker): void {
     switch (message.type) {
       case 'trigger':
-        for (const task of this.#tasks) if (task.env.vertex.isSource) task.triggerCheckpoint(message.location);
+        for (const task of this.#tasks) if (task.env.vertex.isSource) task.triggerCheckpoint(message.location, message.stop);
         return;
       case 'complete':
         for (const task of this.#tasks) task.notifyCheckpointComplete(message.checkpointId);

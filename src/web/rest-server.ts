@@ -19,7 +19,7 @@ export interface RestServer {
  *                          operator metrics (the sinks' transactions among them)
  *   GET  /api/checkpoints  checkpoint history: id, kind, status, duration, size, alignment time
  *   POST /api/savepoints   trigger a savepoint; answers when its transactions are committed
- *   POST /api/stop         stop with a savepoint
+ *   POST /api/stop         stop with a savepoint (?drain=true: the end of event time first)
  *   GET  /metrics          Prometheus text format
  */
 export async function startRestServer(client: JobClient, options: { port: number; host?: string }): Promise<RestServer> {
@@ -128,8 +128,9 @@ export async function startRestServer(client: JobClient, options: { port: number
       const savepoint = await client.triggerSavepoint();
       return [200, { checkpointId: savepoint.checkpointId, path: savepoint.location.path }];
     },
-    'POST /api/stop': async () => {
-      const savepoint = await client.stopWithSavepoint();
+    'POST /api/stop': async (request) => {
+      const drain = new URL(request.url ?? '/', 'http://localhost').searchParams.get('drain') === 'true';
+      const savepoint = await client.stopWithSavepoint({ drain });
       return [200, { checkpointId: savepoint.checkpointId, path: savepoint.location.path }];
     },
   };

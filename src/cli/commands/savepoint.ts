@@ -39,9 +39,10 @@ export function stopCommand(): Command {
   return new Command('stop')
     .description('stop a running job with a savepoint (through its REST API); resume it with `weir run <job> --from-savepoint <folder>`')
     .requiredOption('--savepoint', 'take a savepoint, then stop (the only way Weir stops a job)')
+    .option('--drain', 'send the end of event time first, so every event-time window and timer fires into the savepoint', false)
     .option('--url <url>', "the job's REST API", DEFAULT_URL)
-    .action(async (options: { url: string }) => {
-      const savepoint = await post(options.url, '/api/stop');
+    .action(async (options: { url: string; drain: boolean }) => {
+      const savepoint = await post(options.url, options.drain ? '/api/stop?drain=true' : '/api/stop');
       console.log(`stopped with savepoint ${savepoint.checkpointId}: ${savepoint.path}`);
     });
 }

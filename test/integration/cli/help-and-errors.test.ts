@@ -13,7 +13,7 @@ const commands: [string[], RegExp][] = [
   [[], /Commands:[\s\S]*run[\s\S]*savepoint[\s\S]*stop[\s\S]*checkpoints[\s\S]*verify[\s\S]*doctor[\s\S]*kafka[\s\S]*demo/],
   [['run'], /--checkpoint-interval[\s\S]*--from-savepoint[\s\S]*--ui-port[\s\S]*--no-ui/],
   [['savepoint'], /--url/],
-  [['stop'], /--savepoint[\s\S]*--url/],
+  [['stop'], /--savepoint[\s\S]*--drain[\s\S]*--url/],
   [['checkpoints'], /list[\s\S]*show/],
   [['checkpoints', 'list'], /<folder>/],
   [['checkpoints', 'show'], /<path>/],
