@@ -10,7 +10,7 @@ import { ClusterConnections } from '../connectors/kafka/cluster-connections.ts';
 import { LATEST_OFFSET, listOffsets } from '../connectors/kafka/partition-fetcher.ts';
 import { readTopic } from '../connectors/kafka/topic-reader.ts';
 import { committableOf, TransactionDriver } from '../connectors/kafka/transaction-driver.ts';
-import type { BalanceUpdate, Payment } from './payments-job.ts';
+import type { BalanceUpdate, MinuteTotal, Payment } from './payments-job.ts';
 
 export interface PaymentsDemoOptions {
   brokers: BrokerAddress[];
@@ -28,6 +28,12 @@ export interface PaymentsDemoOptions {
 export interface PaymentsAudit {
   input: string;
   output: string;
+  totalsTopic: string;
+  /** Per-account totals per minute of event time: windows expected, and those missing, doubled or wrong. */
+  windows: number;
+  windowsMissing: number;
+  windowsDuplicated: number;
+  windowsWrong: number;
   committedInputs: number;
   abortedInputs: number;
   outputs: number;
@@ -44,6 +50,10 @@ export interface PaymentsAudit {
 export const ABORTED_BASE = 1_000_000_000;
 const amountOf = (seq: number) => 1 + ((seq * 7919) % 100);
 const accountOf = (seq: number, accounts: number) => `acct-${String(seq % accounts).padStart(4, '0')}`;
+/** Event time: 10,000 payments per minute from 2026-01-01, each up to 3 s out of order. */
+const EVENT_EPOCH = Date.UTC(2026, 0, 1);
+export const eventTimeOf = (seq: number) => EVENT_EPOCH + seq * 6 - ((seq * 7919) % 3000);
+const MINUTE = 60_000;
 const jobModule = fileURLToPath(new URL(`./payments-job${import.meta.url.endsWith('.ts') ? '.ts' : '.js'}`, import.meta.url));
 const weirBin = fileURLToPath(new URL('../../bin/weir.js', import.meta.url));
 
@@ -60,13 +70,14 @@ export async function runPaymentsDemo(options: PaymentsDemoOptions): Promise<Pay
   const run = Date.now().toString(36);
   const input = `weir-demo-payments-${run}`;
   const output = `weir-demo-balances-${run}`;
+  const totalsTopic = `weir-demo-totals-${run}`;
   const admin = new Admin({ clientId: 'weir-demo', bootstrapBrokers: [formatBootstrap(brokers)] });
   try {
-    await admin.createTopics({ topics: [input, output], partitions: 4, replicas: 1 });
+    await admin.createTopics({ topics: [input, output, totalsTopic], partitions: 4, replicas: 1 });
   } finally {
     await admin.close();
   }
-  log(`topics: ${input} (payments) -> ${output} (balances)`);
+  log(`topics: ${input} (payments) -> ${output} (balances), ${totalsTopic} (totals per account and minute of event time)`);
 
   const checkpoints = join(options.folder, `checkpoints-${run}`);
   let uiPort = options.uiPort;
@@ -80,6 +91,7 @@ export async function runPaymentsDemo(options: PaymentsDemoOptions): Promise<Pay
     KAFKA_BROKERS: formatBootstrap(brokers),
     WEIR_DEMO_INPUT: input,
     WEIR_DEMO_OUTPUT: output,
+    WEIR_DEMO_TOTALS: totalsTopic,
     WEIR_DEMO_CHECKPOINTS: checkpoints,
     WEIR_DEMO_GROUP: group,
   };
@@ -116,8 +128,10 @@ export async function runPaymentsDemo(options: PaymentsDemoOptions): Promise<Pay
       const { committed } = await writing;
       await until('the job to catch up with its input (consumer lag 0)', 180_000, async () => (await lag.total()) === 0n || child.exitCode !== null, job);
       if (child.exitCode !== null) throw new Error(`the job exited (code ${child.exitCode}):\n${job.stderr()}`);
-      log(`the job has read all ${committed.toLocaleString('en-US')} committed payments: stopping it with a savepoint (POST ${job.url()}/api/stop)`);
-      const answer = await fetch(`${job.url()}/api/stop`, { method: 'POST' });
+      log(
+        `the job has read all ${committed.toLocaleString('en-US')} committed payments: stopping it with a drained savepoint (POST ${job.url()}/api/stop?drain=true; the last windows fire)`,
+      );
+      const answer = await fetch(`${job.url()}/api/stop?drain=true`, { method: 'POST' });
       const body = (await answer.json()) as { checkpointId?: number; path?: string; error?: string };
       if (!answer.ok) throw new Error(`stop with savepoint failed: ${body.error}`);
       log(`  savepoint ${body.checkpointId} at ${body.path}`);
@@ -133,7 +147,18 @@ export async function runPaymentsDemo(options: PaymentsDemoOptions): Promise<Pay
 
   log('auditing the output read_committed...');
   const audit = await auditBalances(brokers, output, options.records, options.accounts);
-  return { input, output, committedInputs: committed, abortedInputs: aborted, ...audit, seconds: (Date.now() - started) / 1000, kills };
+  const windows = await auditMinuteTotals(brokers, totalsTopic, options.records, options.accounts);
+  return {
+    input,
+    output,
+    totalsTopic,
+    committedInputs: committed,
+    abortedInputs: aborted,
+    ...audit,
+    ...windows,
+    seconds: (Date.now() - started) / 1000,
+    kills,
+  };
 }
 
 interface WriteProgress {
@@ -150,7 +175,12 @@ async function writePayments(
   const connections = new ClusterConnections(brokers, { clientId: 'weir-demo-writer' });
   const driver = new TransactionDriver(connections, { transactionTimeoutMs: 60_000 });
   const message = (seq: number) => {
-    const payment: Payment = { seq, account: accountOf(seq % ABORTED_BASE, options.accounts), amount: amountOf(seq % ABORTED_BASE) };
+    const payment: Payment = {
+      seq,
+      account: accountOf(seq % ABORTED_BASE, options.accounts),
+      amount: amountOf(seq % ABORTED_BASE),
+      ts: eventTimeOf(seq % ABORTED_BASE),
+    };
     return { topic, partition: seq % 4, key: Buffer.from(payment.account), value: Buffer.from(JSON.stringify(payment)) };
   };
   let aborted = 0;
@@ -228,6 +258,35 @@ async function until(what: string, timeoutMs: number, done: () => Promise<boolea
     if (Date.now() > deadline) throw new Error(`timed out waiting for ${what}:\n${job.stderr()}`);
     await sleep(200);
   }
+}
+
+/** Reads the per-account totals per minute read_committed and checks each against the committed payments. */
+export async function auditMinuteTotals(brokers: BrokerAddress[], topic: string, records: number, accounts: number) {
+  const expected = new Map<string, { total: number; payments: number }>();
+  for (let seq = 0; seq < records; seq++) {
+    const key = `${accountOf(seq, accounts)}@${Math.floor(eventTimeOf(seq) / MINUTE) * MINUTE}`;
+    const window = expected.get(key) ?? { total: 0, payments: 0 };
+    window.total += amountOf(seq);
+    window.payments++;
+    expected.set(key, window);
+  }
+  const seen = new Map<string, MinuteTotal[]>();
+  for (const record of await readTopic({ bootstrap: brokers, topic, timeoutMs: 120_000 })) {
+    const total = JSON.parse(String(record.value)) as MinuteTotal;
+    const key = `${total.account}@${total.minute}`;
+    seen.set(key, [...(seen.get(key) ?? []), total]);
+  }
+  let windowsMissing = 0;
+  let windowsDuplicated = 0;
+  let windowsWrong = 0;
+  for (const [key, want] of expected) {
+    const got = seen.get(key) ?? [];
+    if (got.length === 0) windowsMissing++;
+    if (got.length > 1) windowsDuplicated += got.length - 1;
+    if (got.some((total) => total.total !== want.total || total.payments !== want.payments)) windowsWrong++;
+  }
+  for (const key of seen.keys()) if (!expected.has(key)) windowsWrong++; // a window no committed payment falls in
+  return { windows: expected.size, windowsMissing, windowsDuplicated, windowsWrong };
 }
 
 /** Reads the balances read_committed and checks them against the committed payments. */

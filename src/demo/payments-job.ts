@@ -1,9 +1,18 @@
 /**
- * The showcase job: payments in, per-account balances out, exactly once. Payments are JSON
- * {seq, account, amount} on WEIR_DEMO_INPUT; for each one the job emits {seq, account, amount,
- * balance} to WEIR_DEMO_OUTPUT, keyed by account, with the balance kept in keyed state.
+ * The showcase job: payments in, exactly once, two results out.
+ *
+ * - Balances: for each payment, {seq, account, amount, ts, balance} to WEIR_DEMO_OUTPUT, keyed by
+ *   account, the balance kept in keyed state.
+ * - Per-account totals per minute of event time: {account, minute, total, payments} to
+ *   WEIR_DEMO_TOTALS, from tumbling one-minute event-time windows. Payments carry their event time
+ *   `ts` and arrive up to a few seconds out of order; the watermark allows 5 s.
+ *
+ * Payments are JSON {seq, account, amount, ts} on WEIR_DEMO_INPUT.
  */
 import { defineJob } from '../api/define-job.ts';
+import type { Collector } from '../api/functions.ts';
+import { WatermarkStrategy } from '../api/watermark-strategy.ts';
+import { TumblingEventTimeWindows } from '../api/windowing/tumbling-windows.ts';
 import { kafkaSink } from '../connectors/kafka/kafka-sink.ts';
 import { kafkaDeserializers, kafkaSource } from '../connectors/kafka/kafka-source.ts';
 import { valueState } from '../state/state-descriptors.ts';
@@ -13,10 +22,25 @@ export interface Payment {
   seq: number;
   account: string;
   amount: number;
+  /** Event time, in milliseconds. */
+  ts: number;
 }
 
 export interface BalanceUpdate extends Payment {
   balance: number;
+}
+
+export interface MinuteTotal {
+  account: string;
+  /** The window's start: event time in milliseconds, a whole minute. */
+  minute: number;
+  total: number;
+  payments: number;
+}
+
+interface Accumulator {
+  total: number;
+  payments: number;
 }
 
 export default defineJob({
@@ -29,7 +53,7 @@ export default defineJob({
   },
   build(env) {
     let balance: ValueState<number>;
-    env
+    const byAccount = env
       .fromSource(
         kafkaSource<Payment>({
           topics: [process.env.WEIR_DEMO_INPUT as string],
@@ -39,9 +63,12 @@ export default defineJob({
         {
           uid: 'payments',
           name: 'payments',
+          watermarkStrategy: WatermarkStrategy.forBoundedOutOfOrderness<Payment>('5s').withTimestampAssigner((payment) => payment.ts),
         },
       )
-      .keyBy((payment) => payment.account)
+      .keyBy((payment) => payment.account);
+
+    byAccount
       .process<BalanceUpdate>(
         {
           open(context) {
@@ -65,6 +92,33 @@ export default defineJob({
           transactionalIdPrefix: `weir-${process.env.WEIR_DEMO_OUTPUT}`,
         }),
         { uid: 'balance-updates', name: 'balance updates' },
+      );
+
+    byAccount
+      .window(TumblingEventTimeWindows.of('1m'))
+      .aggregate<Accumulator, Accumulator, MinuteTotal>(
+        {
+          createAccumulator: () => ({ total: 0, payments: 0 }),
+          add: (payment, accumulator) => ({ total: accumulator.total + payment.amount, payments: accumulator.payments + 1 }),
+          getResult: (accumulator) => accumulator,
+          merge: (a, b) => ({ total: a.total + b.total, payments: a.payments + b.payments }),
+        },
+        {
+          process(account, context, results, out: Collector<MinuteTotal>) {
+            const result = results[0] as Accumulator;
+            out.collect({ account, minute: context.window.start, total: result.total, payments: result.payments });
+          },
+        },
+        { uid: 'minute-totals', name: 'totals per minute' },
+      )
+      .sinkTo(
+        kafkaSink<MinuteTotal>({
+          topic: process.env.WEIR_DEMO_TOTALS as string,
+          serializer: (total) => ({ key: total.account, value: JSON.stringify(total) }),
+          deliveryGuarantee: 'exactly-once',
+          transactionalIdPrefix: `weir-${process.env.WEIR_DEMO_TOTALS}`,
+        }),
+        { uid: 'minute-totals-out', name: 'minute totals' },
       );
   },
 });

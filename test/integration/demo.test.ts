@@ -15,7 +15,7 @@ import { testBrokers } from '../harness/kafka.ts';
 
 const run = promisify(execFile);
 
-test('weir demo: payments -> balances with two SIGKILLs; the output re-read here is exact', async () => {
+test('weir demo: payments -> balances and minute totals with two SIGKILLs; the output re-read here is exact', async () => {
   const brokers = testBrokers();
   const folder = await mkdtemp(join(tmpdir(), 'weir-demo-'));
   try {
@@ -42,12 +42,13 @@ test('weir demo: payments -> balances with two SIGKILLs; the output re-read here
     );
     assert.match(stdout, /^exactly once: OK$/m);
     assert.match(stdout, /^ {2}job kills: +2 /m);
-    const [, input, output] = /^topics: (\S+) \(payments\) -> (\S+) \(balances\)$/m.exec(stdout) ?? [];
-    assert.ok(input && output, stdout);
+    const [, input, output, totalsTopic] =
+      /^topics: (\S+) \(payments\) -> (\S+) \(balances\), (\S+) \(totals per account and minute of event time\)$/m.exec(stdout) ?? [];
+    assert.ok(input && output && totalsTopic, stdout);
 
     // The oracle: the committed payments as a read_committed reader sees them.
     const payments = (await readTopic({ bootstrap: brokers, topic: input })).map(
-      (record) => JSON.parse(String(record.value)) as { seq: number; account: string; amount: number },
+      (record) => JSON.parse(String(record.value)) as { seq: number; account: string; amount: number; ts: number },
     );
     assert.equal(payments.length, 40_000);
     const updates = (await readTopic({ bootstrap: brokers, topic: output })).map(
@@ -66,6 +67,19 @@ test('weir demo: payments -> balances with two SIGKILLs; the output re-read here
       assert.equal(Math.max(...balances), total, `the final balance of ${account}`);
       assert.equal(new Set(balances).size, balances.length, `no balance of ${account} counted twice`);
     }
+
+    // Per-account totals per minute of event time: one result per (account, minute) of the
+    // committed payments, each exact (the job was stopped with --drain, so the last minute fired too).
+    const expected = new Map<string, number>();
+    for (const payment of payments) {
+      const key = `${payment.account}@${Math.floor(payment.ts / 60_000) * 60_000}`;
+      expected.set(key, (expected.get(key) ?? 0) + payment.amount);
+    }
+    const windows = (await readTopic({ bootstrap: brokers, topic: totalsTopic })).map(
+      (record) => JSON.parse(String(record.value)) as { account: string; minute: number; total: number },
+    );
+    assert.equal(windows.length, expected.size, 'one total per account and minute');
+    assert.deepEqual(new Map(windows.map((window) => [`${window.account}@${window.minute}`, window.total])), expected);
   } finally {
     await rm(folder, { recursive: true, force: true });
   }

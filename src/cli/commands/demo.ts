@@ -17,7 +17,7 @@ const wholeNumber = (value: string) => {
 export function demoCommand(): Command {
   return new Command('demo')
     .description(
-      'the showcase: payments streamed into Kafka (some in aborted transactions) -> per-account balances, exactly once, with SIGKILLs mid-stream, a stop with savepoint, then a read_committed audit',
+      'the showcase: payments streamed into Kafka (some in aborted transactions) -> per-account balances and per-minute event-time totals, exactly once, with SIGKILLs mid-stream, a stop with savepoint, then a read_committed audit',
     )
     .addOption(new Option('--records <n>', 'payments to write').argParser(positiveIntegerArgument).default(100_000))
     .addOption(new Option('--accounts <n>', 'distinct accounts').argParser(positiveIntegerArgument).default(100))
@@ -55,9 +55,13 @@ export function demoCommand(): Command {
         log(
           `  balances:      ${audit.wrongBalances === 0 ? 'every balance equals the sum of its committed payments' : `${audit.wrongBalances} accounts wrong`}`,
         );
+        log(
+          `  minute totals: ${audit.windows} windows (account x minute of event time): ${audit.windowsMissing} missing, ${audit.windowsDuplicated} duplicated, ${audit.windowsWrong} wrong`,
+        );
         log(`  job kills:     ${audit.kills} (SIGKILL, resumed each time from the latest checkpoint)`);
         log(`  time:          ${audit.seconds.toFixed(1)} s`);
-        if (audit.duplicates + audit.missing + audit.fromAborted + audit.wrongBalances > 0 || audit.outputs !== audit.committedInputs) {
+        const windowErrors = audit.windowsMissing + audit.windowsDuplicated + audit.windowsWrong;
+        if (audit.duplicates + audit.missing + audit.fromAborted + audit.wrongBalances + windowErrors > 0 || audit.outputs !== audit.committedInputs) {
           throw new WeirError('AUDIT_FAILED', 'the output is not exactly the committed input', { fault: 'internal' });
         }
         log('exactly once: OK');
