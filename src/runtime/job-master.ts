@@ -59,7 +59,8 @@ export interface JobClient {
 
 export interface JobStatus {
   name: string;
-  state: 'running' | 'restarting' | 'finished' | 'failed';
+  /** 'starting': the workers are loading the job and opening its tasks (Flink's INITIALIZING). */
+  state: 'starting' | 'running' | 'restarting' | 'finished' | 'failed';
   attempt: number;
   restarts: { at: number; cause: string }[];
   checkpoints: CheckpointStats[];
@@ -114,7 +115,7 @@ export async function startJob(options: RunJobOptions): Promise<JobClient> {
   let current: Attempt | undefined;
   let stopRequested = false;
 
-  let state: JobStatus['state'] = 'running';
+  let state: JobStatus['state'] = 'starting';
   const restartLog: JobStatus['restarts'] = [];
   const history: CheckpointStats[] = [];
   const metrics = new JobMetrics();
@@ -124,10 +125,24 @@ export async function startJob(options: RunJobOptions): Promise<JobClient> {
       log(restore === undefined ? `starting job "${job.name}"` : `starting job "${job.name}" from checkpoint ${restore.checkpointId}`);
       options.onEvent?.({ type: 'started', attempt: attemptNumber, restoredCheckpointId: restore?.checkpointId });
       metrics.reset();
-      const attempt = new Attempt({ url, config, graph, attemptNumber, restore, storage, nextCheckpointId, log, onEvent: options.onEvent, metrics });
+      const attempt = new Attempt({
+        url,
+        config,
+        graph,
+        attemptNumber,
+        restore,
+        storage,
+        nextCheckpointId,
+        log,
+        onEvent: options.onEvent,
+        metrics,
+        onRunning: () => {
+          state = 'running';
+        },
+      });
       if (current?.coordinator !== undefined) history.push(...current.coordinator.history.filter((entry) => !history.includes(entry)));
       current = attempt;
-      state = 'running';
+      state = 'starting';
       try {
         await attempt.run();
         options.onEvent?.({ type: 'finished' });
@@ -248,6 +263,8 @@ interface AttemptOptions {
   log: (line: string) => void;
   onEvent: ((event: JobEvent) => void) | undefined;
   metrics: JobMetrics;
+  /** Every worker has opened its tasks and they run. */
+  onRunning: () => void;
 }
 
 /** One run of the job's workers, from start (or restore) to its end or first failure. */
@@ -330,6 +347,7 @@ class Attempt {
           if (++ready === plan.workers) {
             for (const worker of this.#workers) worker.postMessage({ type: 'run' });
             this.coordinator?.start();
+            this.#options.onRunning();
           }
           return;
         case 'ack':

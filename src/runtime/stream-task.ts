@@ -518,6 +518,7 @@ export class StreamTask {
   async #advanceWatermark(watermark: number): Promise<void> {
     if (watermark <= this.#currentWatermark) return;
     this.#currentWatermark = watermark;
+    this.metrics.watermark = watermark;
     const chain = this.#chain;
     for (let i = 0; i < chain.length; i++) {
       const operator = (chain[i] as ChainedOperator).operator;

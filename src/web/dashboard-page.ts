@@ -20,6 +20,7 @@ export const DASHBOARD_HTML = `<!doctype html>
   header h1 { margin: 0; font-size: 18px; }
   header .state { font-weight: 600; text-transform: uppercase; font-size: 12px; padding: 2px 8px; border-radius: 10px; background: #e8f3ea; color: var(--ok); }
   header .state.restarting, header .state.failed { background: #fbeaea; color: var(--bad); }
+  header .state.starting { background: #fdf3e1; color: var(--warn); }
   header .meta { color: var(--muted); }
   main { padding: 16px 24px; display: grid; gap: 16px; }
   section { background: #fff; border: 1px solid var(--line); border-radius: 6px; padding: 12px 16px; }
@@ -50,7 +51,7 @@ export const DASHBOARD_HTML = `<!doctype html>
   <section>
     <h2>Operators</h2>
     <table data-testid="operators">
-      <thead><tr><th>Operator chain</th><th>Parallelism</th><th>Records in</th><th>Records out</th><th>In / s</th><th>Out / s</th><th>Busy</th><th>Back pressure</th></tr></thead>
+      <thead><tr><th>Operator chain</th><th>Parallelism</th><th>Records in</th><th>Records out</th><th>In / s</th><th>Out / s</th><th>Busy</th><th>Back pressure</th><th class="text">Watermark</th></tr></thead>
       <tbody id="operators"></tbody>
     </table>
   </section>
@@ -96,6 +97,7 @@ function percent(r) { return (r * 100).toFixed(0) + "%"; }
 function bytes(n) { return n < 1024 ? n + " B" : n < 1048576 ? (n / 1024).toFixed(1) + " KiB" : (n / 1048576).toFixed(1) + " MiB"; }
 function ms(n) { return n === undefined || n === null ? "" : n + " ms"; }
 function time(t) { return new Date(t).toLocaleTimeString(); }
+function watermark(w) { return w === null || w === undefined ? "—" : w >= 8e15 ? "end of event time" : new Date(w).toISOString().replace("T", " ").replace(/.d+Z$/, "Z"); }
 function bpClass(r) { return r < 0.1 ? "bp-ok" : r < 0.5 ? "bp-low" : "bp-high"; }
 function row(cells, attrs) { return el("tr", attrs, cells.map(function (c) { return c instanceof Node ? c : el("td", {}, [String(c)]); })); }
 function cell(text, cls) { return el("td", cls ? { class: cls } : {}, [text]); }
@@ -159,8 +161,8 @@ function render(job, checkpoints) {
   drawGraph(job);
 
   fill("operators", job.vertices.map(function (v) {
-    return row([cell(v.name, "text"), v.parallelism, count(v.recordsIn), count(v.recordsOut), rate(v.recordsInPerSecond), rate(v.recordsOutPerSecond), percent(v.busy), cell(percent(v.backPressured), bpClass(v.backPressured))], { "data-testid": "operator-row" });
-  }), "no operators", 8);
+    return row([cell(v.name, "text"), v.parallelism, count(v.recordsIn), count(v.recordsOut), rate(v.recordsInPerSecond), rate(v.recordsOutPerSecond), percent(v.busy), cell(percent(v.backPressured), bpClass(v.backPressured)), cell(watermark(v.watermark), "text")], { "data-testid": "operator-row" });
+  }), "no operators", 9);
 
   var sinks = [];
   job.vertices.forEach(function (v) {

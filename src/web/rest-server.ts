@@ -64,6 +64,12 @@ export async function startRestServer(client: JobClient, options: { port: number
     labelNames: taskLabels,
     registers: [registry],
   });
+  const watermarkGauge = new Gauge({
+    name: 'weir_task_watermark_milliseconds',
+    help: "A subtask's event-time watermark (absent before its first)",
+    labelNames: taskLabels,
+    registers: [registry],
+  });
   const busy = new Gauge({ name: 'weir_task_busy_ratio', help: 'Share of the last second a subtask was busy', labelNames: taskLabels, registers: [registry] });
   const transactions = new Gauge({
     name: 'weir_sink_transactions',
@@ -91,7 +97,7 @@ export async function startRestServer(client: JobClient, options: { port: number
       } else aborted.inc(labels);
     }
     restarts.set(labels, status.restarts.length);
-    for (const gauge of [recordsIn, recordsOut, backPressured, busy, transactions, operatorMetrics]) gauge.reset();
+    for (const gauge of [recordsIn, recordsOut, backPressured, busy, watermarkGauge, transactions, operatorMetrics]) gauge.reset();
     for (const vertex of status.vertices) {
       for (const subtask of vertex.subtasks) {
         const task = { ...labels, vertex: vertex.name, subtask: String(subtask.subtaskIndex) };
@@ -99,6 +105,7 @@ export async function startRestServer(client: JobClient, options: { port: number
         recordsOut.set(task, subtask.recordsOut);
         backPressured.set(task, subtask.backPressured);
         busy.set(task, subtask.busy);
+        if (subtask.watermark !== null) watermarkGauge.set(task, subtask.watermark);
       }
       for (const [metric, value] of Object.entries(vertex.operators)) {
         const transaction = /^(.+)\.transactions\.(\w+)$/.exec(metric);

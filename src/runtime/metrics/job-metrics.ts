@@ -11,6 +11,8 @@ export interface SubtaskMetrics {
   backPressured: number;
   /** Share of the last report interval the subtask was busy (0..1). */
   busy: number;
+  /** Its event-time watermark (ms), null before the first. */
+  watermark: number | null;
 }
 
 /** One job vertex (a chain of operators), its subtasks summed as Flink's web UI shows them. */
@@ -25,6 +27,8 @@ export interface VertexMetrics {
   /** The most back-pressured subtask's share (Flink shows the maximum). */
   backPressured: number;
   busy: number;
+  /** The lowest watermark of its subtasks (ms), null while any has none (Flink shows the minimum). */
+  watermark: number | null;
   /** Operator metrics (`<uid>.<name>`), summed over subtasks. */
   operators: Record<string, number>;
   subtasks: SubtaskMetrics[];
@@ -80,6 +84,7 @@ export class JobMetrics {
           recordsOutPerSecond: sample.rates.outPerSecond,
           backPressured: sample.rates.backPressured,
           busy: sample.rates.busy,
+          watermark: sample.snapshot.watermark,
         });
         for (const [name, value] of Object.entries(sample.snapshot.operators)) operators[name] = (operators[name] ?? 0) + value;
       }
@@ -95,6 +100,10 @@ export class JobMetrics {
         recordsOutPerSecond: sum((subtask) => subtask.recordsOutPerSecond),
         backPressured: max((subtask) => subtask.backPressured),
         busy: max((subtask) => subtask.busy),
+        watermark:
+          subtasks.length === 0 || subtasks.some((subtask) => subtask.watermark === null)
+            ? null
+            : Math.min(...subtasks.map((subtask) => subtask.watermark as number)),
         operators,
         subtasks,
       };

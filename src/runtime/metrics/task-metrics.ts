@@ -29,6 +29,8 @@ export interface TaskMetricsSnapshot {
   backPressuredMs: number;
   /** Milliseconds spent processing (records, timers, checkpoints). */
   busyMs: number;
+  /** The task's current event-time watermark (ms); null before the first one (JSON has no -Infinity). */
+  watermark: number | null;
   /** Operator metrics, by `<operator uid>.<name>`. */
   operators: Record<string, number>;
 }
@@ -44,6 +46,7 @@ export class TaskMetrics {
   recordsIn = 0;
   recordsOut = 0;
   busyMs = 0;
+  watermark = Number.NEGATIVE_INFINITY;
   #backPressuredMs = 0;
   #backPressuredSince: number | undefined;
   readonly #counters = new Map<string, SimpleCounter>();
@@ -95,6 +98,7 @@ export class TaskMetrics {
       recordsOut: this.recordsOut,
       backPressuredMs: this.#backPressuredMs + pressured,
       busyMs: this.busyMs,
+      watermark: Number.isFinite(this.watermark) ? this.watermark : this.watermark > 0 ? Number.MAX_SAFE_INTEGER : null,
       operators,
     };
   }

@@ -55,7 +55,10 @@ test('REST API, metrics, weir savepoint and weir stop --savepoint on a running j
 
       const jobInfo = (await (await fetch(`${url}/api/job`)).json()) as { name: string; state: string; vertices: { name: string; parallelism: number }[] };
       assert.equal(jobInfo.name, 'keyed-sum');
-      assert.equal(jobInfo.state, 'running');
+      assert.match(jobInfo.state, /^(starting|running)$/);
+      await until('the job running', async () =>
+        ((await (await fetch(`${url}/api/job`)).json()) as { state: string }).state === 'running' ? true : undefined,
+      );
       assert.deepEqual(
         jobInfo.vertices.map((vertex) => vertex.parallelism),
         [2, 2],

@@ -74,7 +74,7 @@ test('the dashboard of a running job shows its graph, records, sink transactions
     await page.getByTestId('vertex').first().waitFor();
     const parallelisms = await page.getByTestId('vertex').evaluateAll((nodes) => nodes.map((node) => node.getAttribute('data-parallelism')));
     assert.deepEqual(parallelisms, ['2', '2']);
-    assert.equal(await page.getByTestId('job-state').textContent(), 'running');
+    await until('the job running', async () => ((await page.getByTestId('job-state').textContent()) === 'running' ? true : undefined));
 
     // The checkpoint list grows while we watch.
     const completedRows = () => page.locator('[data-testid="checkpoint-row"][data-status="completed"]').count();
