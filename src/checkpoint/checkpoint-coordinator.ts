@@ -91,6 +91,13 @@ export class CheckpointCoordinator {
     clearTimeout(this.#timer);
   }
 
+  /** Periodic triggering again (after a stop-with-savepoint that was aborted). */
+  resumePeriodic(): void {
+    if (this.#running) return;
+    this.#running = true;
+    this.#scheduleNext();
+  }
+
   /** Stops periodic triggering and abandons pending checkpoints (their waiters are rejected). */
   stop(reason = 'the job stopped'): void {
     this.#running = false;

@@ -182,11 +182,30 @@ export async function startJob(options: RunJobOptions): Promise<JobClient> {
     const coordinator = current?.coordinator;
     if (coordinator === undefined)
       throw new WeirError('NO_CHECKPOINTING', 'savepoints need checkpointing', { hint: 'configure checkpointing with a storage folder' });
-    const completed = await coordinator.triggerNow('savepoint', stop);
-    // A savepoint is reported only once every task has acted on its completion (the two-phase-commit
-    // sinks have committed what it holds), so a restore from it never has to commit anything again.
-    await current?.committed(completed.checkpointId);
-    await storage?.markCommitted(completed.location);
+    let completed: CompletedCheckpoint;
+    if (stop === undefined) completed = await coordinator.triggerNow('savepoint');
+    else {
+      // Stop-with-savepoint (as Flink): no periodic checkpoint after the stopping one, so nothing
+      // the job does after its barrier is committed; periodic ones resume if it is aborted.
+      coordinator.stopPeriodic();
+      try {
+        completed = await coordinator.triggerNow('savepoint', stop);
+      } catch (error) {
+        coordinator.resumePeriodic();
+        throw error;
+      }
+      // From here on the job ends, whatever happens: its sources read nothing more (and after a
+      // drain every window has fired), so it must never run on from this savepoint by itself.
+      stopRequested = true;
+    }
+    try {
+      // A savepoint is reported only once every task has acted on its completion (the two-phase-commit
+      // sinks have committed what it holds), so a restore from it never has to commit anything again.
+      await current?.committed(completed.checkpointId);
+      await storage?.markCommitted(completed.location);
+    } finally {
+      if (stop !== undefined) await current?.stop();
+    }
     return completed;
   };
   return {
@@ -196,8 +215,6 @@ export async function startJob(options: RunJobOptions): Promise<JobClient> {
     triggerSavepoint: () => savepoint(),
     stopWithSavepoint: async (stopOptions) => {
       const completed = await savepoint(stopOptions?.drain === true ? 'drain' : 'suspend');
-      stopRequested = true;
-      await current?.stop();
       return completed;
     },
     status: () => {

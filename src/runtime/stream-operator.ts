@@ -27,9 +27,10 @@ export interface OperatorContext {
   /**
    * Emits `record` on the side output `tag` (Flink's `Output.collect(OutputTag, record)`): it goes
    * to the streams that `getSideOutput(tag)` made of this operator, after the current call returns.
-   * `timestamp` is the record's event time, NaN for none. With no such stream it is dropped.
+   * `timestamp` is the record's event time, NaN for none. Returns false when no stream reads the
+   * tag (the record goes nowhere: callers that must not lose records silently count it).
    */
-  output(tag: string, record: unknown, timestamp: number): void;
+  output(tag: string, record: unknown, timestamp: number): boolean;
 }
 
 /**

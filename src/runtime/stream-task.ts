@@ -141,6 +141,8 @@ export class StreamTask {
   readonly #channelIndex = new Map<number, number>();
   /** Watermark events the valve or the source watermarks produced, to emit in order. */
   #watermarkEvents: WatermarkEvent[] = [];
+  /** Whether this task last told its outputs it is idle. */
+  #outputIdle = false;
   /** The watermark the chain has been advanced to. */
   #currentWatermark = Number.NEGATIVE_INFINITY;
   /** The writers of the main output (the chain end's records). */
@@ -299,6 +301,7 @@ export class StreamTask {
 
   async #drain(): Promise<void> {
     let steps = 0;
+    let idleMs = 0;
     const started = performance.now();
     try {
       while (!this.#failed && !this.#closed) {
@@ -313,8 +316,10 @@ export class StreamTask {
         }
         if (this.#source !== undefined) {
           if (this.#source.finished || this.#stopping !== undefined) return;
+          const polledAt = performance.now();
           const produced = await this.#pollSource();
           if (!produced) {
+            idleMs += performance.now() - polledAt; // waiting on an empty source is not busy
             this.#idleTimer = setTimeout(() => this.#schedule(), 2);
             return;
           }
@@ -328,7 +333,7 @@ export class StreamTask {
       }
     } finally {
       this.#draining = false;
-      this.metrics.busyMs += performance.now() - started;
+      this.metrics.busyMs += performance.now() - started - idleMs;
     }
     if (!this.#failed && !this.#closed) this.#schedule();
   }
@@ -507,7 +512,7 @@ export class StreamTask {
     this.#watermarkEvents = [];
     for (const event of events) {
       if (event.kind === 'watermark') await this.#advanceWatermark(event.watermark);
-      else for (const writer of this.env.recordWriters) writer.broadcastWatermarkStatus(event.kind === 'idle');
+      else this.#broadcastStatus(event.kind === 'idle');
     }
   }
 
@@ -515,8 +520,17 @@ export class StreamTask {
    * Event time reached `watermark`: each operator of the chain in turn fires its event-time timers
    * (what they emit goes through the rest of the chain first), then the watermark goes downstream.
    */
+  #broadcastStatus(idle: boolean): void {
+    if (idle === this.#outputIdle) return;
+    this.#outputIdle = idle;
+    for (const writer of this.env.recordWriters) writer.broadcastWatermarkStatus(idle);
+  }
+
   async #advanceWatermark(watermark: number): Promise<void> {
     if (watermark <= this.#currentWatermark) return;
+    // Downstream valves ignore watermarks from an idle channel (a drain's end of event time after
+    // the input went quiet, say): announce the output active first, as Flink does.
+    if (this.#outputIdle) this.#broadcastStatus(false);
     this.#currentWatermark = watermark;
     this.metrics.watermark = watermark;
     const chain = this.#chain;
@@ -530,14 +544,15 @@ export class StreamTask {
     for (const writer of this.env.recordWriters) writer.broadcastWatermark(watermark);
   }
 
-  #sideOutput(index: number, tag: string, record: unknown, timestamp: number): void {
+  #sideOutput(index: number, tag: string, record: unknown, timestamp: number): boolean {
     // Only the chain's last operator can have side-output edges (a node with one does not chain on).
-    if (index !== this.#chain.length - 1) return;
+    if (index !== this.#chain.length - 1) return false;
     const buffer = this.#sideOutputs.get(tag);
-    if (buffer === undefined) return; // no stream reads this tag
+    if (buffer === undefined) return false; // no stream reads this tag
     buffer.records.push(record);
     buffer.timestamps.push(timestamp);
     this.#sideOutputPending = true;
+    return true;
   }
 
   #flushSideOutputs(): void {

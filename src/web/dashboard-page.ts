@@ -97,7 +97,7 @@ function percent(r) { return (r * 100).toFixed(0) + "%"; }
 function bytes(n) { return n < 1024 ? n + " B" : n < 1048576 ? (n / 1024).toFixed(1) + " KiB" : (n / 1048576).toFixed(1) + " MiB"; }
 function ms(n) { return n === undefined || n === null ? "" : n + " ms"; }
 function time(t) { return new Date(t).toLocaleTimeString(); }
-function watermark(w) { return w === null || w === undefined ? "—" : w >= 8e15 ? "end of event time" : new Date(w).toISOString().replace("T", " ").replace(/.d+Z$/, "Z"); }
+function watermark(w) { return w === null || w === undefined ? "—" : w >= 8e15 ? "end of event time" : new Date(w).toISOString().replace("T", " ").replace(/[.][0-9]+Z$/, "Z"); }
 function bpClass(r) { return r < 0.1 ? "bp-ok" : r < 0.5 ? "bp-low" : "bp-high"; }
 function row(cells, attrs) { return el("tr", attrs, cells.map(function (c) { return c instanceof Node ? c : el("td", {}, [String(c)]); })); }
 function cell(text, cls) { return el("td", cls ? { class: cls } : {}, [text]); }

@@ -27,7 +27,7 @@ export interface VertexMetrics {
   /** The most back-pressured subtask's share (Flink shows the maximum). */
   backPressured: number;
   busy: number;
-  /** The lowest watermark of its subtasks (ms), null while any has none (Flink shows the minimum). */
+  /** The lowest watermark of its subtasks that have one (ms; Flink shows the minimum), null when none has. */
   watermark: number | null;
   /** Operator metrics (`<uid>.<name>`), summed over subtasks. */
   operators: Record<string, number>;
@@ -100,15 +100,18 @@ export class JobMetrics {
         recordsOutPerSecond: sum((subtask) => subtask.recordsOutPerSecond),
         backPressured: max((subtask) => subtask.backPressured),
         busy: max((subtask) => subtask.busy),
-        watermark:
-          subtasks.length === 0 || subtasks.some((subtask) => subtask.watermark === null)
-            ? null
-            : Math.min(...subtasks.map((subtask) => subtask.watermark as number)),
+        watermark: lowestWatermark(subtasks),
         operators,
         subtasks,
       };
     });
   }
+}
+
+function lowestWatermark(subtasks: SubtaskMetrics[]): number | null {
+  let lowest: number | null = null;
+  for (const subtask of subtasks) if (subtask.watermark !== null && (lowest === null || subtask.watermark < lowest)) lowest = subtask.watermark;
+  return lowest;
 }
 
 function clamp(ratio: number): number {

@@ -102,8 +102,7 @@ export class IntervalJoinOperator<L, R, OUT> extends StreamOperator<L, OUT> impl
       }
       backend.setCurrentKey(validateStateKey(select(value), name));
       if (this.#watermark !== Number.NEGATIVE_INFINITY && timestamp < this.#watermark) {
-        if (lateTag === undefined) this.#lateDropped.inc();
-        else this.#context.output(lateTag.id, value, timestamp);
+        if (lateTag === undefined || !this.#context.output(lateTag.id, value, timestamp)) this.#lateDropped.inc();
         continue;
       }
       const bucket = ours.get(timestamp);

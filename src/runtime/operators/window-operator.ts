@@ -128,8 +128,7 @@ export class WindowOperator<IN, ACC, R, OUT, K extends StateKey, W extends Windo
       // A record no window takes any more is late: the side output has it, or the metric counts it.
       if (skipped && eventTime && timestamp + this.#options.allowedLateness <= this.#watermark) {
         const tag = this.#options.lateDataTag;
-        if (tag === undefined) this.#lateDropped.inc();
-        else this.#context.output(tag.id, value, timestamp);
+        if (tag === undefined || !this.#context.output(tag.id, value, timestamp)) this.#lateDropped.inc();
       }
     }
     this.outputTimestamps = this.#collector.timestamps;

@@ -72,3 +72,59 @@ test('kafka source: per-partition watermarks on record timestamps; an idle parti
     await remove();
   }
 });
+
+test('stop with drain after the input went idle: the end of event time still fires every window', async () => {
+  const brokers = testBrokers();
+  const { topic, remove } = await createTestTopic(brokers, 'drain-idle', 2);
+  const folder = await mkdtemp(join(tmpdir(), 'weir-kafka-drain-'));
+  folders.push(folder);
+  const producer = new Producer({ clientId: 'weir-test-drain', bootstrapBrokers: bootstrapList(brokers), serializers: stringSerializers });
+  const start = Math.floor(Date.now() / 1000) * 1000;
+  try {
+    process.env.KW_TOPIC = topic;
+    process.env.KW_OUTPUT = join(folder, 'out');
+    process.env.KW_IDLENESS = '300';
+    const client = await startJob({
+      job: join(import.meta.dirname, '..', '..', 'fixtures', 'jobs', 'kafka-windows-job.ts'),
+      config: { parallelism: 2, workers: 2, checkpointing: { interval: '200ms', storage: join(folder, 'checkpoints') } },
+    });
+    // Three seconds of event time per partition, then nothing: the source and every task downstream go idle.
+    for (let i = 0; i < 30; i++) {
+      for (const p of [0, 1]) {
+        await producer.send({
+          messages: [{ topic, partition: p, key: String(p), value: JSON.stringify({ p, i } satisfies PartitionRecord), timestamp: BigInt(start + i * 100) }],
+        });
+      }
+    }
+    const firstWindows = async () => {
+      for (let waited = 0; waited < 30_000; waited += 100) {
+        if (readCommitted<PartitionWindow>(join(folder, 'out', 'windows')).length >= 4) return;
+        await sleep(100);
+      }
+      throw new Error('the first windows did not fire');
+    };
+    await firstWindows(); // windows up to 2 s fired; the last one (the watermark is 500 ms behind) waits
+    await sleep(1500); // well past the idleness timeout
+    assert.equal(readCommitted<PartitionWindow>(join(folder, 'out', 'windows')).length, 4, 'the last window of each partition waits for the watermark');
+    await client.stopWithSavepoint({ drain: true });
+    await client.result;
+    const windows = readCommitted<PartitionWindow>(join(folder, 'out', 'windows'))
+      .map((window) => [window.p, window.start - start, window.count])
+      .sort((a, b) => (a[0] as number) - (b[0] as number) || (a[1] as number) - (b[1] as number));
+    assert.deepEqual(
+      windows,
+      [
+        [0, 0, 10],
+        [0, 1000, 10],
+        [0, 2000, 10],
+        [1, 0, 10],
+        [1, 1000, 10],
+        [1, 2000, 10],
+      ],
+      'every window fired once, complete, the last ones by the drain',
+    );
+  } finally {
+    await producer.close();
+    await remove();
+  }
+});

@@ -64,6 +64,7 @@ export class OperatorHarness<IN, OUT> {
         const list = this.sideOutputs.get(tag) ?? [];
         list.push({ record, timestamp });
         this.sideOutputs.set(tag, list);
+        return true;
       },
     };
     await this.operator.open(context);
