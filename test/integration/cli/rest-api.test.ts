@@ -3,55 +3,25 @@
  * checkpoints, and `weir savepoint` and `weir stop --savepoint` act on the job through the API.
  */
 import assert from 'node:assert/strict';
-import { spawn } from 'node:child_process';
 import { existsSync } from 'node:fs';
 import { mkdtemp, rm } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { test } from 'node:test';
-import { setTimeout as sleep } from 'node:timers/promises';
 import { repositoryRoot, weir } from '../../harness/cli.ts';
-
-async function until<T>(what: string, probe: () => Promise<T | undefined>, timeoutMs = 60_000): Promise<T> {
-  const deadline = Date.now() + timeoutMs;
-  for (;;) {
-    const value = await probe().catch(() => undefined);
-    if (value !== undefined) return value;
-    if (Date.now() > deadline) throw new Error(`timed out waiting for ${what}`);
-    await sleep(50);
-  }
-}
+import { startWeirRun, until } from '../../harness/weir-run.ts';
 
 test('REST API, metrics, weir savepoint and weir stop --savepoint on a running job', async () => {
   const folder = await mkdtemp(join(tmpdir(), 'weir-rest-'));
   try {
     const job = join(repositoryRoot, 'test', 'fixtures', 'jobs', 'keyed-sum-job.ts');
-    const child = spawn(
-      process.execPath,
-      [
-        join(repositoryRoot, 'bin', 'weir.js'),
-        'run',
-        job,
-        '--parallelism',
-        '2',
-        '--workers',
-        '2',
-        '--checkpoint-interval',
-        '100ms',
-        '--checkpoint-storage',
-        join(folder, 'checkpoints'),
-        '--ui-port',
-        '0',
-      ],
-      { env: { ...process.env, KS_OUTPUT: join(folder, 'out'), KS_COUNT: '200000', KS_RATE: '5000' }, stdio: ['ignore', 'pipe', 'pipe'] },
+    const run = startWeirRun(
+      [job, '--parallelism', '2', '--workers', '2', '--checkpoint-interval', '100ms', '--checkpoint-storage', join(folder, 'checkpoints'), '--ui-port', '0'],
+      { KS_OUTPUT: join(folder, 'out'), KS_COUNT: '200000', KS_RATE: '5000' },
     );
-    let stderr = '';
-    child.stderr.on('data', (chunk: Buffer) => {
-      stderr += chunk.toString();
-    });
-    const exited = new Promise<number | null>((done) => child.once('exit', (code) => done(code)));
+    const { child, exited } = run;
     try {
-      const url = await until('the REST API address', async () => /REST API at (http:\/\/127\.0\.0\.1:\d+)\/api/.exec(stderr)?.[1]);
+      const url = await run.url();
 
       const jobInfo = (await (await fetch(`${url}/api/job`)).json()) as { name: string; state: string; vertices: { name: string; parallelism: number }[] };
       assert.equal(jobInfo.name, 'keyed-sum');
@@ -102,7 +72,7 @@ test('REST API, metrics, weir savepoint and weir stop --savepoint on a running j
       const stop = await weir(['stop', '--savepoint', '--url', url]);
       assert.equal(stop.code, 0, stop.stderr);
       assert.match(stop.stdout, /^stopped with savepoint \d+: .+$/m);
-      assert.equal(await exited, 0, stderr);
+      assert.equal(await exited, 0, run.stderr());
     } finally {
       child.kill('SIGKILL');
     }

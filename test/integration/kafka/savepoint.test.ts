@@ -6,7 +6,6 @@
  * newer than its latest checkpoint: resuming from the checkpoint would commit records twice.
  */
 import assert from 'node:assert/strict';
-import { type ChildProcess, spawn } from 'node:child_process';
 import { existsSync } from 'node:fs';
 import { mkdtemp, rm } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
@@ -19,6 +18,7 @@ import { startJob } from '../../../src/runtime/job-master.ts';
 import { repositoryRoot, weir } from '../../harness/cli.ts';
 import { createTestTopic, testBrokers } from '../../harness/kafka.ts';
 import { auditCounts, writeChaosInput } from '../../harness/kafka-count-audit.ts';
+import { startWeirRun } from '../../harness/weir-run.ts';
 
 test('restoring an old savepoint after its transactional ids were reused: no false data loss', async () => {
   const brokers = testBrokers();
@@ -52,30 +52,6 @@ test('restoring an old savepoint after its transactional ids were reused: no fal
   }
 });
 
-/** `weir run` in a child process; its stderr collected, and a wait for a line. */
-function runJobProcess(args: string[], env: NodeJS.ProcessEnv) {
-  const child: ChildProcess = spawn(process.execPath, [join(repositoryRoot, 'bin', 'weir.js'), 'run', ...args], { env, stdio: ['ignore', 'pipe', 'pipe'] });
-  let stderr = '';
-  child.stderr?.on('data', (chunk: Buffer) => {
-    stderr += chunk.toString();
-  });
-  const exited = new Promise<number | null>((done) => child.once('exit', (code) => done(code)));
-  return {
-    child,
-    exited,
-    stderr: () => stderr,
-    async waitFor(pattern: RegExp, timeoutMs = 120_000): Promise<RegExpExecArray> {
-      const deadline = Date.now() + timeoutMs;
-      for (;;) {
-        const match = pattern.exec(stderr);
-        if (match !== null) return match;
-        if (child.exitCode !== null || Date.now() > deadline) throw new Error(`no ${pattern} in the job's output:\n${stderr}`);
-        await sleep(20);
-      }
-    },
-  };
-}
-
 test('a job resumes from a savepoint newer than its latest checkpoint: after a crash, and after stop --savepoint; every record once', async () => {
   const brokers = testBrokers();
   const input = await createTestTopic(brokers, 'savepoint-resume-in', 2);
@@ -101,9 +77,9 @@ test('a job resumes from a savepoint newer than its latest checkpoint: after a c
       '0',
     ];
 
-    const first = runJobProcess(args, env);
+    const first = startWeirRun(args, env);
     await first.waitFor(/checkpoint \d+ completed/);
-    const url = (await first.waitFor(/dashboard at (http:\/\/127\.0\.0\.1:\d+)\//))[1] as string;
+    const url = await first.url();
     const savepoint = await weir(['savepoint', '--url', url]);
     assert.equal(savepoint.code, 0, savepoint.stderr);
     first.child.kill('SIGKILL');
@@ -111,11 +87,11 @@ test('a job resumes from a savepoint newer than its latest checkpoint: after a c
     const savepointId = Number(/^savepoint (\d+):/m.exec(savepoint.stdout)?.[1]);
     assert.ok(savepointId > 0, savepoint.stdout);
 
-    const second = runJobProcess(args, env);
+    const second = startWeirRun(args, env);
     // Never from a checkpoint older than the savepoint (a checkpoint that completed after it, before the kill, is as good).
     const secondFrom = Number((await second.waitFor(/starting job "kafka-count" from checkpoint (\d+)/))[1]);
     assert.ok(secondFrom >= savepointId, `resumed from ${secondFrom}, older than savepoint ${savepointId}`);
-    const secondUrl = (await second.waitFor(/dashboard at (http:\/\/127\.0\.0\.1:\d+)\//))[1] as string;
+    const secondUrl = await second.url();
     await sleep(500);
     const stop = await weir(['stop', '--savepoint', '--url', secondUrl]);
     assert.equal(stop.code, 0, `${stop.stderr}\n${second.stderr()}`);
@@ -123,7 +99,7 @@ test('a job resumes from a savepoint newer than its latest checkpoint: after a c
     const stopId = Number(/^stopped with savepoint (\d+):/m.exec(stop.stdout)?.[1]);
     assert.ok(stopId > savepointId, stop.stdout);
 
-    const third = runJobProcess(args, env);
+    const third = startWeirRun(args, env);
     const thirdFrom = Number((await third.waitFor(/starting job "kafka-count" from checkpoint (\d+)/))[1]);
     assert.ok(thirdFrom >= stopId, `resumed from ${thirdFrom}, older than savepoint ${stopId}`);
     assert.equal(await third.exited, 0, third.stderr());

@@ -4,33 +4,20 @@
  * checkpoint list growing while we watch, and a restart with its cause.
  */
 import assert from 'node:assert/strict';
-import { spawn } from 'node:child_process';
 import { mkdtemp, rm } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { test } from 'node:test';
-import { setTimeout as sleep } from 'node:timers/promises';
 import { launchBrowser } from '../../harness/browser.ts';
 import { repositoryRoot } from '../../harness/cli.ts';
-
-async function until<T>(what: string, probe: () => Promise<T | undefined>, timeoutMs = 60_000): Promise<T> {
-  const deadline = Date.now() + timeoutMs;
-  for (;;) {
-    const value = await probe().catch(() => undefined);
-    if (value !== undefined) return value;
-    if (Date.now() > deadline) throw new Error(`timed out waiting for ${what}`);
-    await sleep(100);
-  }
-}
+import { startWeirRun, until } from '../../harness/weir-run.ts';
 
 test('the dashboard of a running job shows its graph, records, sink transactions, a growing checkpoint list and a restart', async () => {
   const folder = await mkdtemp(join(tmpdir(), 'weir-dashboard-'));
   const job = join(repositoryRoot, 'test', 'fixtures', 'jobs', 'keyed-sum-job.ts');
-  const child = spawn(
-    process.execPath,
+  // The mapper throws once, after 8000 records of one subtask (about 4 s in): the restart shows up with its cause.
+  const run = startWeirRun(
     [
-      join(repositoryRoot, 'bin', 'weir.js'),
-      'run',
       job,
       '--parallelism',
       '2',
@@ -47,26 +34,12 @@ test('the dashboard of a running job shows its graph, records, sink transactions
       '--ui-port',
       '0',
     ],
-    {
-      // The mapper throws once, after 8000 records of one subtask (about 4 s in): the restart shows up with its cause.
-      env: {
-        ...process.env,
-        KS_OUTPUT: join(folder, 'out'),
-        KS_COUNT: '1000000',
-        KS_RATE: '4000',
-        KS_FAIL_MARKER: join(folder, 'failed'),
-        KS_FAIL_AFTER: '8000',
-      },
-      stdio: ['ignore', 'pipe', 'pipe'],
-    },
+    { KS_OUTPUT: join(folder, 'out'), KS_COUNT: '1000000', KS_RATE: '4000', KS_FAIL_MARKER: join(folder, 'failed'), KS_FAIL_AFTER: '8000' },
   );
-  let stderr = '';
-  child.stderr.on('data', (chunk: Buffer) => {
-    stderr += chunk.toString();
-  });
+  const { child } = run;
   const browser = await launchBrowser();
   try {
-    const url = await until('the dashboard address', async () => /dashboard at (http:\/\/127\.0\.0\.1:\d+)\//.exec(stderr)?.[1]);
+    const url = await run.url();
     const page = await browser.newPage();
     await page.goto(`${url}/`);
 
