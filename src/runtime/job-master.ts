@@ -38,6 +38,8 @@ export type JobEvent =
 
 export interface JobResult {
   restarts: number;
+  /** The job was cancelled ({@link JobClient.cancel}) rather than run to its end. */
+  cancelled?: boolean;
   lastCheckpointId: number | undefined;
 }
 
@@ -52,6 +54,13 @@ export interface JobClient {
    * timer fires into the savepoint (for a job that will not be resumed, or not soon).
    */
   stopWithSavepoint(options?: { drain?: boolean }): Promise<CompletedCheckpoint>;
+  /**
+   * Cancels the job (Flink's cancel, what `weir run` does on SIGTERM or SIGINT): checkpointing
+   * stops, the tasks close, and the sinks abort their open transactions. Pre-committed ones of a
+   * checkpoint that did not complete stay for the next start to abort; it resumes from the latest
+   * completed checkpoint. Resolves with the job's result.
+   */
+  cancel(): Promise<JobResult>;
   readonly result: Promise<JobResult>;
   /** What runs now: for the REST API and the dashboard. */
   status(): JobStatus;
@@ -60,7 +69,7 @@ export interface JobClient {
 export interface JobStatus {
   name: string;
   /** 'starting': the workers are loading the job and opening its tasks (Flink's INITIALIZING). */
-  state: 'starting' | 'running' | 'restarting' | 'finished' | 'failed';
+  state: 'starting' | 'running' | 'restarting' | 'finished' | 'cancelled' | 'failed';
   attempt: number;
   restarts: { at: number; cause: string }[];
   checkpoints: CheckpointStats[];
@@ -114,6 +123,7 @@ export async function startJob(options: RunJobOptions): Promise<JobClient> {
   const strategy = new RestartStrategy(config.restartStrategy);
   let current: Attempt | undefined;
   let stopRequested = false;
+  let cancelled = false;
 
   let state: JobStatus['state'] = 'starting';
   const restartLog: JobStatus['restarts'] = [];
@@ -146,8 +156,9 @@ export async function startJob(options: RunJobOptions): Promise<JobClient> {
       try {
         await attempt.run();
         options.onEvent?.({ type: 'finished' });
-        state = 'finished';
-        return { restarts, lastCheckpointId: attempt.coordinator?.latestCompleted?.checkpointId ?? restore?.checkpointId };
+        state = cancelled ? 'cancelled' : 'finished';
+        const lastCheckpointId = attempt.coordinator?.latestCompleted?.checkpointId ?? restore?.checkpointId;
+        return cancelled ? { restarts, lastCheckpointId, cancelled } : { restarts, lastCheckpointId };
       } catch (error) {
         const latest = attempt.coordinator?.latestCompleted;
         if (latest !== undefined) restore = restoreInfoOf({ ...latest.metadata, location: latest.location }, false);
@@ -171,6 +182,10 @@ export async function startJob(options: RunJobOptions): Promise<JobClient> {
         log(`job failed: ${cause}; restarting in ${delay} ms from ${restore === undefined ? 'the beginning' : `checkpoint ${restore.checkpointId}`}`);
         options.onEvent?.({ type: 'restarting', attempt: attemptNumber + 1, delayMs: delay, cause });
         await sleep(delay);
+        if (cancelled) {
+          state = 'cancelled';
+          return { restarts, lastCheckpointId: restore?.checkpointId, cancelled };
+        }
       }
     }
   })();
@@ -216,6 +231,13 @@ export async function startJob(options: RunJobOptions): Promise<JobClient> {
     stopWithSavepoint: async (stopOptions) => {
       const completed = await savepoint(stopOptions?.drain === true ? 'drain' : 'suspend');
       return completed;
+    },
+    cancel: async () => {
+      cancelled = true;
+      stopRequested = true;
+      current?.coordinator?.stop('the job was cancelled');
+      await current?.stop();
+      return result;
     },
     status: () => {
       const checkpoints = [...history, ...(current?.coordinator?.history ?? [])].slice(-100);

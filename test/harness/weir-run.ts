@@ -19,6 +19,7 @@ export interface WeirRun {
   child: ChildProcess;
   exited: Promise<number | null>;
   stderr(): string;
+  stdout(): string;
   /** The first match of `pattern` in the job's stderr; fails when the job exits or time runs out first. */
   waitFor(pattern: RegExp, timeoutMs?: number): Promise<RegExpExecArray>;
   /** The address the job serves its dashboard and REST API at (it prints it; start it with --ui-port 0). */
@@ -32,8 +33,12 @@ export function startWeirRun(args: string[], env: NodeJS.ProcessEnv = {}): WeirR
     stdio: ['ignore', 'pipe', 'pipe'],
   });
   let stderr = '';
+  let stdout = '';
   child.stderr?.on('data', (chunk: Buffer) => {
     stderr += chunk.toString();
+  });
+  child.stdout?.on('data', (chunk: Buffer) => {
+    stdout += chunk.toString();
   });
   const exited = new Promise<number | null>((done) => child.once('exit', (code) => done(code)));
   const waitFor = async (pattern: RegExp, timeoutMs = 120_000): Promise<RegExpExecArray> => {
@@ -49,6 +54,7 @@ export function startWeirRun(args: string[], env: NodeJS.ProcessEnv = {}): WeirR
     child,
     exited,
     stderr: () => stderr,
+    stdout: () => stdout,
     waitFor,
     url: async () => (await waitFor(/dashboard at (http:\/\/127\.0\.0\.1:\d+)\//))[1] as string,
   };

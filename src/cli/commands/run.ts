@@ -102,7 +102,28 @@ export function runCommand(): Command {
       });
       const server = options.ui ? await startRestServer(client, { port: options.uiPort }) : undefined;
       if (server !== undefined) log(`dashboard at ${server.url}/, REST API at ${server.url}/api, Prometheus metrics at ${server.url}/metrics`);
+      // SIGTERM or SIGINT cancels the job (its tasks close and its sinks abort their open transactions); a second one exits at once.
+      let signalled = false;
+      const onSignal = (signal: NodeJS.Signals) => {
+        if (signalled) {
+          log(`${signal} again: exiting now`);
+          process.exit(130);
+        }
+        signalled = true;
+        log(`${signal}: cancelling the job (open transactions are aborted; the next run resumes from its latest checkpoint)`);
+        void client.cancel().catch(() => {});
+      };
+      process.on('SIGTERM', onSignal);
+      process.on('SIGINT', onSignal);
       const result = await client.result.finally(() => server?.close());
+      process.off('SIGTERM', onSignal);
+      process.off('SIGINT', onSignal);
+      if (result.cancelled) {
+        console.log(
+          `job "${client.graph.jobName}" cancelled after ${((Date.now() - started) / 1000).toFixed(1)}s: ${checkpoints} checkpoints, ${result.restarts} restarts, last checkpoint ${result.lastCheckpointId ?? 'none'}`,
+        );
+        return;
+      }
       console.log(
         `job "${client.graph.jobName}" finished in ${((Date.now() - started) / 1000).toFixed(1)}s: ${checkpoints} checkpoints, ${result.restarts} restarts, last checkpoint ${result.lastCheckpointId ?? 'none'}`,
       );
