@@ -1,25 +1,14 @@
 import assert from 'node:assert/strict';
 import { test } from 'node:test';
 import { DEFAULT_RECOVERY_BUDGET_MS, DEFAULT_TRANSACTION_TIMEOUT_MS, parseKafkaSinkOptions } from '../../../../src/connectors/kafka/kafka-sink-options.ts';
-import { WeirError } from '../../../../src/errors.ts';
+import { clearWeirError } from '../../../harness/weir-error.ts';
 
 const serializer = (record: { id: string }) => ({ key: record.id, value: JSON.stringify(record) });
 const valid = { serializer, deliveryGuarantee: 'exactly-once' as const };
 
 /** The options must fail with this code, a message matching `pattern` (one line) and a hint matching `hint`. */
 function fails(options: Record<string, unknown>, code: string, pattern: RegExp, hint?: RegExp) {
-  assert.throws(
-    () => parseKafkaSinkOptions(options as never),
-    (error: unknown) => {
-      assert.ok(error instanceof WeirError, String(error));
-      assert.equal(error.code, code, error.message);
-      assert.match(error.message, pattern);
-      assert.doesNotMatch(error.message, /\n/);
-      assert.ok(error.hint !== undefined && error.hint.length > 0, 'an error names its fix');
-      if (hint !== undefined) assert.match(error.hint, hint);
-      return true;
-    },
-  );
+  assert.throws(() => parseKafkaSinkOptions(options as never), clearWeirError(code, pattern, hint));
 }
 
 test('defaults: a 15 minute transaction timeout and a 1 minute recovery budget, in milliseconds', () => {
