@@ -228,10 +228,7 @@ export async function startJob(options: RunJobOptions): Promise<JobClient> {
     config,
     result,
     triggerSavepoint: () => savepoint(),
-    stopWithSavepoint: async (stopOptions) => {
-      const completed = await savepoint(stopOptions?.drain === true ? 'drain' : 'suspend');
-      return completed;
-    },
+    stopWithSavepoint: (stopOptions) => savepoint(stopOptions?.drain === true ? 'drain' : 'suspend'),
     cancel: async () => {
       cancelled = true;
       stopRequested = true;

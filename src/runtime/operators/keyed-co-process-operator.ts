@@ -66,19 +66,13 @@ export class KeyedCoProcessOperator<K extends StateKey, IN1, IN2, OUT> extends S
   }
 
   override processWatermark(watermark: number): OUT[] {
-    const context = this.#context;
-    context.currentWatermark = watermark;
-    context.collector.reset(true);
-    context.fireTimers('event', watermark, this.#fn as TimerFunction<K>);
-    this.outputTimestamps = context.collector.timestamps;
-    return context.collector.records as OUT[];
+    const collector = this.#context.advanceWatermark(watermark, this.#fn as TimerFunction<K>);
+    this.outputTimestamps = collector.timestamps;
+    return collector.records as OUT[];
   }
 
   override onProcessingTime(now: number): OUT[] {
-    const context = this.#context;
-    context.collector.reset(false);
-    context.fireTimers('processing', now, this.#fn as TimerFunction<K>);
-    return context.collector.records as OUT[];
+    return this.#context.fireProcessingTimers(now, this.#fn as TimerFunction<K>).records as OUT[];
   }
 
   override close(): void {

@@ -97,6 +97,21 @@ export class KeyedProcessContext<K extends StateKey> implements OnTimerContext<K
     this.collector.timestamp = none ? Number.NaN : timestamp;
   }
 
+  /** Event time reached `watermark`: fires the due event-time timers; returns the collector with what they emitted (timestamped). */
+  advanceWatermark(watermark: number, fn: TimerFunction<K>): TimestampedCollector<unknown> {
+    this.currentWatermark = watermark;
+    this.collector.reset(true);
+    this.fireTimers('event', watermark, fn);
+    return this.collector;
+  }
+
+  /** Processing time reached `now`: fires the due processing-time timers; returns the collector with what they emitted. */
+  fireProcessingTimers(now: number, fn: TimerFunction<K>): TimestampedCollector<unknown> {
+    this.collector.reset(false);
+    this.fireTimers('processing', now, fn);
+    return this.collector;
+  }
+
   /** Fires the timers of `domain` due at `time` through the function's `onTimer` (output goes to the collector). */
   fireTimers(domain: TimeDomain, time: number, fn: TimerFunction<K>): void {
     this.domain = domain;
@@ -158,19 +173,13 @@ export class KeyedProcessOperator<K extends StateKey, IN, OUT> extends StreamOpe
   }
 
   override processWatermark(watermark: number): OUT[] {
-    const context = this.#context;
-    context.currentWatermark = watermark;
-    context.collector.reset(true);
-    context.fireTimers('event', watermark, this.#fn as TimerFunction<K>);
-    this.outputTimestamps = context.collector.timestamps;
-    return context.collector.records as OUT[];
+    const collector = this.#context.advanceWatermark(watermark, this.#fn as TimerFunction<K>);
+    this.outputTimestamps = collector.timestamps;
+    return collector.records as OUT[];
   }
 
   override onProcessingTime(now: number): OUT[] {
-    const context = this.#context;
-    context.collector.reset(false);
-    context.fireTimers('processing', now, this.#fn as TimerFunction<K>);
-    return context.collector.records as OUT[];
+    return this.#context.fireProcessingTimers(now, this.#fn as TimerFunction<K>).records as OUT[];
   }
 
   override close(): void {
