@@ -8,7 +8,7 @@
 import { mkdtemp, rm } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
-import { runJob } from '../src/runtime/job-master.ts';
+import { runJob } from '../src/runtime/jobmaster/job-master.ts';
 
 const count = Number(process.argv[2] ?? 2_000_000);
 process.env.BENCH_COUNT = String(count);

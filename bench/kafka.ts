@@ -21,7 +21,7 @@ import { ClusterConnections, type TopicInfo } from '../src/connectors/kafka/clus
 import { EARLIEST_OFFSET, fetchPartitions, LATEST_OFFSET, listOffsets } from '../src/connectors/kafka/partition-fetcher.ts';
 import { TransactionDriver } from '../src/connectors/kafka/transaction-driver.ts';
 import { ensureBroker } from '../src/local-kafka/ensure-broker.ts';
-import { runJob, startJob } from '../src/runtime/job-master.ts';
+import { runJob, startJob } from '../src/runtime/jobmaster/job-master.ts';
 
 const records = Number(process.argv[2] ?? 300_000);
 const rate = Number(process.argv[3] ?? 10_000);

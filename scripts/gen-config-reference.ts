@@ -13,11 +13,11 @@ import { readFileSync, writeFileSync } from 'node:fs';
 import { fileURLToPath } from 'node:url';
 import type { Option } from 'commander';
 import { z } from 'zod';
-import { environmentConfigSchema } from '../src/api/environment-config.ts';
 import { runCommand } from '../src/cli/commands/run.ts';
 import { kafkaSinkOptionsSchema } from '../src/connectors/kafka/kafka-sink-options.ts';
 import { kafkaSourceOptionsSchema } from '../src/connectors/kafka/kafka-source-options.ts';
-import { formatDuration } from '../src/util/duration.ts';
+import { environmentConfigSchema } from '../src/core/config/environment-config.ts';
+import { formatDuration } from '../src/core/time/duration.ts';
 
 export const CONFIGURATION_DOC = fileURLToPath(new URL('../docs/configuration.md', import.meta.url));
 

@@ -6,7 +6,34 @@
 export type { ConnectedStreams, KeyedConnectedStreams } from './api/connected-streams.ts';
 export type { DataStream, KeyedStream, OperatorOptions, SingleOutputStreamOperator } from './api/data-stream.ts';
 export { defineJob, type Job, type JobDefinition } from './api/define-job.ts';
-export type { EnvironmentConfigInput as JobConfig } from './api/environment-config.ts';
+export type { IntervalJoin, IntervalJoined } from './api/interval-join.ts';
+export type { CoGroupedStreams, CoGroupedWindow, CoGroupFunction, JoinedStreams, JoinedWindow, JoinFunction } from './api/joined-streams.ts';
+export type { SourceOptions, StreamExecutionEnvironment } from './api/stream-execution-environment.ts';
+export { ContinuousEventTimeTrigger } from './api/windowing/continuous-event-time-trigger.ts';
+export { ContinuousProcessingTimeTrigger } from './api/windowing/continuous-processing-time-trigger.ts';
+export { CountTrigger } from './api/windowing/count-trigger.ts';
+export { EventTimeTrigger } from './api/windowing/event-time-trigger.ts';
+export { GlobalWindows } from './api/windowing/global-windows.ts';
+export { ProcessingTimeTrigger } from './api/windowing/processing-time-trigger.ts';
+export { PurgingTrigger } from './api/windowing/purging-trigger.ts';
+export { EventTimeSessionWindows, ProcessingTimeSessionWindows, type SessionGapExtractor } from './api/windowing/session-windows.ts';
+export { SlidingEventTimeWindows, SlidingProcessingTimeWindows } from './api/windowing/sliding-windows.ts';
+export { TumblingEventTimeWindows, TumblingProcessingTimeWindows } from './api/windowing/tumbling-windows.ts';
+export type { WindowedStream } from './api/windowing/windowed-stream.ts';
+export { type DataGenOptions, type DataGenRecord, dataGenSource } from './connectors/datagen/datagen-source.ts';
+export { discardingSink } from './connectors/discarding-sink.ts';
+export { type FileSinkOptions, fileSink } from './connectors/file/file-sink.ts';
+export { type KafkaProducerRecord, type KafkaSinkOptions, kafkaSink } from './connectors/kafka/kafka-sink.ts';
+export { type KafkaSourceOptions, kafkaDeserializers, kafkaSource, type StartingOffsets } from './connectors/kafka/kafka-source.ts';
+export type { TopicRecord } from './connectors/kafka/partition-fetcher.ts';
+export { readTopic } from './connectors/kafka/topic-reader.ts';
+export { dataLoss, type TwoPhaseCommitLogic, twoPhaseCommitSink } from './connectors/two-phase-commit-sink.ts';
+export type { EnvironmentConfigInput as JobConfig } from './core/config/environment-config.ts';
+export type { DeliveryGuarantee, Sink } from './core/connector/sink.ts';
+export type { Source, SourceBatch, SourceReader, SourceReaderContext } from './core/connector/source.ts';
+export { WeirError } from './core/errors/weir-error.ts';
+export { type TimestampAssigner, type WatermarkGenerator, type WatermarkOutput, WatermarkStrategy } from './core/event-time/watermark-strategy.ts';
+export { OutputTag } from './core/functions/output-tag.ts';
 export type {
   Collector,
   CoProcessFunction,
@@ -20,38 +47,11 @@ export type {
   ProcessJoinFunction,
   RuntimeContext,
   TimerService,
-} from './api/functions.ts';
-export type { IntervalJoin, IntervalJoined } from './api/interval-join.ts';
-export type { CoGroupedStreams, CoGroupedWindow, CoGroupFunction, JoinedStreams, JoinedWindow, JoinFunction } from './api/joined-streams.ts';
-export { OutputTag } from './api/output-tag.ts';
-export type { SourceOptions, StreamExecutionEnvironment } from './api/stream-execution-environment.ts';
-export { type TimestampAssigner, type WatermarkGenerator, type WatermarkOutput, WatermarkStrategy } from './api/watermark-strategy.ts';
-export { ContinuousEventTimeTrigger } from './api/windowing/continuous-event-time-trigger.ts';
-export { ContinuousProcessingTimeTrigger } from './api/windowing/continuous-processing-time-trigger.ts';
-export { CountTrigger } from './api/windowing/count-trigger.ts';
-export { EventTimeTrigger } from './api/windowing/event-time-trigger.ts';
-export { GlobalWindows } from './api/windowing/global-windows.ts';
-export { ProcessingTimeTrigger } from './api/windowing/processing-time-trigger.ts';
-export { PurgingTrigger } from './api/windowing/purging-trigger.ts';
-export { EventTimeSessionWindows, ProcessingTimeSessionWindows, type SessionGapExtractor } from './api/windowing/session-windows.ts';
-export { SlidingEventTimeWindows, SlidingProcessingTimeWindows } from './api/windowing/sliding-windows.ts';
-export type { OnMergeContext, Trigger, TriggerContext, TriggerResult, WindowValueState } from './api/windowing/trigger.ts';
-export { TumblingEventTimeWindows, TumblingProcessingTimeWindows } from './api/windowing/tumbling-windows.ts';
-export { GlobalWindow, TimeWindow, type Window } from './api/windowing/window.ts';
-export type { WindowAssigner, WindowAssignerContext } from './api/windowing/window-assigner.ts';
-export type { AggregateFunction, ProcessWindowContext, ProcessWindowFunction, ReduceFunction } from './api/windowing/window-functions.ts';
-export type { WindowedStream } from './api/windowing/windowed-stream.ts';
-export { type DataGenOptions, type DataGenRecord, dataGenSource } from './connectors/datagen/datagen-source.ts';
-export { discardingSink } from './connectors/discarding-sink.ts';
-export { type FileSinkOptions, fileSink } from './connectors/file/file-sink.ts';
-export { type KafkaProducerRecord, type KafkaSinkOptions, kafkaSink } from './connectors/kafka/kafka-sink.ts';
-export { type KafkaSourceOptions, kafkaDeserializers, kafkaSource, type StartingOffsets } from './connectors/kafka/kafka-source.ts';
-export type { TopicRecord } from './connectors/kafka/partition-fetcher.ts';
-export { readTopic } from './connectors/kafka/topic-reader.ts';
-export type { DeliveryGuarantee, Sink } from './connectors/sink.ts';
-export type { Source, SourceBatch, SourceReader, SourceReaderContext } from './connectors/source.ts';
-export { dataLoss, type TwoPhaseCommitLogic, twoPhaseCommitSink } from './connectors/two-phase-commit-sink.ts';
-export { WeirError } from './errors.ts';
-export { type JobClient, type JobResult, type RunJobOptions, runJob, startJob } from './runtime/job-master.ts';
-export { aggregatingState, listState, mapState, reducingState, valueState } from './state/state-descriptors.ts';
-export type { AggregatingState, ListState, MapState, ReducingState, ValueState } from './state/state-types.ts';
+} from './core/functions/process-functions.ts';
+export { aggregatingState, listState, mapState, reducingState, valueState } from './core/state/state-descriptors.ts';
+export type { AggregatingState, ListState, MapState, ReducingState, ValueState } from './core/state/state-types.ts';
+export type { OnMergeContext, Trigger, TriggerContext, TriggerResult, WindowValueState } from './core/windowing/trigger.ts';
+export { GlobalWindow, TimeWindow, type Window } from './core/windowing/window.ts';
+export type { WindowAssigner, WindowAssignerContext } from './core/windowing/window-assigner.ts';
+export type { AggregateFunction, ProcessWindowContext, ProcessWindowFunction, ReduceFunction } from './core/windowing/window-functions.ts';
+export { type JobClient, type JobResult, type RunJobOptions, runJob, startJob } from './runtime/jobmaster/job-master.ts';

@@ -7,8 +7,8 @@
 import { defineJob } from '../../src/api/define-job.ts';
 import { kafkaSink } from '../../src/connectors/kafka/kafka-sink.ts';
 import { kafkaDeserializers, kafkaSource } from '../../src/connectors/kafka/kafka-source.ts';
-import { valueState } from '../../src/state/state-descriptors.ts';
-import type { ValueState } from '../../src/state/state-types.ts';
+import { valueState } from '../../src/core/state/state-descriptors.ts';
+import type { ValueState } from '../../src/core/state/state-types.ts';
 
 /** An input record. */
 interface In {

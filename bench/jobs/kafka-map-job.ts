@@ -6,7 +6,7 @@
 import { defineJob } from '../../src/api/define-job.ts';
 import { kafkaSink } from '../../src/connectors/kafka/kafka-sink.ts';
 import { kafkaDeserializers, kafkaSource } from '../../src/connectors/kafka/kafka-source.ts';
-import type { DeliveryGuarantee } from '../../src/connectors/sink.ts';
+import type { DeliveryGuarantee } from '../../src/core/connector/sink.ts';
 
 interface BenchRecord {
   seq: number;

@@ -2,8 +2,8 @@
 import { defineJob } from '../../src/api/define-job.ts';
 import { dataGenSource } from '../../src/connectors/datagen/datagen-source.ts';
 import { discardingSink } from '../../src/connectors/discarding-sink.ts';
-import { valueState } from '../../src/state/state-descriptors.ts';
-import type { ValueState } from '../../src/state/state-types.ts';
+import { valueState } from '../../src/core/state/state-descriptors.ts';
+import type { ValueState } from '../../src/core/state/state-types.ts';
 
 export default defineJob({
   name: 'bench-keyed-sum',

@@ -1,10 +1,10 @@
+import type { CoProcessFunction, KeyedCoProcessFunction } from '../core/functions/process-functions.ts';
+import type { StreamOperator } from '../core/operator/stream-operator.ts';
 import type { KeySelector, StreamGraph } from '../graph/stream-graph.ts';
 import { KeyedCoProcessOperator } from '../runtime/operators/keyed-co-process-operator.ts';
 import { CoProcessOperator } from '../runtime/operators/process-operator.ts';
-import type { StreamOperator } from '../runtime/stream-operator.ts';
 import type { StateKey } from '../state/key-group-range-assignment.ts';
 import { addOperator, type OperatorOptions, type SingleOutputStreamOperator, type Upstream } from './data-stream.ts';
-import type { CoProcessFunction, KeyedCoProcessFunction } from './functions.ts';
 
 /** Two streams, maybe of different types, into one function (Flink's ConnectedStreams). */
 export class ConnectedStreams<T1, T2> {

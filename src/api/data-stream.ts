@@ -1,22 +1,22 @@
-import type { Sink } from '../connectors/sink.ts';
+import type { Sink } from '../core/connector/sink.ts';
+import type { OutputTag } from '../core/functions/output-tag.ts';
+import type { KeyedProcessFunction, ProcessFunction } from '../core/functions/process-functions.ts';
+import type { StreamOperator } from '../core/operator/stream-operator.ts';
+import { valueState } from '../core/state/state-descriptors.ts';
+import type { ValueState } from '../core/state/state-types.ts';
+import type { GlobalWindow, Window } from '../core/windowing/window.ts';
+import type { WindowAssigner } from '../core/windowing/window-assigner.ts';
 import type { KeySelector, OperatorNode, Partitioning, SinkNode, StreamGraph, StreamNode } from '../graph/stream-graph.ts';
 import { KeyedProcessOperator } from '../runtime/operators/keyed-process-operator.ts';
 import { ProcessOperator } from '../runtime/operators/process-operator.ts';
 import { FilterOperator, FlatMapOperator, IdentityOperator, MapOperator } from '../runtime/operators/stateless-operators.ts';
-import type { StreamOperator } from '../runtime/stream-operator.ts';
 import type { StateKey } from '../state/key-group-range-assignment.ts';
-import { valueState } from '../state/state-descriptors.ts';
-import type { ValueState } from '../state/state-types.ts';
 import { ConnectedStreams } from './connected-streams.ts';
-import type { KeyedProcessFunction, ProcessFunction } from './functions.ts';
 import { IntervalJoin } from './interval-join.ts';
 import { CoGroupedStreams, JoinedStreams } from './joined-streams.ts';
-import type { OutputTag } from './output-tag.ts';
 import { CountTrigger } from './windowing/count-trigger.ts';
 import { GlobalWindows } from './windowing/global-windows.ts';
 import { PurgingTrigger } from './windowing/purging-trigger.ts';
-import type { GlobalWindow, Window } from './windowing/window.ts';
-import type { WindowAssigner } from './windowing/window-assigner.ts';
 import { WindowedStream } from './windowing/windowed-stream.ts';
 
 /** Per-operator settings. A `uid` keeps the operator's state across changes of the job: set it on every stateful operator. */

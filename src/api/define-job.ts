@@ -1,5 +1,5 @@
-import { WeirError } from '../errors.ts';
-import type { EnvironmentConfigInput } from './environment-config.ts';
+import type { EnvironmentConfigInput } from '../core/config/environment-config.ts';
+import { WeirError } from '../core/errors/weir-error.ts';
 import type { StreamExecutionEnvironment } from './stream-execution-environment.ts';
 
 const JOB = Symbol.for('weir.job');

@@ -1,12 +1,12 @@
-import { WeirError } from '../errors.ts';
+import { WeirError } from '../core/errors/weir-error.ts';
+import type { OutputTag } from '../core/functions/output-tag.ts';
+import type { ProcessJoinFunction } from '../core/functions/process-functions.ts';
+import type { StreamOperator } from '../core/operator/stream-operator.ts';
+import { signedTimeSetting } from '../core/time/time-setting.ts';
 import type { KeySelector } from '../graph/stream-graph.ts';
 import { IntervalJoinOperator } from '../runtime/operators/interval-join-operator.ts';
-import type { StreamOperator } from '../runtime/stream-operator.ts';
 import type { StateKey } from '../state/key-group-range-assignment.ts';
 import { addOperator, type KeyedStream, type OperatorOptions, type SingleOutputStreamOperator } from './data-stream.ts';
-import type { ProcessJoinFunction } from './functions.ts';
-import type { OutputTag } from './output-tag.ts';
-import { signedTimeSetting } from './time-setting.ts';
 
 /** `left.intervalJoin(right)`: give the bounds next (Flink's KeyedStream.IntervalJoin). */
 export class IntervalJoin<T1, T2, K extends StateKey> {

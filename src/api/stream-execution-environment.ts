@@ -1,7 +1,7 @@
-import type { Source } from '../connectors/source.ts';
+import type { Source } from '../core/connector/source.ts';
+import type { WatermarkStrategy } from '../core/event-time/watermark-strategy.ts';
 import { type SourceNode, StreamGraph } from '../graph/stream-graph.ts';
 import { DataStream, type OperatorOptions } from './data-stream.ts';
-import type { WatermarkStrategy } from './watermark-strategy.ts';
 
 /** The settings of a source: an operator's, plus event time. */
 export interface SourceOptions<T> extends OperatorOptions {

@@ -1,7 +1,7 @@
-import type { CheckpointingConfig } from '../api/environment-config.ts';
-import { WeirError } from '../errors.ts';
+import type { CheckpointingConfig } from '../core/config/environment-config.ts';
+import { WeirError } from '../core/errors/weir-error.ts';
 import type { JobGraph } from '../graph/job-graph.ts';
-import type { OperatorAck, StopMode } from '../runtime/messages.ts';
+import type { OperatorAck, StopMode } from '../runtime/deployment/worker-messages.ts';
 import type { CheckpointLocation } from './storage/checkpoint-location.ts';
 import type { CheckpointMetadata, OperatorStateMetadata } from './storage/checkpoint-metadata.ts';
 import type { CheckpointStorage } from './storage/checkpoint-storage.ts';

@@ -1,6 +1,6 @@
 import { InvalidArgumentError } from 'commander';
-import { WeirError } from '../errors.ts';
-import { parseDuration } from '../util/duration.ts';
+import { WeirError } from '../core/errors/weir-error.ts';
+import { parseDuration } from '../core/time/duration.ts';
 
 /** Commander argument parsers: each turns bad input into one clear message naming the fix. */
 

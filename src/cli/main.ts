@@ -1,6 +1,6 @@
 import { Command, CommanderError } from 'commander';
-import { formatError, WeirError } from '../errors.ts';
-import { WEIR_VERSION } from '../version.ts';
+import { formatError, WeirError } from '../core/errors/weir-error.ts';
+import { WEIR_VERSION } from '../core/version.ts';
 import { checkpointsCommand } from './commands/checkpoints.ts';
 import { demoCommand } from './commands/demo.ts';
 import { doctorCommand } from './commands/doctor.ts';

@@ -1,5 +1,5 @@
-import { StreamOperator } from '../runtime/stream-operator.ts';
-import type { Sink } from './sink.ts';
+import type { Sink } from '../core/connector/sink.ts';
+import { StreamOperator } from '../core/operator/stream-operator.ts';
 
 class DiscardingOperator<T> extends StreamOperator<T, never> {
   processBatch(): never[] {

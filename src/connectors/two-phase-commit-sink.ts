@@ -1,8 +1,8 @@
-import { WeirError } from '../errors.ts';
+import type { DeliveryGuarantee, Sink } from '../core/connector/sink.ts';
+import { WeirError } from '../core/errors/weir-error.ts';
+import { type OperatorContext, StreamOperator } from '../core/operator/stream-operator.ts';
+import type { ListState } from '../core/state/state-types.ts';
 import type { MetricCounter } from '../runtime/metrics/task-metrics.ts';
-import { type OperatorContext, StreamOperator } from '../runtime/stream-operator.ts';
-import type { ListState } from '../state/state-types.ts';
-import type { DeliveryGuarantee, Sink } from './sink.ts';
 
 /** The version of the committable entries a two-phase-commit sink keeps in its checkpointed state. */
 export const COMMITTABLE_STATE_VERSION = 1;

@@ -10,13 +10,13 @@
  * Payments are JSON {seq, account, amount, ts} on WEIR_DEMO_INPUT.
  */
 import { defineJob } from '../api/define-job.ts';
-import type { Collector } from '../api/functions.ts';
-import { WatermarkStrategy } from '../api/watermark-strategy.ts';
 import { TumblingEventTimeWindows } from '../api/windowing/tumbling-windows.ts';
 import { kafkaSink } from '../connectors/kafka/kafka-sink.ts';
 import { kafkaDeserializers, kafkaSource } from '../connectors/kafka/kafka-source.ts';
-import { valueState } from '../state/state-descriptors.ts';
-import type { ValueState } from '../state/state-types.ts';
+import { WatermarkStrategy } from '../core/event-time/watermark-strategy.ts';
+import type { Collector } from '../core/functions/process-functions.ts';
+import { valueState } from '../core/state/state-descriptors.ts';
+import type { ValueState } from '../core/state/state-types.ts';
 
 export interface Payment {
   seq: number;

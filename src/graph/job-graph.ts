@@ -1,5 +1,5 @@
-import type { EnvironmentConfig } from '../api/environment-config.ts';
-import { WeirError } from '../errors.ts';
+import type { EnvironmentConfig } from '../core/config/environment-config.ts';
+import { WeirError } from '../core/errors/weir-error.ts';
 import { checkParallelism } from '../state/key-group-range-assignment.ts';
 import type { Partitioning, StreamGraph } from './stream-graph.ts';
 

@@ -1,7 +1,7 @@
-import type { WatermarkStrategy } from '../api/watermark-strategy.ts';
-import type { Sink } from '../connectors/sink.ts';
-import type { Source } from '../connectors/source.ts';
-import type { StreamOperator } from '../runtime/stream-operator.ts';
+import type { Sink } from '../core/connector/sink.ts';
+import type { Source } from '../core/connector/source.ts';
+import type { WatermarkStrategy } from '../core/event-time/watermark-strategy.ts';
+import type { StreamOperator } from '../core/operator/stream-operator.ts';
 import type { StateKey } from '../state/key-group-range-assignment.ts';
 
 /** How records move from one operator's subtasks to the next's (Flink's StreamPartitioner). */

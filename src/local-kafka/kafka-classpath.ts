@@ -6,7 +6,7 @@ import { homedir } from 'node:os';
 import { join } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { promisify } from 'node:util';
-import { WeirError } from '../errors.ts';
+import { WeirError } from '../core/errors/weir-error.ts';
 
 const run = promisify(execFile);
 

@@ -5,8 +5,8 @@ import { mkdir, rename, rm, writeFile } from 'node:fs/promises';
 import { join, resolve } from 'node:path';
 import { setTimeout as sleep } from 'node:timers/promises';
 import { describeCluster } from '../connectors/kafka/cluster-info.ts';
-import { WeirError } from '../errors.ts';
-import { formatDuration } from '../util/duration.ts';
+import { WeirError } from '../core/errors/weir-error.ts';
+import { formatDuration } from '../core/time/duration.ts';
 import { kafkaAssetsDir, requireCommand, resolveKafkaDistribution } from './kafka-classpath.ts';
 import { freePort, isPortFree } from './ports.ts';
 

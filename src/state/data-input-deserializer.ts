@@ -1,4 +1,4 @@
-import { WeirError } from '../errors.ts';
+import { WeirError } from '../core/errors/weir-error.ts';
 
 /**
  * A bounds-checked little-endian byte reader for snapshots (Flink's `DataInputDeserializer`). Reading

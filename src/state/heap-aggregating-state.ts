@@ -1,6 +1,6 @@
-import type { AggregateFunction } from './state-descriptors.ts';
+import type { AggregateFunction } from '../core/state/state-descriptors.ts';
+import type { AggregatingState } from '../core/state/state-types.ts';
 import type { StateTable } from './state-table.ts';
-import type { AggregatingState } from './state-types.ts';
 
 /** {@link AggregatingState} of the heap backend: stores the accumulator, computes the result on `get`. */
 export class HeapAggregatingState<IN, ACC, OUT> implements AggregatingState<IN, OUT> {

@@ -1,4 +1,6 @@
-import { WeirError } from '../errors.ts';
+import { WeirError } from '../core/errors/weir-error.ts';
+import { type AnyStateDescriptor, checkFunction, type StateDescriptor } from '../core/state/state-descriptors.ts';
+import type { AggregatingState, ListState, MapState, ReducingState, StateKind, ValueState } from '../core/state/state-types.ts';
 import { DataInputDeserializer } from './data-input-deserializer.ts';
 import { DataOutputSerializer } from './data-output-serializer.ts';
 import { HeapAggregatingState } from './heap-aggregating-state.ts';
@@ -10,7 +12,6 @@ import { InternalKeyContext } from './internal-key-context.ts';
 import { InternalTimerService, type TimeDomain, VOID_NAMESPACE } from './internal-timer-service.ts';
 import { formatKeyGroupRange, type KeyGroupRange, keyGroupRange, keyGroupRangeContains, keyGroupRangeSize } from './key-group-range.ts';
 import { assignToKeyGroup, type StateKey, UPPER_BOUND_MAX_PARALLELISM } from './key-group-range-assignment.ts';
-import { type AnyStateDescriptor, checkFunction, type StateDescriptor } from './state-descriptors.ts';
 import {
   checksum,
   deserializeStateValue,
@@ -22,7 +23,6 @@ import {
   stateKindOfCode,
 } from './state-snapshot-format.ts';
 import { StateTable } from './state-table.ts';
-import type { AggregatingState, ListState, MapState, ReducingState, StateKind, ValueState } from './state-types.ts';
 
 export interface HeapKeyedStateBackendOptions {
   /** The job's maxParallelism: the number of key groups. */

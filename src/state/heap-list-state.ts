@@ -1,5 +1,5 @@
+import type { ListState } from '../core/state/state-types.ts';
 import type { StateTable } from './state-table.ts';
-import type { ListState } from './state-types.ts';
 
 /** {@link ListState} of the heap backend: the current key's list is a plain array. */
 export class HeapListState<T> implements ListState<T> {

@@ -1,5 +1,5 @@
+import type { MapState } from '../core/state/state-types.ts';
 import type { StateTable } from './state-table.ts';
-import type { MapState } from './state-types.ts';
 
 const EMPTY: ReadonlyMap<unknown, unknown> = new Map();
 

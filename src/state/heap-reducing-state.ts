@@ -1,5 +1,5 @@
+import type { ReducingState } from '../core/state/state-types.ts';
 import type { StateTable } from './state-table.ts';
-import type { ReducingState } from './state-types.ts';
 
 /** {@link ReducingState} of the heap backend. */
 export class HeapReducingState<T> implements ReducingState<T> {

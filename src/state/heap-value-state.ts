@@ -1,5 +1,5 @@
+import type { ValueState } from '../core/state/state-types.ts';
 import type { StateTable } from './state-table.ts';
-import type { ValueState } from './state-types.ts';
 
 /** {@link ValueState} of the heap backend. */
 export class HeapValueState<T> implements ValueState<T> {

@@ -1,4 +1,4 @@
-import { WeirError } from '../errors.ts';
+import { WeirError } from '../core/errors/weir-error.ts';
 import type { StateKey } from './key-group-range-assignment.ts';
 
 /**

@@ -1,4 +1,4 @@
-import { WeirError } from '../errors.ts';
+import { WeirError } from '../core/errors/weir-error.ts';
 import { HeapPriorityQueue, type HeapPriorityQueueElement } from './heap-priority-queue.ts';
 import type { InternalKeyContext } from './internal-key-context.ts';
 import type { StateKey } from './key-group-range-assignment.ts';

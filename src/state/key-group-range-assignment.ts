@@ -1,4 +1,4 @@
-import { WeirError } from '../errors.ts';
+import { WeirError } from '../core/errors/weir-error.ts';
 import { type KeyGroupRange, keyGroupRange } from './key-group-range.ts';
 import { murmurHash3X86_32 } from './murmur-hash3.ts';
 

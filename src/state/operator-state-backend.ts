@@ -1,4 +1,5 @@
-import { WeirError } from '../errors.ts';
+import { WeirError } from '../core/errors/weir-error.ts';
+import type { ListState } from '../core/state/state-types.ts';
 import { DataInputDeserializer } from './data-input-deserializer.ts';
 import { DataOutputSerializer } from './data-output-serializer.ts';
 import { type OperatorStateDistributionMode, PartitionableListState } from './partitionable-list-state.ts';
@@ -10,7 +11,6 @@ import {
   readSnapshotHeader,
   serializeStateValue,
 } from './state-snapshot-format.ts';
-import type { ListState } from './state-types.ts';
 
 const MODE_CODES: Record<OperatorStateDistributionMode, number> = { split: 1, union: 2 };
 const MODES: readonly (OperatorStateDistributionMode | undefined)[] = [undefined, 'split', 'union'];

@@ -1,4 +1,4 @@
-import type { ListState } from './state-types.ts';
+import type { ListState } from '../core/state/state-types.ts';
 
 /**
  * How operator list state is handed out when the parallelism changes (Flink's

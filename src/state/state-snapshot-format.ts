@@ -1,8 +1,8 @@
 import { deserialize, serialize } from 'node:v8';
 import { crc32 } from 'node:zlib';
-import { WeirError } from '../errors.ts';
+import { WeirError } from '../core/errors/weir-error.ts';
+import type { StateKind } from '../core/state/state-types.ts';
 import type { DataInputDeserializer } from './data-input-deserializer.ts';
-import type { StateKind } from './state-types.ts';
 
 /**
  * What the keyed and the operator state snapshots share: magic bytes, the format version, CRC-32

@@ -1,7 +1,7 @@
 import { createServer, type IncomingMessage, type Server, type ServerResponse } from 'node:http';
 import { Counter, Gauge, Registry } from 'prom-client';
-import { WeirError } from '../errors.ts';
-import type { JobClient } from '../runtime/job-master.ts';
+import { WeirError } from '../core/errors/weir-error.ts';
+import type { JobClient } from '../runtime/jobmaster/job-master.ts';
 import { DASHBOARD_HTML } from './dashboard-page.ts';
 
 export interface RestServer {

@@ -1,5 +1,5 @@
 import assert from 'node:assert/strict';
-import { WeirError } from '../../src/errors.ts';
+import { WeirError } from '../../src/core/errors/weir-error.ts';
 
 /**
  * For assert.throws/rejects: a WeirError with this code, a one-line message matching `message`, and

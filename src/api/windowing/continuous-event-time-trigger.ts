@@ -1,6 +1,6 @@
-import { timeSetting } from '../time-setting.ts';
-import type { OnMergeContext, Trigger, TriggerContext, TriggerResult, WindowValueState } from './trigger.ts';
-import type { Window } from './window.ts';
+import { timeSetting } from '../../core/time/time-setting.ts';
+import type { OnMergeContext, Trigger, TriggerContext, TriggerResult, WindowValueState } from '../../core/windowing/trigger.ts';
+import type { Window } from '../../core/windowing/window.ts';
 
 const FIRE_TIME = 'fire-time';
 

@@ -1,6 +1,6 @@
-import { WeirError } from '../../errors.ts';
-import type { OnMergeContext, Trigger, TriggerContext, TriggerResult } from './trigger.ts';
-import type { Window } from './window.ts';
+import { WeirError } from '../../core/errors/weir-error.ts';
+import type { OnMergeContext, Trigger, TriggerContext, TriggerResult } from '../../core/windowing/trigger.ts';
+import type { Window } from '../../core/windowing/window.ts';
 
 const COUNT = 'count';
 

@@ -1,6 +1,6 @@
-import type { Trigger, TriggerResult } from './trigger.ts';
-import { GlobalWindow } from './window.ts';
-import type { WindowAssigner } from './window-assigner.ts';
+import type { Trigger, TriggerResult } from '../../core/windowing/trigger.ts';
+import { GlobalWindow } from '../../core/windowing/window.ts';
+import type { WindowAssigner } from '../../core/windowing/window-assigner.ts';
 
 /** Never fires (Flink's GlobalWindows.NeverTrigger): the default of global windows, which need a trigger of their own. */
 class NeverTrigger implements Trigger<unknown, GlobalWindow> {

@@ -1,5 +1,5 @@
-import type { OnMergeContext, Trigger, TriggerContext, TriggerResult } from './trigger.ts';
-import type { Window } from './window.ts';
+import type { OnMergeContext, Trigger, TriggerContext, TriggerResult } from '../../core/windowing/trigger.ts';
+import type { Window } from '../../core/windowing/window.ts';
 
 /** Fires a window when the clock passes its end (Flink's ProcessingTimeTrigger): the default of the processing-time assigners. */
 export class ProcessingTimeTrigger implements Trigger<unknown, Window> {

@@ -1,5 +1,5 @@
-import type { OnMergeContext, Trigger, TriggerContext, TriggerResult } from './trigger.ts';
-import type { Window } from './window.ts';
+import type { OnMergeContext, Trigger, TriggerContext, TriggerResult } from '../../core/windowing/trigger.ts';
+import type { Window } from '../../core/windowing/window.ts';
 
 function purging(result: TriggerResult): TriggerResult {
   return result === 'FIRE' ? 'FIRE_AND_PURGE' : result;

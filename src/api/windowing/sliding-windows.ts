@@ -1,10 +1,10 @@
-import { WeirError } from '../../errors.ts';
-import { timeSetting } from '../time-setting.ts';
+import { WeirError } from '../../core/errors/weir-error.ts';
+import { timeSetting } from '../../core/time/time-setting.ts';
+import type { Trigger } from '../../core/windowing/trigger.ts';
+import { TimeWindow, windowStartWithOffset } from '../../core/windowing/window.ts';
+import type { WindowAssigner, WindowAssignerContext } from '../../core/windowing/window-assigner.ts';
 import { EventTimeTrigger } from './event-time-trigger.ts';
 import { ProcessingTimeTrigger } from './processing-time-trigger.ts';
-import type { Trigger } from './trigger.ts';
-import { TimeWindow, windowStartWithOffset } from './window.ts';
-import type { WindowAssigner, WindowAssignerContext } from './window-assigner.ts';
 
 interface SlidingSettings {
   size: number;

@@ -1,9 +1,9 @@
-import { timeSetting } from '../time-setting.ts';
+import { timeSetting } from '../../core/time/time-setting.ts';
+import type { Trigger } from '../../core/windowing/trigger.ts';
+import { TimeWindow, windowStartWithOffset } from '../../core/windowing/window.ts';
+import type { WindowAssigner, WindowAssignerContext } from '../../core/windowing/window-assigner.ts';
 import { EventTimeTrigger } from './event-time-trigger.ts';
 import { ProcessingTimeTrigger } from './processing-time-trigger.ts';
-import type { Trigger } from './trigger.ts';
-import { TimeWindow, windowStartWithOffset } from './window.ts';
-import type { WindowAssigner, WindowAssignerContext } from './window-assigner.ts';
 
 function tumblingSettings(name: string, size: number | string, offset: number | string): { size: number; offset: number } {
   const sizeMs = timeSetting(size, `${name}.of(size)`, { positive: true, fix: `give the window length, e.g. ${name}.of('1m')` });

@@ -1,5 +1,5 @@
 import { z } from 'zod';
-import { WeirError } from '../../errors.ts';
+import { WeirError } from '../../core/errors/weir-error.ts';
 
 /**
  * The `_metadata` file of a checkpoint or savepoint: what a restore needs to find every operator's

@@ -1,7 +1,7 @@
 import { existsSync } from 'node:fs';
 import { Command } from 'commander';
 import { CheckpointStorage } from '../../checkpoint/storage/checkpoint-storage.ts';
-import { WeirError } from '../../errors.ts';
+import { WeirError } from '../../core/errors/weir-error.ts';
 
 /** `weir checkpoints list|show`: what a job's checkpoint folder holds. */
 export function checkpointsCommand(): Command {

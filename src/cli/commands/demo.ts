@@ -1,6 +1,6 @@
 import { Command, Option } from 'commander';
+import { WeirError } from '../../core/errors/weir-error.ts';
 import { runPaymentsDemo } from '../../demo/payments-demo.ts';
-import { WeirError } from '../../errors.ts';
 import { ensureBroker } from '../../local-kafka/ensure-broker.ts';
 import { positiveIntegerArgument } from '../arguments.ts';
 

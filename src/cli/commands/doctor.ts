@@ -2,7 +2,6 @@ import { resolve } from 'node:path';
 import { pathToFileURL } from 'node:url';
 import { Command } from 'commander';
 import { loadJobModule } from '../../api/define-job.ts';
-import { parseEnvironmentConfig } from '../../api/environment-config.ts';
 import { StreamExecutionEnvironment } from '../../api/stream-execution-environment.ts';
 import { formatBootstrap } from '../../connectors/kafka/bootstrap.ts';
 import { ClusterConnections } from '../../connectors/kafka/cluster-connections.ts';
@@ -10,10 +9,11 @@ import { describeCluster } from '../../connectors/kafka/cluster-info.ts';
 import { brokerTransactionMaxTimeout } from '../../connectors/kafka/kafka-preflight.ts';
 import { resolveBootstrap } from '../../connectors/kafka/kafka-source.ts';
 import { TransactionDriver } from '../../connectors/kafka/transaction-driver.ts';
-import { WeirError } from '../../errors.ts';
+import { parseEnvironmentConfig } from '../../core/config/environment-config.ts';
+import { WeirError } from '../../core/errors/weir-error.ts';
+import { formatDuration } from '../../core/time/duration.ts';
 import { buildJobGraph } from '../../graph/job-graph.ts';
-import { runPreflight } from '../../runtime/preflight.ts';
-import { formatDuration } from '../../util/duration.ts';
+import { runPreflight } from '../../runtime/jobmaster/run-preflight.ts';
 
 /**
  * `weir doctor`: the broker and its transaction settings, a job's preflight, and the transactions

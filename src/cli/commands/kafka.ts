@@ -1,9 +1,9 @@
 import { resolve } from 'node:path';
 import { Command, Option } from 'commander';
-import { WeirError } from '../../errors.ts';
+import { WeirError } from '../../core/errors/weir-error.ts';
+import { formatDuration } from '../../core/time/duration.ts';
 import { resolveKafkaDistribution } from '../../local-kafka/kafka-classpath.ts';
 import { bootstrapOf, DEFAULT_DATA_DIR, DEFAULT_PORT, localBrokerStatus, startLocalBroker, stopLocalBroker } from '../../local-kafka/local-broker.ts';
-import { formatDuration } from '../../util/duration.ts';
 import { durationArgument, portArgument } from '../arguments.ts';
 
 const progress = (line: string): void => {

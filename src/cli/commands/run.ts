@@ -1,6 +1,6 @@
 import { Command, InvalidArgumentError, Option } from 'commander';
-import type { EnvironmentConfigInput } from '../../api/environment-config.ts';
-import { startJob } from '../../runtime/job-master.ts';
+import type { EnvironmentConfigInput } from '../../core/config/environment-config.ts';
+import { startJob } from '../../runtime/jobmaster/job-master.ts';
 import { startRestServer } from '../../web/rest-server.ts';
 import { durationArgument, positiveIntegerArgument } from '../arguments.ts';
 

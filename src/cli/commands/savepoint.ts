@@ -1,5 +1,5 @@
 import { Command } from 'commander';
-import { WeirError } from '../../errors.ts';
+import { WeirError } from '../../core/errors/weir-error.ts';
 
 const DEFAULT_URL = 'http://127.0.0.1:8081';
 

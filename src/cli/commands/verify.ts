@@ -4,7 +4,7 @@ import { ClusterConnections } from '../../connectors/kafka/cluster-connections.t
 import { resolveBootstrap } from '../../connectors/kafka/kafka-source.ts';
 import { describeOpenTransactions, type OpenPartitionTransaction } from '../../connectors/kafka/open-transactions.ts';
 import { readTopic } from '../../connectors/kafka/topic-reader.ts';
-import { WeirError } from '../../errors.ts';
+import { WeirError } from '../../core/errors/weir-error.ts';
 import { positiveIntegerArgument } from '../arguments.ts';
 
 export interface TopicAudit {

@@ -1,4 +1,4 @@
-import type { Source, SourceBatch, SourceReader, SourceReaderContext } from '../source.ts';
+import type { Source, SourceBatch, SourceReader, SourceReaderContext } from '../../core/connector/source.ts';
 
 /** One split of the sequence: the numbers index, index + stride, index + 2 * stride, ... below `end`. */
 export interface DataGenSplit {

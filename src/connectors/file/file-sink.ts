@@ -1,8 +1,8 @@
 import { randomBytes } from 'node:crypto';
 import { closeSync, existsSync, fsyncSync, mkdirSync, openSync, readdirSync, renameSync, rmSync, writeSync } from 'node:fs';
 import { join } from 'node:path';
-import type { OperatorContext } from '../../runtime/stream-operator.ts';
-import type { Sink } from '../sink.ts';
+import type { Sink } from '../../core/connector/sink.ts';
+import type { OperatorContext } from '../../core/operator/stream-operator.ts';
 import { dataLoss, type RecoveryContext, twoPhaseCommitSink } from '../two-phase-commit-sink.ts';
 
 export interface FileSinkOptions<T> {

@@ -1,4 +1,4 @@
-import { WeirError } from '../../errors.ts';
+import { WeirError } from '../../core/errors/weir-error.ts';
 
 export interface BrokerAddress {
   host: string;

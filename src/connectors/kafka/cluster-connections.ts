@@ -1,5 +1,5 @@
 import { type Connection, type ConnectionOptions, ConnectionPool, metadataV12 } from '@platformatic/kafka';
-import { WeirError } from '../../errors.ts';
+import { WeirError } from '../../core/errors/weir-error.ts';
 import { type BrokerAddress, formatBootstrap } from './bootstrap.ts';
 import { hasKafkaError } from './kafka-error-ids.ts';
 

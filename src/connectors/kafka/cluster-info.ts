@@ -1,5 +1,5 @@
 import { apiVersionsV3 } from '@platformatic/kafka';
-import { WeirError } from '../../errors.ts';
+import { WeirError } from '../../core/errors/weir-error.ts';
 import { type BrokerAddress, formatBootstrap } from './bootstrap.ts';
 import { ClusterConnections } from './cluster-connections.ts';
 

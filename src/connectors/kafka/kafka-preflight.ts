@@ -1,7 +1,7 @@
 import { Admin, ConfigResourceTypes, type ConnectionOptions } from '@platformatic/kafka';
-import { WeirError } from '../../errors.ts';
-import { maxRestartDelay, type PreflightContext, type PreflightFinding } from '../../runtime/preflight.ts';
-import { formatDuration } from '../../util/duration.ts';
+import { WeirError } from '../../core/errors/weir-error.ts';
+import { formatDuration } from '../../core/time/duration.ts';
+import { maxRestartDelay, type PreflightContext, type PreflightFinding } from '../../runtime/jobmaster/run-preflight.ts';
 import { type BrokerAddress, formatBootstrap } from './bootstrap.ts';
 import { ClusterConnections } from './cluster-connections.ts';
 

@@ -1,7 +1,7 @@
 import type { ConnectionOptions } from '@platformatic/kafka';
 import { z } from 'zod';
-import { WeirError } from '../../errors.ts';
-import { parseDuration } from '../../util/duration.ts';
+import { WeirError } from '../../core/errors/weir-error.ts';
+import { parseDuration } from '../../core/time/duration.ts';
 import { parseBootstrap } from './bootstrap.ts';
 import type { KafkaSourceOptions } from './kafka-source.ts';
 import type { TopicRecord } from './partition-fetcher.ts';

@@ -1,5 +1,5 @@
 import { fetchV17, listOffsetsV9 } from '@platformatic/kafka';
-import { WeirError } from '../../errors.ts';
+import { WeirError } from '../../core/errors/weir-error.ts';
 import { filterAbortedTransactions } from './aborted-transaction-filter.ts';
 import type { ClusterConnections, PartitionInfo, TopicInfo } from './cluster-connections.ts';
 

@@ -10,7 +10,7 @@ import {
   NumericMap,
   produceV11,
 } from '@platformatic/kafka';
-import { WeirError } from '../../errors.ts';
+import { WeirError } from '../../core/errors/weir-error.ts';
 import { dataLoss } from '../two-phase-commit-sink.ts';
 import type { ClusterConnections } from './cluster-connections.ts';
 import { hasKafkaError, kafkaErrorIds, RETRIABLE_TRANSACTION_ERRORS } from './kafka-error-ids.ts';

@@ -1,7 +1,7 @@
-import type { CoProcessFunction, ProcessContext, ProcessFunction, TimerService } from '../../api/functions.ts';
-import type { OutputTag } from '../../api/output-tag.ts';
-import { WeirError } from '../../errors.ts';
-import { type OperatorContext, StreamOperator } from '../stream-operator.ts';
+import { WeirError } from '../../core/errors/weir-error.ts';
+import type { OutputTag } from '../../core/functions/output-tag.ts';
+import type { CoProcessFunction, ProcessContext, ProcessFunction, TimerService } from '../../core/functions/process-functions.ts';
+import { type OperatorContext, StreamOperator } from '../../core/operator/stream-operator.ts';
 import { TimestampedCollector } from './timestamped-collector.ts';
 
 function noTimers(context: () => OperatorContext): never {

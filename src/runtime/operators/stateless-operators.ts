@@ -1,4 +1,4 @@
-import { StreamOperator } from '../stream-operator.ts';
+import { StreamOperator } from '../../core/operator/stream-operator.ts';
 
 /** `map`: one record out per record in, with the input's timestamps. */
 export class MapOperator<IN, OUT> extends StreamOperator<IN, OUT> {

@@ -1,4 +1,4 @@
-import type { Collector } from '../../api/functions.ts';
+import type { Collector } from '../../core/functions/process-functions.ts';
 
 /**
  * Collects a function's output together with the event time each record gets (Flink's

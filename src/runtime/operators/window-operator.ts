@@ -1,17 +1,17 @@
-import type { RuntimeContext } from '../../api/functions.ts';
-import type { OutputTag } from '../../api/output-tag.ts';
-import { isFire, isPurge, type OnMergeContext, type Trigger, type WindowValueState } from '../../api/windowing/trigger.ts';
-import { type TimeWindow, type Window, windowNamespace, windowOfNamespace } from '../../api/windowing/window.ts';
-import type { WindowAssigner, WindowAssignerContext } from '../../api/windowing/window-assigner.ts';
-import type { ProcessWindowContext, ProcessWindowFunction } from '../../api/windowing/window-functions.ts';
-import { WeirError } from '../../errors.ts';
+import { WeirError } from '../../core/errors/weir-error.ts';
+import type { OutputTag } from '../../core/functions/output-tag.ts';
+import type { RuntimeContext } from '../../core/functions/process-functions.ts';
+import { type OperatorContext, StreamOperator } from '../../core/operator/stream-operator.ts';
+import { mapState } from '../../core/state/state-descriptors.ts';
+import type { MapState } from '../../core/state/state-types.ts';
+import { isFire, isPurge, type OnMergeContext, type Trigger, type WindowValueState } from '../../core/windowing/trigger.ts';
+import { type TimeWindow, type Window, windowNamespace, windowOfNamespace } from '../../core/windowing/window.ts';
+import type { WindowAssigner, WindowAssignerContext } from '../../core/windowing/window-assigner.ts';
+import type { ProcessWindowContext, ProcessWindowFunction } from '../../core/windowing/window-functions.ts';
 import type { KeySelector } from '../../graph/stream-graph.ts';
 import type { HeapKeyedStateBackend } from '../../state/heap-keyed-state-backend.ts';
 import { type StateKey, validateStateKey } from '../../state/key-group-range-assignment.ts';
-import { mapState } from '../../state/state-descriptors.ts';
-import type { MapState } from '../../state/state-types.ts';
 import type { MetricCounter } from '../metrics/task-metrics.ts';
-import { type OperatorContext, StreamOperator } from '../stream-operator.ts';
 import { keyedRuntimeContext, requireKeyedState } from './keyed-process-operator.ts';
 import { TimestampedCollector } from './timestamped-collector.ts';
 

@@ -7,7 +7,7 @@ import { mkdtemp, readFile, rm } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { test } from 'node:test';
-import { runJob } from '../../../src/runtime/job-master.ts';
+import { runJob } from '../../../src/runtime/jobmaster/job-master.ts';
 
 test('a deliberately slow sink keeps the records in flight bounded by credits x batch size', async () => {
   const folder = await mkdtemp(join(tmpdir(), 'weir-bp-'));

@@ -4,8 +4,8 @@ import { mkdtemp, readdir, readFile, rm, writeFile } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { after, test } from 'node:test';
-import { WeirError } from '../../../src/errors.ts';
-import { runJob } from '../../../src/runtime/job-master.ts';
+import { WeirError } from '../../../src/core/errors/weir-error.ts';
+import { runJob } from '../../../src/runtime/jobmaster/job-master.ts';
 
 const jobModule = join(import.meta.dirname, '..', '..', 'fixtures', 'jobs', 'keyed-sum-job.ts');
 const folders: string[] = [];

@@ -4,8 +4,8 @@ import { mkdtemp, rm } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { after, beforeEach, test } from 'node:test';
-import type { JobEvent } from '../../../src/runtime/job-master.ts';
-import { runJob } from '../../../src/runtime/job-master.ts';
+import type { JobEvent } from '../../../src/runtime/jobmaster/job-master.ts';
+import { runJob } from '../../../src/runtime/jobmaster/job-master.ts';
 
 const jobModule = join(import.meta.dirname, '..', '..', 'fixtures', 'jobs', 'slow-snapshot-job.ts');
 const folders: string[] = [];

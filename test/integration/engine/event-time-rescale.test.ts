@@ -10,7 +10,7 @@ import { join } from 'node:path';
 import { after, test } from 'node:test';
 import { setTimeout as sleep } from 'node:timers/promises';
 import { CheckpointStorage } from '../../../src/checkpoint/storage/checkpoint-storage.ts';
-import { startJob } from '../../../src/runtime/job-master.ts';
+import { startJob } from '../../../src/runtime/jobmaster/job-master.ts';
 import { HeapKeyedStateBackend } from '../../../src/state/heap-keyed-state-backend.ts';
 import { computeKeyGroupRangeForOperatorIndex } from '../../../src/state/key-group-range-assignment.ts';
 import { expectedWindowCounts, type WindowCount } from '../../fixtures/jobs/windowed-count-job.ts';

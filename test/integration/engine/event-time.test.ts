@@ -9,7 +9,7 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { after, describe, test } from 'node:test';
 import { setTimeout as sleep } from 'node:timers/promises';
-import { runJob, startJob } from '../../../src/runtime/job-master.ts';
+import { runJob, startJob } from '../../../src/runtime/jobmaster/job-master.ts';
 import type { IdleWindowCount } from '../../fixtures/jobs/idle-split-job.ts';
 import { type LateEvent, type LateWindowCount, lateEventOf } from '../../fixtures/jobs/late-data-job.ts';
 import { shuffledEventOf, type WindowResult } from '../../fixtures/jobs/shuffled-windows-job.ts';

@@ -4,7 +4,7 @@ import { mkdtemp, readdir, readFile, rm } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { test } from 'node:test';
-import { runJob } from '../../../src/runtime/job-master.ts';
+import { runJob } from '../../../src/runtime/jobmaster/job-master.ts';
 
 test('union of two sources, rebalanced over 3, broadcast to 2 sink subtasks: every record exactly twice', async () => {
   const folder = await mkdtemp(join(tmpdir(), 'weir-exchanges-'));

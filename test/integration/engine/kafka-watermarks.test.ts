@@ -10,7 +10,7 @@ import { join } from 'node:path';
 import { after, test } from 'node:test';
 import { setTimeout as sleep } from 'node:timers/promises';
 import { Producer, stringSerializers } from '@platformatic/kafka';
-import { startJob } from '../../../src/runtime/job-master.ts';
+import { startJob } from '../../../src/runtime/jobmaster/job-master.ts';
 import type { PartitionRecord, PartitionWindow } from '../../fixtures/jobs/kafka-windows-job.ts';
 import { bootstrapList, createTestTopic, testBrokers } from '../../harness/kafka.ts';
 import { readCommitted } from './window-output.ts';

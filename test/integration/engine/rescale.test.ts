@@ -11,7 +11,7 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { after, test } from 'node:test';
 import { setTimeout as sleep } from 'node:timers/promises';
-import { startJob } from '../../../src/runtime/job-master.ts';
+import { startJob } from '../../../src/runtime/jobmaster/job-master.ts';
 import { auditKeyedSum, readCommittedRecords } from '../../harness/keyed-sum-audit.ts';
 
 const jobModule = join(import.meta.dirname, '..', '..', 'fixtures', 'jobs', 'keyed-sum-job.ts');

@@ -4,7 +4,7 @@ import { mkdtemp, readdir, readFile, rm } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { test } from 'node:test';
-import { runJob } from '../../../src/runtime/job-master.ts';
+import { runJob } from '../../../src/runtime/jobmaster/job-master.ts';
 import type { TimerOutput } from '../../fixtures/jobs/timer-job.ts';
 
 test('processing-time timers fire per key with that key current, at or after their time', async () => {

@@ -6,7 +6,7 @@ import { join } from 'node:path';
 import { test } from 'node:test';
 import { formatBootstrap } from '../../../src/connectors/kafka/bootstrap.ts';
 import { readTopic } from '../../../src/connectors/kafka/topic-reader.ts';
-import { runJob } from '../../../src/runtime/job-master.ts';
+import { runJob } from '../../../src/runtime/jobmaster/job-master.ts';
 import { createTestTopic, testBrokers } from '../../harness/kafka.ts';
 
 test('a topic per record, headers and a custom partitioner, committed exactly once', async () => {

@@ -11,7 +11,7 @@ import type { BrokerAddress } from '../../../src/connectors/kafka/bootstrap.ts';
 import { ClusterConnections } from '../../../src/connectors/kafka/cluster-connections.ts';
 import { type KafkaSourceOptions, type KafkaSplit, kafkaDeserializers, kafkaSource } from '../../../src/connectors/kafka/kafka-source.ts';
 import { committableOf, TransactionDriver } from '../../../src/connectors/kafka/transaction-driver.ts';
-import type { SourceReader } from '../../../src/connectors/source.ts';
+import type { SourceReader } from '../../../src/core/connector/source.ts';
 import { bootstrapList, createTestTopic, testBrokers, uniqueTopicName } from '../../harness/kafka.ts';
 
 const value = (label: string, i: number, pad = 0) => ({ value: Buffer.from(`${label}-${i}${'.'.repeat(pad)}`) });

@@ -13,7 +13,7 @@ import { ClusterConnections } from '../../../src/connectors/kafka/cluster-connec
 import { kafkaDeserializers, kafkaSource } from '../../../src/connectors/kafka/kafka-source.ts';
 import { LATEST_OFFSET, listOffsets } from '../../../src/connectors/kafka/partition-fetcher.ts';
 import { committableOf, TransactionDriver } from '../../../src/connectors/kafka/transaction-driver.ts';
-import { WeirError } from '../../../src/errors.ts';
+import { WeirError } from '../../../src/core/errors/weir-error.ts';
 import { startLocalBroker, stopLocalBroker } from '../../../src/local-kafka/local-broker.ts';
 import { freePort } from '../../../src/local-kafka/ports.ts';
 import { createTestTopic } from '../../harness/kafka.ts';

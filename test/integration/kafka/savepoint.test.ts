@@ -14,7 +14,7 @@ import { test } from 'node:test';
 import { setTimeout as sleep } from 'node:timers/promises';
 import { formatBootstrap } from '../../../src/connectors/kafka/bootstrap.ts';
 import { readTopic } from '../../../src/connectors/kafka/topic-reader.ts';
-import { startJob } from '../../../src/runtime/job-master.ts';
+import { startJob } from '../../../src/runtime/jobmaster/job-master.ts';
 import { repositoryRoot, weir } from '../../harness/cli.ts';
 import { createTestTopic, testBrokers } from '../../harness/kafka.ts';
 import { auditCounts, writeChaosInput } from '../../harness/kafka-count-audit.ts';

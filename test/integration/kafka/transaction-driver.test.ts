@@ -8,7 +8,7 @@ import { describe, test } from 'node:test';
 import { ClusterConnections } from '../../../src/connectors/kafka/cluster-connections.ts';
 import { readTopic } from '../../../src/connectors/kafka/topic-reader.ts';
 import { type KafkaCommittable, TRANSACTION_PROTOCOL, TransactionDriver } from '../../../src/connectors/kafka/transaction-driver.ts';
-import { WeirError } from '../../../src/errors.ts';
+import { WeirError } from '../../../src/core/errors/weir-error.ts';
 import { createTestTopic, testBrokers } from '../../harness/kafka.ts';
 
 const records = (topic: string, from: number, count: number) =>

@@ -1,8 +1,8 @@
 /** The example of docs/event-time.md (per-account totals per minute of event time, from Kafka) type-checks and builds into the expected job graph. */
 import assert from 'node:assert/strict';
 import { test } from 'node:test';
-import { parseEnvironmentConfig } from '../../../src/api/environment-config.ts';
 import { StreamExecutionEnvironment } from '../../../src/api/stream-execution-environment.ts';
+import { parseEnvironmentConfig } from '../../../src/core/config/environment-config.ts';
 import { buildJobGraph } from '../../../src/graph/job-graph.ts';
 import {
   type Collector,

@@ -1,18 +1,18 @@
 /** Bad event-time settings are one clear WeirError naming the setting and the fix. */
 import assert from 'node:assert/strict';
 import { test } from 'node:test';
-import { parseEnvironmentConfig } from '../../../src/api/environment-config.ts';
-import { OutputTag } from '../../../src/api/output-tag.ts';
 import { StreamExecutionEnvironment } from '../../../src/api/stream-execution-environment.ts';
-import { WatermarkStrategy } from '../../../src/api/watermark-strategy.ts';
 import { CountTrigger } from '../../../src/api/windowing/count-trigger.ts';
 import { EventTimeSessionWindows } from '../../../src/api/windowing/session-windows.ts';
 import { SlidingEventTimeWindows } from '../../../src/api/windowing/sliding-windows.ts';
-import type { Trigger } from '../../../src/api/windowing/trigger.ts';
 import { TumblingEventTimeWindows, TumblingProcessingTimeWindows } from '../../../src/api/windowing/tumbling-windows.ts';
 import { type DataGenRecord, dataGenSource } from '../../../src/connectors/datagen/datagen-source.ts';
 import { discardingSink } from '../../../src/connectors/discarding-sink.ts';
-import { WeirError } from '../../../src/errors.ts';
+import { parseEnvironmentConfig } from '../../../src/core/config/environment-config.ts';
+import { WeirError } from '../../../src/core/errors/weir-error.ts';
+import { WatermarkStrategy } from '../../../src/core/event-time/watermark-strategy.ts';
+import { OutputTag } from '../../../src/core/functions/output-tag.ts';
+import type { Trigger } from '../../../src/core/windowing/trigger.ts';
 import { buildJobGraph } from '../../../src/graph/job-graph.ts';
 
 function fails(action: () => unknown, code: string, message: RegExp, hint: RegExp): void {

@@ -1,10 +1,10 @@
 import assert from 'node:assert/strict';
 import { test } from 'node:test';
-import { parseEnvironmentConfig } from '../../../src/api/environment-config.ts';
-import { OutputTag } from '../../../src/api/output-tag.ts';
 import { StreamExecutionEnvironment } from '../../../src/api/stream-execution-environment.ts';
 import { type DataGenRecord, dataGenSource } from '../../../src/connectors/datagen/datagen-source.ts';
 import { discardingSink } from '../../../src/connectors/discarding-sink.ts';
+import { parseEnvironmentConfig } from '../../../src/core/config/environment-config.ts';
+import { OutputTag } from '../../../src/core/functions/output-tag.ts';
 import { buildJobGraph } from '../../../src/graph/job-graph.ts';
 
 const config = parseEnvironmentConfig({ parallelism: 2 });

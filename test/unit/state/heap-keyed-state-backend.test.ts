@@ -1,6 +1,7 @@
 import assert from 'node:assert/strict';
 import { test } from 'node:test';
-import { WeirError } from '../../../src/errors.ts';
+import { WeirError } from '../../../src/core/errors/weir-error.ts';
+import { aggregatingState, listState, mapState, reducingState, valueState } from '../../../src/core/state/state-descriptors.ts';
 import { HeapKeyedStateBackend } from '../../../src/state/heap-keyed-state-backend.ts';
 import { keyGroupRange } from '../../../src/state/key-group-range.ts';
 import {
@@ -9,7 +10,6 @@ import {
   computeKeyGroupRangeForOperatorIndex,
   type StateKey,
 } from '../../../src/state/key-group-range-assignment.ts';
-import { aggregatingState, listState, mapState, reducingState, valueState } from '../../../src/state/state-descriptors.ts';
 
 const MAX_PARALLELISM = 32;
 

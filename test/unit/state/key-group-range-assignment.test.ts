@@ -1,6 +1,6 @@
 import assert from 'node:assert/strict';
 import { test } from 'node:test';
-import { WeirError } from '../../../src/errors.ts';
+import { WeirError } from '../../../src/core/errors/weir-error.ts';
 import { keyGroupRangeSize } from '../../../src/state/key-group-range.ts';
 import {
   assignKeyToParallelOperator,

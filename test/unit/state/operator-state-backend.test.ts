@@ -1,6 +1,6 @@
 import assert from 'node:assert/strict';
 import { test } from 'node:test';
-import { WeirError } from '../../../src/errors.ts';
+import { WeirError } from '../../../src/core/errors/weir-error.ts';
 import { OperatorStateBackend } from '../../../src/state/operator-state-backend.ts';
 
 function oldSubtasks(lists: string[][], unions: string[][]): Uint8Array[] {

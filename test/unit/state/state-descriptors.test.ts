@@ -1,7 +1,7 @@
 import assert from 'node:assert/strict';
 import { test } from 'node:test';
-import { WeirError } from '../../../src/errors.ts';
-import { aggregatingState, listState, mapState, reducingState, valueState } from '../../../src/state/state-descriptors.ts';
+import { WeirError } from '../../../src/core/errors/weir-error.ts';
+import { aggregatingState, listState, mapState, reducingState, valueState } from '../../../src/core/state/state-descriptors.ts';
 
 test('factories build plain descriptors', () => {
   assert.deepEqual(valueState('v'), { kind: 'value', name: 'v' });

@@ -1,10 +1,10 @@
 /** Timer namespaces (windows, join sides): one timer per key, namespace, timestamp and domain; snapshot format 2; format 1 still restores. */
 import assert from 'node:assert/strict';
 import { test } from 'node:test';
+import { valueState } from '../../../src/core/state/state-descriptors.ts';
 import { HeapKeyedStateBackend } from '../../../src/state/heap-keyed-state-backend.ts';
 import { keyGroupRange } from '../../../src/state/key-group-range.ts';
 import { computeKeyGroupRangeForOperatorIndex, type StateKey } from '../../../src/state/key-group-range-assignment.ts';
-import { valueState } from '../../../src/state/state-descriptors.ts';
 
 const backend = (range = keyGroupRange(0, 127)) => new HeapKeyedStateBackend({ maxParallelism: 128, keyGroupRange: range, operatorName: 'windows' });
 

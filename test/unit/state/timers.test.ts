@@ -1,10 +1,10 @@
 import assert from 'node:assert/strict';
 import { test } from 'node:test';
-import { WeirError } from '../../../src/errors.ts';
+import { WeirError } from '../../../src/core/errors/weir-error.ts';
+import { valueState } from '../../../src/core/state/state-descriptors.ts';
 import { HeapKeyedStateBackend } from '../../../src/state/heap-keyed-state-backend.ts';
 import { keyGroupRange } from '../../../src/state/key-group-range.ts';
 import { computeKeyGroupRangeForOperatorIndex, type StateKey } from '../../../src/state/key-group-range-assignment.ts';
-import { valueState } from '../../../src/state/state-descriptors.ts';
 
 function backend(): HeapKeyedStateBackend {
   return new HeapKeyedStateBackend({ maxParallelism: 128, keyGroupRange: keyGroupRange(0, 127), operatorName: 'sessions' });

@@ -1,7 +1,7 @@
 import assert from 'node:assert/strict';
 import { test } from 'node:test';
 import { CHECKPOINT_METADATA_VERSION, type CheckpointMetadata, parseCheckpointMetadata } from '../../../../src/checkpoint/storage/checkpoint-metadata.ts';
-import { WeirError } from '../../../../src/errors.ts';
+import { WeirError } from '../../../../src/core/errors/weir-error.ts';
 
 const handle = { path: 'map-0.keyed', size: 3, sha256: 'a'.repeat(64) };
 

@@ -6,7 +6,7 @@ import { type TestContext, test } from 'node:test';
 import type { CheckpointLocation } from '../../../../src/checkpoint/storage/checkpoint-location.ts';
 import type { CheckpointMetadata } from '../../../../src/checkpoint/storage/checkpoint-metadata.ts';
 import { CheckpointStorage } from '../../../../src/checkpoint/storage/checkpoint-storage.ts';
-import { WeirError } from '../../../../src/errors.ts';
+import { WeirError } from '../../../../src/core/errors/weir-error.ts';
 
 async function freshStorage(t: TestContext): Promise<CheckpointStorage> {
   const root = await mkdtemp(join(tmpdir(), 'weir-checkpoint-storage-'));

@@ -1,15 +1,15 @@
 import assert from 'node:assert/strict';
 import { test } from 'node:test';
 import type { SingleOutputStreamOperator } from '../../../../src/api/data-stream.ts';
-import type { KeyedContext, OnTimerContext } from '../../../../src/api/functions.ts';
-import { OutputTag } from '../../../../src/api/output-tag.ts';
 import { StreamExecutionEnvironment } from '../../../../src/api/stream-execution-environment.ts';
-import { WatermarkStrategy } from '../../../../src/api/watermark-strategy.ts';
 import { dataGenSource } from '../../../../src/connectors/datagen/datagen-source.ts';
+import { WatermarkStrategy } from '../../../../src/core/event-time/watermark-strategy.ts';
+import { OutputTag } from '../../../../src/core/functions/output-tag.ts';
+import type { KeyedContext, OnTimerContext } from '../../../../src/core/functions/process-functions.ts';
+import type { StreamOperator } from '../../../../src/core/operator/stream-operator.ts';
+import { valueState } from '../../../../src/core/state/state-descriptors.ts';
+import type { ValueState } from '../../../../src/core/state/state-types.ts';
 import type { OperatorNode } from '../../../../src/graph/stream-graph.ts';
-import type { StreamOperator } from '../../../../src/runtime/stream-operator.ts';
-import { valueState } from '../../../../src/state/state-descriptors.ts';
-import type { ValueState } from '../../../../src/state/state-types.ts';
 import { OperatorHarness } from './operator-harness.ts';
 
 interface Order {

@@ -3,8 +3,9 @@
  * backend over a range of key groups, side outputs and metrics collected, processing-time
  * callbacks recorded, and snapshots of the keyed state for restore tests.
  */
+
+import type { OperatorContext, StreamOperator } from '../../../../src/core/operator/stream-operator.ts';
 import type { MetricCounter } from '../../../../src/runtime/metrics/task-metrics.ts';
-import type { OperatorContext, StreamOperator } from '../../../../src/runtime/stream-operator.ts';
 import { HeapKeyedStateBackend } from '../../../../src/state/heap-keyed-state-backend.ts';
 import type { KeyGroupRange } from '../../../../src/state/key-group-range.ts';
 import { computeKeyGroupRangeForOperatorIndex } from '../../../../src/state/key-group-range-assignment.ts';

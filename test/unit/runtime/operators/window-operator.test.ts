@@ -1,18 +1,18 @@
 import assert from 'node:assert/strict';
 import { mock, test } from 'node:test';
 import type { KeyedStream, SingleOutputStreamOperator } from '../../../../src/api/data-stream.ts';
-import { OutputTag } from '../../../../src/api/output-tag.ts';
 import { StreamExecutionEnvironment } from '../../../../src/api/stream-execution-environment.ts';
-import { WatermarkStrategy } from '../../../../src/api/watermark-strategy.ts';
 import { ContinuousEventTimeTrigger } from '../../../../src/api/windowing/continuous-event-time-trigger.ts';
 import { CountTrigger } from '../../../../src/api/windowing/count-trigger.ts';
 import { EventTimeSessionWindows } from '../../../../src/api/windowing/session-windows.ts';
 import { SlidingEventTimeWindows } from '../../../../src/api/windowing/sliding-windows.ts';
 import { TumblingEventTimeWindows, TumblingProcessingTimeWindows } from '../../../../src/api/windowing/tumbling-windows.ts';
-import type { TimeWindow } from '../../../../src/api/windowing/window.ts';
 import { dataGenSource } from '../../../../src/connectors/datagen/datagen-source.ts';
+import { WatermarkStrategy } from '../../../../src/core/event-time/watermark-strategy.ts';
+import { OutputTag } from '../../../../src/core/functions/output-tag.ts';
+import type { StreamOperator } from '../../../../src/core/operator/stream-operator.ts';
+import type { TimeWindow } from '../../../../src/core/windowing/window.ts';
 import type { OperatorNode } from '../../../../src/graph/stream-graph.ts';
-import type { StreamOperator } from '../../../../src/runtime/stream-operator.ts';
 import { computeKeyGroupRangeForOperatorIndex } from '../../../../src/state/key-group-range-assignment.ts';
 import { OperatorHarness } from './operator-harness.ts';
 

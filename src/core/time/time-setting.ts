@@ -1,5 +1,5 @@
-import { WeirError } from '../errors.ts';
-import { parseDuration } from '../util/duration.ts';
+import { WeirError } from '../errors/weir-error.ts';
+import { parseDuration } from './duration.ts';
 
 /**
  * Reads a time setting of the event-time API (a window size, a lateness, a bound): milliseconds,

@@ -1,5 +1,5 @@
 import ms from 'ms';
-import { WeirError } from '../errors.ts';
+import { WeirError } from '../errors/weir-error.ts';
 
 /**
  * Parses a duration given as milliseconds (a number or digits) or as text such as `500ms`, `10s`,

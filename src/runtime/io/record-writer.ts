@@ -1,7 +1,7 @@
-import type { CheckpointLocation } from '../checkpoint/storage/checkpoint-location.ts';
-import type { KeySelector, Partitioning } from '../graph/stream-graph.ts';
-import { assignToKeyGroup, computeOperatorIndexForKeyGroup, validateStateKey } from '../state/key-group-range-assignment.ts';
-import type { ChannelWriter } from './channels.ts';
+import type { CheckpointLocation } from '../../checkpoint/storage/checkpoint-location.ts';
+import type { KeySelector, Partitioning } from '../../graph/stream-graph.ts';
+import { assignToKeyGroup, computeOperatorIndexForKeyGroup, validateStateKey } from '../../state/key-group-range-assignment.ts';
+import type { ChannelWriter } from './channel-writer.ts';
 
 /**
  * The sending side of one job edge of a subtask (Flink's RecordWriter with its partitioner): splits

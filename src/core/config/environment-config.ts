@@ -1,7 +1,7 @@
 import { availableParallelism } from 'node:os';
 import { z } from 'zod';
-import { WeirError } from '../errors.ts';
-import { parseDuration } from '../util/duration.ts';
+import { WeirError } from '../errors/weir-error.ts';
+import { parseDuration } from '../time/duration.ts';
 
 /** A duration option: milliseconds, or text such as `100ms`, `10s`, `15m`. */
 const duration = (setting: string) =>

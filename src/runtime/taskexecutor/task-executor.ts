@@ -1,11 +1,11 @@
 import type { MessagePort } from 'node:worker_threads';
-import { loadJobModule } from '../api/define-job.ts';
-import { StreamExecutionEnvironment } from '../api/stream-execution-environment.ts';
-import { CheckpointStorage } from '../checkpoint/storage/checkpoint-storage.ts';
-import { ChannelWriter } from './channels.ts';
-import type { ChannelMessage, FromWorker, ToWorker, WorkerInit } from './messages.ts';
-import { RecordWriter } from './record-writer.ts';
-import { StreamTask } from './stream-task.ts';
+import { loadJobModule } from '../../api/define-job.ts';
+import { StreamExecutionEnvironment } from '../../api/stream-execution-environment.ts';
+import { CheckpointStorage } from '../../checkpoint/storage/checkpoint-storage.ts';
+import type { ChannelMessage, FromWorker, ToWorker, WorkerInit } from '../deployment/worker-messages.ts';
+import { ChannelWriter } from '../io/channel-writer.ts';
+import { RecordWriter } from '../io/record-writer.ts';
+import { StreamTask } from '../tasks/stream-task.ts';
 
 /** How often each worker reports its tasks' metrics to the job master. */
 export const METRICS_INTERVAL_MS = 1000;

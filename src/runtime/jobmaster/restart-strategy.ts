@@ -1,4 +1,4 @@
-import type { RestartStrategyConfig } from '../api/environment-config.ts';
+import type { RestartStrategyConfig } from '../../core/config/environment-config.ts';
 
 /** Decides whether a failed job restarts, and after how long (Flink's restart strategies). */
 export class RestartStrategy {

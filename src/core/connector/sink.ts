@@ -1,4 +1,4 @@
-import type { StreamOperator } from '../runtime/stream-operator.ts';
+import type { StreamOperator } from '../operator/stream-operator.ts';
 
 export type DeliveryGuarantee = 'exactly-once' | 'at-least-once' | 'none';
 

@@ -2,19 +2,19 @@ import { resolve } from 'node:path';
 import { setTimeout as sleep } from 'node:timers/promises';
 import { pathToFileURL } from 'node:url';
 import { MessageChannel, type MessagePort, Worker } from 'node:worker_threads';
-import { loadJobModule } from '../api/define-job.ts';
-import { type EnvironmentConfig, type EnvironmentConfigInput, parseEnvironmentConfig } from '../api/environment-config.ts';
-import { StreamExecutionEnvironment } from '../api/stream-execution-environment.ts';
-import { CheckpointCoordinator, type CheckpointStats, type CompletedCheckpoint } from '../checkpoint/checkpoint-coordinator.ts';
-import { CheckpointStorage, type StoredCheckpointMetadata } from '../checkpoint/storage/checkpoint-storage.ts';
-import { WeirError } from '../errors.ts';
-import { buildJobGraph, type JobGraph } from '../graph/job-graph.ts';
-import { buildExecutionPlan } from './execution-plan.ts';
-import { injectedFault } from './fault-injection.ts';
-import type { FromWorker, RestoreInfo, StopMode, ToWorker, WorkerInit } from './messages.ts';
-import { JobMetrics, type VertexMetrics } from './metrics/job-metrics.ts';
-import { enforcePreflight, runPreflight } from './preflight.ts';
+import { loadJobModule } from '../../api/define-job.ts';
+import { StreamExecutionEnvironment } from '../../api/stream-execution-environment.ts';
+import { CheckpointCoordinator, type CheckpointStats, type CompletedCheckpoint } from '../../checkpoint/checkpoint-coordinator.ts';
+import { CheckpointStorage, type StoredCheckpointMetadata } from '../../checkpoint/storage/checkpoint-storage.ts';
+import { type EnvironmentConfig, type EnvironmentConfigInput, parseEnvironmentConfig } from '../../core/config/environment-config.ts';
+import { WeirError } from '../../core/errors/weir-error.ts';
+import { buildJobGraph, type JobGraph } from '../../graph/job-graph.ts';
+import { buildExecutionPlan } from '../deployment/execution-plan.ts';
+import type { FromWorker, RestoreInfo, StopMode, ToWorker, WorkerInit } from '../deployment/worker-messages.ts';
+import { JobMetrics, type VertexMetrics } from '../metrics/job-metrics.ts';
+import { injectedFault } from './injected-fault.ts';
 import { RestartStrategy } from './restart-strategy.ts';
+import { enforcePreflight, runPreflight } from './run-preflight.ts';
 
 export interface RunJobOptions {
   /** Path (or file URL) of the job module. */
@@ -442,7 +442,7 @@ class Attempt {
         restore,
         checkpointFolder: storage?.directory,
       };
-      const worker = new Worker(new URL(`./worker-main${import.meta.url.endsWith('.ts') ? '.ts' : '.js'}`, import.meta.url), {
+      const worker = new Worker(new URL(`../taskexecutor/worker-main${import.meta.url.endsWith('.ts') ? '.ts' : '.js'}`, import.meta.url), {
         workerData: { init, peers },
         transferList: [...peers.values()],
         execArgv: [],

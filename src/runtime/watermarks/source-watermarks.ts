@@ -1,5 +1,5 @@
-import type { WatermarkGenerator, WatermarkOutput, WatermarkStrategy } from '../api/watermark-strategy.ts';
-import { WeirError } from '../errors.ts';
+import { WeirError } from '../../core/errors/weir-error.ts';
+import type { WatermarkGenerator, WatermarkOutput, WatermarkStrategy } from '../../core/event-time/watermark-strategy.ts';
 import type { WatermarkEvent } from './status-watermark-valve.ts';
 
 /** The records of a reader that names no splits all go to this one output. */

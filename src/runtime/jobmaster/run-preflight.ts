@@ -1,7 +1,7 @@
-import type { EnvironmentConfig, RestartStrategyConfig } from '../api/environment-config.ts';
-import { WeirError } from '../errors.ts';
-import type { JobGraph } from '../graph/job-graph.ts';
-import type { StreamGraph } from '../graph/stream-graph.ts';
+import type { EnvironmentConfig, RestartStrategyConfig } from '../../core/config/environment-config.ts';
+import { WeirError } from '../../core/errors/weir-error.ts';
+import type { JobGraph } from '../../graph/job-graph.ts';
+import type { StreamGraph } from '../../graph/stream-graph.ts';
 
 /** One thing the preflight found: errors stop the job before it starts, warnings are printed. */
 export interface PreflightFinding {

@@ -1,21 +1,21 @@
-import type { EnvironmentConfig } from '../api/environment-config.ts';
-import type { CheckpointLocation } from '../checkpoint/storage/checkpoint-location.ts';
-import type { CheckpointStorage } from '../checkpoint/storage/checkpoint-storage.ts';
-import type { Source, SourceBatch, SourceReader } from '../connectors/source.ts';
-import { WeirError } from '../errors.ts';
-import type { JobVertex } from '../graph/job-graph.ts';
-import type { StreamGraph } from '../graph/stream-graph.ts';
-import { HeapKeyedStateBackend } from '../state/heap-keyed-state-backend.ts';
-import { keyGroupRangeIntersection, keyGroupRangeSize } from '../state/key-group-range.ts';
-import { computeKeyGroupRangeForOperatorIndex } from '../state/key-group-range-assignment.ts';
-import { OperatorStateBackend } from '../state/operator-state-backend.ts';
-import type { ListState } from '../state/state-types.ts';
-import type { ChannelMessage, FromWorker, OperatorAck, RestoreInfo, StopMode } from './messages.ts';
-import { TaskMetrics } from './metrics/task-metrics.ts';
-import type { RecordWriter } from './record-writer.ts';
-import { SourceWatermarks } from './source-watermarks.ts';
-import { StatusWatermarkValve, type WatermarkEvent } from './status-watermark-valve.ts';
-import type { OperatorContext, StreamOperator } from './stream-operator.ts';
+import type { CheckpointLocation } from '../../checkpoint/storage/checkpoint-location.ts';
+import type { CheckpointStorage } from '../../checkpoint/storage/checkpoint-storage.ts';
+import type { EnvironmentConfig } from '../../core/config/environment-config.ts';
+import type { Source, SourceBatch, SourceReader } from '../../core/connector/source.ts';
+import { WeirError } from '../../core/errors/weir-error.ts';
+import type { OperatorContext, StreamOperator } from '../../core/operator/stream-operator.ts';
+import type { ListState } from '../../core/state/state-types.ts';
+import type { JobVertex } from '../../graph/job-graph.ts';
+import type { StreamGraph } from '../../graph/stream-graph.ts';
+import { HeapKeyedStateBackend } from '../../state/heap-keyed-state-backend.ts';
+import { keyGroupRangeIntersection, keyGroupRangeSize } from '../../state/key-group-range.ts';
+import { computeKeyGroupRangeForOperatorIndex } from '../../state/key-group-range-assignment.ts';
+import { OperatorStateBackend } from '../../state/operator-state-backend.ts';
+import type { ChannelMessage, FromWorker, OperatorAck, RestoreInfo, StopMode } from '../deployment/worker-messages.ts';
+import type { RecordWriter } from '../io/record-writer.ts';
+import { TaskMetrics } from '../metrics/task-metrics.ts';
+import { SourceWatermarks } from '../watermarks/source-watermarks.ts';
+import { StatusWatermarkValve, type WatermarkEvent } from '../watermarks/status-watermark-valve.ts';
 
 /** Everything a task needs from the worker that hosts it. */
 export interface TaskEnvironment {

@@ -1,4 +1,4 @@
-import type { JobGraph } from '../graph/job-graph.ts';
+import type { JobGraph } from '../../graph/job-graph.ts';
 
 /** One subtask of a vertex, placed on a worker thread. */
 export interface SubtaskPlacement {

@@ -1,5 +1,5 @@
-import type { CheckpointLocation } from '../checkpoint/storage/checkpoint-location.ts';
-import type { ChannelMessage } from './messages.ts';
+import type { CheckpointLocation } from '../../checkpoint/storage/checkpoint-location.ts';
+import type { ChannelMessage } from '../deployment/worker-messages.ts';
 
 /** Sends channel messages to wherever the channel's other end runs (another worker, or this one). */
 export type ChannelTransport = (message: ChannelMessage) => void;

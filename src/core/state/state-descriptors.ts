@@ -1,4 +1,4 @@
-import { WeirError } from '../errors.ts';
+import { WeirError } from '../errors/weir-error.ts';
 import type { AggregatingState, ListState, MapState, ReducingState, StateKind, ValueState } from './state-types.ts';
 
 /**

@@ -1,10 +1,10 @@
-import type { EnvironmentConfig } from '../api/environment-config.ts';
-import type { CheckpointLocation } from '../checkpoint/storage/checkpoint-location.ts';
-import type { StateHandle, SubtaskStateMetadata } from '../checkpoint/storage/checkpoint-metadata.ts';
-import type { SerializedWeirError } from '../errors.ts';
-import type { JobGraph } from '../graph/job-graph.ts';
+import type { CheckpointLocation } from '../../checkpoint/storage/checkpoint-location.ts';
+import type { StateHandle, SubtaskStateMetadata } from '../../checkpoint/storage/checkpoint-metadata.ts';
+import type { EnvironmentConfig } from '../../core/config/environment-config.ts';
+import type { SerializedWeirError } from '../../core/errors/weir-error.ts';
+import type { JobGraph } from '../../graph/job-graph.ts';
+import type { TaskMetricsSnapshot } from '../metrics/task-metrics.ts';
 import type { ExecutionPlan } from './execution-plan.ts';
-import type { TaskMetricsSnapshot } from './metrics/task-metrics.ts';
 
 /** The state of one operator in the checkpoint a job restores from, as workers need it. */
 export interface RestoredOperatorState {

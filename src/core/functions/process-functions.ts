@@ -1,5 +1,5 @@
-import type { TimeDomain } from '../state/internal-timer-service.ts';
-import type { StateKey } from '../state/key-group-range-assignment.ts';
+import type { TimeDomain } from '../../state/internal-timer-service.ts';
+import type { StateKey } from '../../state/key-group-range-assignment.ts';
 import type { StateDescriptor } from '../state/state-descriptors.ts';
 import type { OutputTag } from './output-tag.ts';
 

@@ -1,4 +1,4 @@
-import { WeirError } from '../errors.ts';
+import { WeirError } from '../errors/weir-error.ts';
 
 /**
  * Names a side output (Flink's OutputTag): a process function emits to it with

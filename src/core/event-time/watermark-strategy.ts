@@ -1,5 +1,5 @@
-import { WeirError } from '../errors.ts';
-import { timeSetting } from './time-setting.ts';
+import { WeirError } from '../errors/weir-error.ts';
+import { timeSetting } from '../time/time-setting.ts';
 
 /**
  * Event time and watermarks at the source (Flink's WatermarkStrategy, TimestampAssigner and
