@@ -1,9 +1,10 @@
+import type { KeySelector } from '../core/functions/key-selector.ts';
 import type { CoProcessFunction, KeyedCoProcessFunction } from '../core/functions/process-functions.ts';
 import type { StreamOperator } from '../core/operator/stream-operator.ts';
-import type { KeySelector, StreamGraph } from '../graph/stream-graph.ts';
+import type { StateKey } from '../core/state/state-key.ts';
+import type { StreamGraph } from '../graph/stream-graph.ts';
 import { KeyedCoProcessOperator } from '../runtime/operators/keyed-co-process-operator.ts';
 import { CoProcessOperator } from '../runtime/operators/process-operator.ts';
-import type { StateKey } from '../state/key-group-range-assignment.ts';
 import { addOperator, type OperatorOptions, type SingleOutputStreamOperator, type Upstream } from './data-stream.ts';
 
 /** Two streams, maybe of different types, into one function (Flink's ConnectedStreams). */

@@ -1,11 +1,11 @@
 import { WeirError } from '../core/errors/weir-error.ts';
+import type { KeySelector } from '../core/functions/key-selector.ts';
 import type { OutputTag } from '../core/functions/output-tag.ts';
 import type { ProcessJoinFunction } from '../core/functions/process-functions.ts';
 import type { StreamOperator } from '../core/operator/stream-operator.ts';
+import type { StateKey } from '../core/state/state-key.ts';
 import { signedTimeSetting } from '../core/time/time-setting.ts';
-import type { KeySelector } from '../graph/stream-graph.ts';
 import { IntervalJoinOperator } from '../runtime/operators/interval-join-operator.ts';
-import type { StateKey } from '../state/key-group-range-assignment.ts';
 import { addOperator, type KeyedStream, type OperatorOptions, type SingleOutputStreamOperator } from './data-stream.ts';
 
 /** `left.intervalJoin(right)`: give the bounds next (Flink's KeyedStream.IntervalJoin). */

@@ -1,9 +1,9 @@
+import type { KeySelector } from '../core/functions/key-selector.ts';
 import type { Collector } from '../core/functions/process-functions.ts';
+import type { StateKey } from '../core/state/state-key.ts';
 import type { Trigger } from '../core/windowing/trigger.ts';
 import type { Window } from '../core/windowing/window.ts';
 import type { WindowAssigner } from '../core/windowing/window-assigner.ts';
-import type { KeySelector } from '../graph/stream-graph.ts';
-import type { StateKey } from '../state/key-group-range-assignment.ts';
 import { type DataStream, KeyedStream, type OperatorOptions, type SingleOutputStreamOperator } from './data-stream.ts';
 
 /** A record of either input of a window join, tagged with its side (Flink's TaggedUnion). */

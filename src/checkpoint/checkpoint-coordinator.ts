@@ -1,7 +1,8 @@
 import type { CheckpointingConfig } from '../core/config/environment-config.ts';
 import { WeirError } from '../core/errors/weir-error.ts';
 import type { JobGraph } from '../graph/job-graph.ts';
-import type { OperatorAck, StopMode } from '../runtime/deployment/worker-messages.ts';
+import type { OperatorSubtaskState } from './operator-subtask-state.ts';
+import type { StopMode } from './stop-mode.ts';
 import type { CheckpointLocation } from './storage/checkpoint-location.ts';
 import type { CheckpointMetadata, OperatorStateMetadata } from './storage/checkpoint-metadata.ts';
 import type { CheckpointStorage } from './storage/checkpoint-storage.ts';
@@ -31,7 +32,7 @@ interface PendingCheckpoint {
   location: CheckpointLocation;
   triggeredAt: number;
   waitingFor: Set<string>;
-  acks: Map<string, { vertexId: number; subtaskIndex: number; operators: OperatorAck[] }>;
+  acks: Map<string, { vertexId: number; subtaskIndex: number; operators: OperatorSubtaskState[] }>;
   timeout: NodeJS.Timeout;
   stats: CheckpointStats;
   settle: { resolve: (completed: CompletedCheckpoint) => void; reject: (error: Error) => void };
@@ -113,7 +114,7 @@ export class CheckpointCoordinator {
     return this.#trigger(kind, stop);
   }
 
-  receiveAck(checkpointId: number, vertexId: number, subtaskIndex: number, operators: OperatorAck[], alignmentMs: number, bytes: number): void {
+  receiveAck(checkpointId: number, vertexId: number, subtaskIndex: number, operators: OperatorSubtaskState[], alignmentMs: number, bytes: number): void {
     const pending = this.#pending.get(checkpointId);
     if (pending === undefined) return; // late ack of an aborted checkpoint: its folder is discarded
     const key = taskKey(vertexId, subtaskIndex);

@@ -1,5 +1,6 @@
 import { Command, CommanderError } from 'commander';
-import { formatError, WeirError } from '../core/errors/weir-error.ts';
+import { formatError } from '../core/errors/format-error.ts';
+import { WeirError } from '../core/errors/weir-error.ts';
 import { WEIR_VERSION } from '../core/version.ts';
 import { checkpointsCommand } from './commands/checkpoints.ts';
 import { demoCommand } from './commands/demo.ts';

@@ -1,8 +1,8 @@
 import type { DeliveryGuarantee, Sink } from '../core/connector/sink.ts';
 import { WeirError } from '../core/errors/weir-error.ts';
+import type { MetricCounter } from '../core/metrics/metric-group.ts';
 import { type OperatorContext, StreamOperator } from '../core/operator/stream-operator.ts';
 import type { ListState } from '../core/state/state-types.ts';
-import type { MetricCounter } from '../runtime/metrics/task-metrics.ts';
 
 /** The version of the committable entries a two-phase-commit sink keeps in its checkpointed state. */
 export const COMMITTABLE_STATE_VERSION = 1;

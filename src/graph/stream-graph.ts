@@ -1,13 +1,11 @@
 import type { Sink } from '../core/connector/sink.ts';
 import type { Source } from '../core/connector/source.ts';
 import type { WatermarkStrategy } from '../core/event-time/watermark-strategy.ts';
+import type { KeySelector } from '../core/functions/key-selector.ts';
 import type { StreamOperator } from '../core/operator/stream-operator.ts';
-import type { StateKey } from '../state/key-group-range-assignment.ts';
 
 /** How records move from one operator's subtasks to the next's (Flink's StreamPartitioner). */
 export type Partitioning = 'forward' | 'hash' | 'rebalance' | 'broadcast';
-
-export type KeySelector<T> = (record: T) => StateKey;
 
 export interface StreamEdge {
   source: number;

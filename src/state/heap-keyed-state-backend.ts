@@ -1,6 +1,8 @@
 import { WeirError } from '../core/errors/weir-error.ts';
 import { type AnyStateDescriptor, checkFunction, type StateDescriptor } from '../core/state/state-descriptors.ts';
+import type { StateKey } from '../core/state/state-key.ts';
 import type { AggregatingState, ListState, MapState, ReducingState, StateKind, ValueState } from '../core/state/state-types.ts';
+import type { TimeDomain } from '../core/time/time-domain.ts';
 import { DataInputDeserializer } from './data-input-deserializer.ts';
 import { DataOutputSerializer } from './data-output-serializer.ts';
 import { HeapAggregatingState } from './heap-aggregating-state.ts';
@@ -9,9 +11,9 @@ import { HeapMapState } from './heap-map-state.ts';
 import { HeapReducingState } from './heap-reducing-state.ts';
 import { HeapValueState } from './heap-value-state.ts';
 import { InternalKeyContext } from './internal-key-context.ts';
-import { InternalTimerService, type TimeDomain, VOID_NAMESPACE } from './internal-timer-service.ts';
+import { InternalTimerService, VOID_NAMESPACE } from './internal-timer-service.ts';
 import { formatKeyGroupRange, type KeyGroupRange, keyGroupRange, keyGroupRangeContains, keyGroupRangeSize } from './key-group-range.ts';
-import { assignToKeyGroup, type StateKey, UPPER_BOUND_MAX_PARALLELISM } from './key-group-range-assignment.ts';
+import { assignToKeyGroup, UPPER_BOUND_MAX_PARALLELISM } from './key-group-range-assignment.ts';
 import {
   checksum,
   deserializeStateValue,

@@ -1,5 +1,5 @@
 import { WeirError } from '../core/errors/weir-error.ts';
-import type { StateKey } from './key-group-range-assignment.ts';
+import type { StateKey } from '../core/state/state-key.ts';
 
 /**
  * The current key of a keyed backend (Flink's `InternalKeyContext`), shared by the backend, its

@@ -1,10 +1,8 @@
 import { WeirError } from '../core/errors/weir-error.ts';
+import type { StateKey } from '../core/state/state-key.ts';
+import type { TimeDomain } from '../core/time/time-domain.ts';
 import { HeapPriorityQueue, type HeapPriorityQueueElement } from './heap-priority-queue.ts';
 import type { InternalKeyContext } from './internal-key-context.ts';
-import type { StateKey } from './key-group-range-assignment.ts';
-
-/** Flink's `TimeDomain`: timers fire on the wall clock or on the watermark. */
-export type TimeDomain = 'processing' | 'event';
 
 /** The namespace of timers that belong to no window (a process function's own timers). */
 export const VOID_NAMESPACE = '';

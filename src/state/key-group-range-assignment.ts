@@ -1,4 +1,5 @@
 import { WeirError } from '../core/errors/weir-error.ts';
+import type { StateKey } from '../core/state/state-key.ts';
 import { type KeyGroupRange, keyGroupRange } from './key-group-range.ts';
 import { murmurHash3X86_32 } from './murmur-hash3.ts';
 
@@ -18,9 +19,6 @@ import { murmurHash3X86_32 } from './murmur-hash3.ts';
  * - maxParallelism is fixed for the life of a job: it is the number of key groups, the unit in which
  *   keyed state is redistributed when the parallelism changes.
  */
-
-/** What a key selector may return: keys are compared as JavaScript Map keys (SameValueZero). */
-export type StateKey = string | number | bigint | boolean;
 
 /** maxParallelism when the job does not set one (Flink derives it; Weir fixes it explicitly). */
 export const DEFAULT_MAX_PARALLELISM = 128;

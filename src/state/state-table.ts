@@ -1,6 +1,6 @@
+import type { StateKey } from '../core/state/state-key.ts';
 import type { StateKind } from '../core/state/state-types.ts';
 import type { InternalKeyContext } from './internal-key-context.ts';
-import type { StateKey } from './key-group-range-assignment.ts';
 
 /**
  * The data of one keyed state in a heap backend (Flink's `StateTable`): per key group of the

@@ -1,14 +1,15 @@
 import { WeirError } from '../../core/errors/weir-error.ts';
+import type { KeySelector } from '../../core/functions/key-selector.ts';
 import type { OutputTag } from '../../core/functions/output-tag.ts';
 import type { StreamOperator } from '../../core/operator/stream-operator.ts';
+import type { StateKey } from '../../core/state/state-key.ts';
 import { timeSetting } from '../../core/time/time-setting.ts';
 import type { Trigger } from '../../core/windowing/trigger.ts';
 import type { Window } from '../../core/windowing/window.ts';
 import type { WindowAssigner } from '../../core/windowing/window-assigner.ts';
 import type { AggregateFunction, ProcessWindowFunction, ReduceFunction } from '../../core/windowing/window-functions.ts';
-import type { KeySelector, StreamGraph } from '../../graph/stream-graph.ts';
+import type { StreamGraph } from '../../graph/stream-graph.ts';
 import { type WindowContents, WindowOperator } from '../../runtime/operators/window-operator.ts';
-import type { StateKey } from '../../state/key-group-range-assignment.ts';
 import { addOperator, type OperatorOptions, type SingleOutputStreamOperator, type Upstream } from '../data-stream.ts';
 
 interface WindowSettings<T, W extends Window> {

@@ -1,7 +1,8 @@
 import { Admin, ConfigResourceTypes, type ConnectionOptions } from '@platformatic/kafka';
+import { maxRestartDelay } from '../../core/config/max-restart-delay.ts';
+import type { PreflightContext, PreflightFinding } from '../../core/connector/preflight.ts';
 import { WeirError } from '../../core/errors/weir-error.ts';
 import { formatDuration } from '../../core/time/duration.ts';
-import { maxRestartDelay, type PreflightContext, type PreflightFinding } from '../../runtime/jobmaster/run-preflight.ts';
 import { type BrokerAddress, formatBootstrap } from './bootstrap.ts';
 import { ClusterConnections } from './cluster-connections.ts';
 

@@ -1,10 +1,10 @@
 import type { ConnectionOptions, MessageRecord } from '@platformatic/kafka';
 import { murmur2 } from '@platformatic/kafka';
+import type { Preflightable, PreflightContext, PreflightFinding } from '../../core/connector/preflight.ts';
 import type { DeliveryGuarantee, Sink } from '../../core/connector/sink.ts';
 import { WeirError } from '../../core/errors/weir-error.ts';
 import type { OperatorContext } from '../../core/operator/stream-operator.ts';
 import { StreamOperator } from '../../core/operator/stream-operator.ts';
-import type { Preflightable, PreflightContext, PreflightFinding } from '../../runtime/jobmaster/run-preflight.ts';
 import { type RecoveryContext, type TwoPhaseCommitLogic, TwoPhaseCommitSinkOperator } from '../two-phase-commit-sink.ts';
 import { ClusterConnections } from './cluster-connections.ts';
 import { brokerTransactionMaxTimeout, missingTopics, transactionTimeoutFindings, unreachableFinding } from './kafka-preflight.ts';

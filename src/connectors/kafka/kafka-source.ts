@@ -1,8 +1,8 @@
 import { setTimeout as sleep } from 'node:timers/promises';
 import { Admin, type ConnectionOptions } from '@platformatic/kafka';
+import type { Preflightable, PreflightContext, PreflightFinding } from '../../core/connector/preflight.ts';
 import type { Source, SourceBatch, SourceReader, SourceReaderContext } from '../../core/connector/source.ts';
 import { WeirError } from '../../core/errors/weir-error.ts';
-import type { Preflightable, PreflightContext, PreflightFinding } from '../../runtime/jobmaster/run-preflight.ts';
 import { keyHash } from '../../state/key-group-range-assignment.ts';
 import { type BrokerAddress, formatBootstrap, parseBootstrap } from './bootstrap.ts';
 import { ClusterConnections, type TopicInfo } from './cluster-connections.ts';

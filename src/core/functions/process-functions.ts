@@ -1,6 +1,6 @@
-import type { TimeDomain } from '../../state/internal-timer-service.ts';
-import type { StateKey } from '../../state/key-group-range-assignment.ts';
 import type { StateDescriptor } from '../state/state-descriptors.ts';
+import type { StateKey } from '../state/state-key.ts';
+import type { TimeDomain } from '../time/time-domain.ts';
 import type { OutputTag } from './output-tag.ts';
 
 /** Collects the records a function emits. */

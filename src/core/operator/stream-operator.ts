@@ -1,6 +1,6 @@
-import type { OperatorMetricGroup } from '../../runtime/metrics/task-metrics.ts';
 import type { HeapKeyedStateBackend } from '../../state/heap-keyed-state-backend.ts';
 import type { OperatorStateBackend } from '../../state/operator-state-backend.ts';
+import type { OperatorMetricGroup } from '../metrics/metric-group.ts';
 
 /** What an operator instance knows about where it runs. */
 export interface OperatorContext {

@@ -1,6 +1,6 @@
-import type { StateKey } from '../../state/key-group-range-assignment.ts';
 import type { OutputTag } from '../functions/output-tag.ts';
 import type { Collector, RuntimeContext } from '../functions/process-functions.ts';
+import type { StateKey } from '../state/state-key.ts';
 import type { Window } from './window.ts';
 
 /** What a window function sees besides the records (Flink's ProcessWindowFunction.Context). */

@@ -1,5 +1,7 @@
+import type { OperatorSubtaskState } from '../../checkpoint/operator-subtask-state.ts';
+import type { StopMode } from '../../checkpoint/stop-mode.ts';
 import type { CheckpointLocation } from '../../checkpoint/storage/checkpoint-location.ts';
-import type { StateHandle, SubtaskStateMetadata } from '../../checkpoint/storage/checkpoint-metadata.ts';
+import type { SubtaskStateMetadata } from '../../checkpoint/storage/checkpoint-metadata.ts';
 import type { EnvironmentConfig } from '../../core/config/environment-config.ts';
 import type { SerializedWeirError } from '../../core/errors/weir-error.ts';
 import type { JobGraph } from '../../graph/job-graph.ts';
@@ -35,19 +37,6 @@ export interface WorkerInit {
   checkpointFolder: string | undefined;
 }
 
-export interface OperatorAck {
-  uid: string;
-  keyed?: StateHandle;
-  operator?: StateHandle;
-}
-
-/**
- * A savepoint that stops the job (Flink's stop-with-savepoint): the sources emit nothing after its
- * barrier ('suspend'); with 'drain' they first send the end-of-event-time watermark, so every
- * event-time window and timer fires and its output is in the savepoint's transactions.
- */
-export type StopMode = 'suspend' | 'drain';
-
 /** Main thread to worker. */
 export type ToWorker =
   | { type: 'trigger'; location: CheckpointLocation; stop?: StopMode }
@@ -58,7 +47,7 @@ export type ToWorker =
 /** Worker to main thread. */
 export type FromWorker =
   | { type: 'ready'; workerIndex: number }
-  | { type: 'ack'; checkpointId: number; vertexId: number; subtaskIndex: number; operators: OperatorAck[]; alignmentMs: number; bytes: number }
+  | { type: 'ack'; checkpointId: number; vertexId: number; subtaskIndex: number; operators: OperatorSubtaskState[]; alignmentMs: number; bytes: number }
   | { type: 'decline'; checkpointId: number; vertexId: number; subtaskIndex: number; reason: string }
   | { type: 'failed'; vertexName: string; subtaskIndex: number; error: SerializedWeirError }
   | { type: 'endOfData'; vertexId: number; subtaskIndex: number }

@@ -1,5 +1,6 @@
 import type { CheckpointLocation } from '../../checkpoint/storage/checkpoint-location.ts';
-import type { KeySelector, Partitioning } from '../../graph/stream-graph.ts';
+import type { KeySelector } from '../../core/functions/key-selector.ts';
+import type { Partitioning } from '../../graph/stream-graph.ts';
 import { assignToKeyGroup, computeOperatorIndexForKeyGroup, validateStateKey } from '../../state/key-group-range-assignment.ts';
 import type { ChannelWriter } from './channel-writer.ts';
 

@@ -1,31 +1,8 @@
-import type { EnvironmentConfig, RestartStrategyConfig } from '../../core/config/environment-config.ts';
+import type { EnvironmentConfig } from '../../core/config/environment-config.ts';
+import type { Preflightable, PreflightFinding } from '../../core/connector/preflight.ts';
 import { WeirError } from '../../core/errors/weir-error.ts';
 import type { JobGraph } from '../../graph/job-graph.ts';
 import type { StreamGraph } from '../../graph/stream-graph.ts';
-
-/** One thing the preflight found: errors stop the job before it starts, warnings are printed. */
-export interface PreflightFinding {
-  level: 'error' | 'warning';
-  /** The operator it is about. */
-  where: string;
-  message: string;
-  hint?: string;
-}
-
-/** What a connector's preflight knows of the job around it. */
-export interface PreflightContext {
-  jobName: string;
-  /** The connector's operator uid. */
-  uid: string;
-  config: EnvironmentConfig;
-  /** Whether the job has an exactly-once sink. */
-  exactlyOnce: boolean;
-}
-
-/** Connectors (sources and sinks) may check their settings and their external system before the job starts. */
-export interface Preflightable {
-  preflight?(context: PreflightContext): Promise<PreflightFinding[]>;
-}
 
 /**
  * The checks run when a job starts (and by `weir doctor`): the four things users get wrong with
@@ -81,17 +58,4 @@ export function enforcePreflight(findings: readonly PreflightFinding[], log: (li
       hint: 'fix each setting named above',
     },
   );
-}
-
-/** The longest single wait before a restart the strategy can make. */
-export function maxRestartDelay(strategy: RestartStrategyConfig): number {
-  switch (strategy.type) {
-    case 'none':
-      return 0;
-    case 'fixed-delay':
-    case 'failure-rate':
-      return strategy.delay;
-    case 'exponential-delay':
-      return Math.round(strategy.maxBackoff * (1 + strategy.jitter));
-  }
 }

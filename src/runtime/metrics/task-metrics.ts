@@ -1,21 +1,9 @@
+import type { MetricCounter, OperatorMetricGroup } from '../../core/metrics/metric-group.ts';
 /**
  * Metrics of one subtask (Flink's TaskIOMetricGroup and OperatorMetricGroup, reduced to what the
  * dashboard, the REST API and Prometheus show). Counting is a field increment per batch on the hot
  * path; the worker sends a snapshot of every task's metrics to the job master once a second.
  */
-
-/** A monotonically rising count an operator keeps (Flink's Counter). */
-export interface MetricCounter {
-  inc(n?: number): void;
-}
-
-/** What an operator registers its own metrics with (Flink's OperatorMetricGroup). */
-export interface OperatorMetricGroup {
-  /** A counter named `name`, summed over the operator's subtasks in the REST API and /metrics. */
-  counter(name: string): MetricCounter;
-  /** A value read when metrics are reported (current size, pending count). Summed over subtasks. */
-  gauge(name: string, read: () => number): void;
-}
 
 /** What a task reports: cumulative since the attempt started. */
 export interface TaskMetricsSnapshot {

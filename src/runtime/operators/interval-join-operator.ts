@@ -1,13 +1,13 @@
 import { WeirError } from '../../core/errors/weir-error.ts';
+import type { KeySelector } from '../../core/functions/key-selector.ts';
 import type { OutputTag } from '../../core/functions/output-tag.ts';
 import type { ProcessJoinContext, ProcessJoinFunction } from '../../core/functions/process-functions.ts';
+import type { MetricCounter } from '../../core/metrics/metric-group.ts';
 import { type OperatorContext, StreamOperator } from '../../core/operator/stream-operator.ts';
 import { mapState } from '../../core/state/state-descriptors.ts';
 import type { MapState } from '../../core/state/state-types.ts';
-import type { KeySelector } from '../../graph/stream-graph.ts';
 import type { HeapKeyedStateBackend } from '../../state/heap-keyed-state-backend.ts';
 import { validateStateKey } from '../../state/key-group-range-assignment.ts';
-import type { MetricCounter } from '../metrics/task-metrics.ts';
 import { keyedRuntimeContext, requireKeyedState } from './keyed-process-operator.ts';
 import { TimestampedCollector } from './timestamped-collector.ts';
 

@@ -1,8 +1,9 @@
+import type { KeySelector } from '../../core/functions/key-selector.ts';
 import type { KeyedCoProcessFunction } from '../../core/functions/process-functions.ts';
 import { type OperatorContext, StreamOperator } from '../../core/operator/stream-operator.ts';
-import type { KeySelector } from '../../graph/stream-graph.ts';
+import type { StateKey } from '../../core/state/state-key.ts';
 import type { HeapKeyedStateBackend } from '../../state/heap-keyed-state-backend.ts';
-import { type StateKey, validateStateKey } from '../../state/key-group-range-assignment.ts';
+import { validateStateKey } from '../../state/key-group-range-assignment.ts';
 import { KeyedProcessContext, keyedRuntimeContext, requireKeyedState, type TimerFunction } from './keyed-process-operator.ts';
 import type { TimestampedCollector } from './timestamped-collector.ts';
 

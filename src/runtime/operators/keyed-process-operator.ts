@@ -1,12 +1,13 @@
 import { WeirError } from '../../core/errors/weir-error.ts';
+import type { KeySelector } from '../../core/functions/key-selector.ts';
 import type { OutputTag } from '../../core/functions/output-tag.ts';
 import type { Collector, KeyedProcessFunction, OnTimerContext, RuntimeContext, TimerService } from '../../core/functions/process-functions.ts';
 import { type OperatorContext, StreamOperator } from '../../core/operator/stream-operator.ts';
 import type { StateDescriptor } from '../../core/state/state-descriptors.ts';
-import type { KeySelector } from '../../graph/stream-graph.ts';
+import type { StateKey } from '../../core/state/state-key.ts';
+import type { TimeDomain } from '../../core/time/time-domain.ts';
 import type { HeapKeyedStateBackend } from '../../state/heap-keyed-state-backend.ts';
-import type { TimeDomain } from '../../state/internal-timer-service.ts';
-import { type StateKey, validateStateKey } from '../../state/key-group-range-assignment.ts';
+import { validateStateKey } from '../../state/key-group-range-assignment.ts';
 import { TimestampedCollector } from './timestamped-collector.ts';
 
 /** The backend of a keyed operator, or a clear error when it runs on a stream that is not keyed. */

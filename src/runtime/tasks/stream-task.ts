@@ -1,3 +1,5 @@
+import type { OperatorSubtaskState } from '../../checkpoint/operator-subtask-state.ts';
+import type { StopMode } from '../../checkpoint/stop-mode.ts';
 import type { CheckpointLocation } from '../../checkpoint/storage/checkpoint-location.ts';
 import type { CheckpointStorage } from '../../checkpoint/storage/checkpoint-storage.ts';
 import type { EnvironmentConfig } from '../../core/config/environment-config.ts';
@@ -11,7 +13,7 @@ import { HeapKeyedStateBackend } from '../../state/heap-keyed-state-backend.ts';
 import { keyGroupRangeIntersection, keyGroupRangeSize } from '../../state/key-group-range.ts';
 import { computeKeyGroupRangeForOperatorIndex } from '../../state/key-group-range-assignment.ts';
 import { OperatorStateBackend } from '../../state/operator-state-backend.ts';
-import type { ChannelMessage, FromWorker, OperatorAck, RestoreInfo, StopMode } from '../deployment/worker-messages.ts';
+import type { ChannelMessage, FromWorker, RestoreInfo } from '../deployment/worker-messages.ts';
 import type { RecordWriter } from '../io/record-writer.ts';
 import { TaskMetrics } from '../metrics/task-metrics.ts';
 import { SourceWatermarks } from '../watermarks/source-watermarks.ts';
@@ -658,10 +660,10 @@ export class StreamTask {
     const { env } = this;
     const storage = env.storage;
     if (storage === undefined) throw new WeirError('NO_CHECKPOINT_STORAGE', 'checkpointing has no storage folder', { fault: 'internal' });
-    const operators: OperatorAck[] = [];
+    const operators: OperatorSubtaskState[] = [];
     let bytes = 0;
     for (const snapshot of snapshots) {
-      const ack: OperatorAck = { uid: snapshot.uid };
+      const ack: OperatorSubtaskState = { uid: snapshot.uid };
       if (snapshot.keyed !== undefined) {
         ack.keyed = await storage.writeState(location, snapshot.uid, env.subtaskIndex, 'keyed', snapshot.keyed);
         bytes += snapshot.keyed.byteLength;

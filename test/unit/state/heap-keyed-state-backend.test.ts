@@ -2,14 +2,10 @@ import assert from 'node:assert/strict';
 import { test } from 'node:test';
 import { WeirError } from '../../../src/core/errors/weir-error.ts';
 import { aggregatingState, listState, mapState, reducingState, valueState } from '../../../src/core/state/state-descriptors.ts';
+import type { StateKey } from '../../../src/core/state/state-key.ts';
 import { HeapKeyedStateBackend } from '../../../src/state/heap-keyed-state-backend.ts';
 import { keyGroupRange } from '../../../src/state/key-group-range.ts';
-import {
-  assignKeyToParallelOperator,
-  assignToKeyGroup,
-  computeKeyGroupRangeForOperatorIndex,
-  type StateKey,
-} from '../../../src/state/key-group-range-assignment.ts';
+import { assignKeyToParallelOperator, assignToKeyGroup, computeKeyGroupRangeForOperatorIndex } from '../../../src/state/key-group-range-assignment.ts';
 
 const MAX_PARALLELISM = 32;
 

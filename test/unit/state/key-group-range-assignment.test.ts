@@ -1,6 +1,7 @@
 import assert from 'node:assert/strict';
 import { test } from 'node:test';
 import { WeirError } from '../../../src/core/errors/weir-error.ts';
+import type { StateKey } from '../../../src/core/state/state-key.ts';
 import { keyGroupRangeSize } from '../../../src/state/key-group-range.ts';
 import {
   assignKeyToParallelOperator,
@@ -10,7 +11,6 @@ import {
   computeOperatorIndexForKeyGroup,
   DEFAULT_MAX_PARALLELISM,
   keyHash,
-  type StateKey,
   UPPER_BOUND_MAX_PARALLELISM,
   validateStateKey,
 } from '../../../src/state/key-group-range-assignment.ts';

@@ -2,9 +2,10 @@
 import assert from 'node:assert/strict';
 import { test } from 'node:test';
 import { valueState } from '../../../src/core/state/state-descriptors.ts';
+import type { StateKey } from '../../../src/core/state/state-key.ts';
 import { HeapKeyedStateBackend } from '../../../src/state/heap-keyed-state-backend.ts';
 import { keyGroupRange } from '../../../src/state/key-group-range.ts';
-import { computeKeyGroupRangeForOperatorIndex, type StateKey } from '../../../src/state/key-group-range-assignment.ts';
+import { computeKeyGroupRangeForOperatorIndex } from '../../../src/state/key-group-range-assignment.ts';
 
 const backend = (range = keyGroupRange(0, 127)) => new HeapKeyedStateBackend({ maxParallelism: 128, keyGroupRange: range, operatorName: 'windows' });
 

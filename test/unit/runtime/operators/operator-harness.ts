@@ -4,8 +4,8 @@
  * callbacks recorded, and snapshots of the keyed state for restore tests.
  */
 
+import type { MetricCounter } from '../../../../src/core/metrics/metric-group.ts';
 import type { OperatorContext, StreamOperator } from '../../../../src/core/operator/stream-operator.ts';
-import type { MetricCounter } from '../../../../src/runtime/metrics/task-metrics.ts';
 import { HeapKeyedStateBackend } from '../../../../src/state/heap-keyed-state-backend.ts';
 import type { KeyGroupRange } from '../../../../src/state/key-group-range.ts';
 import { computeKeyGroupRangeForOperatorIndex } from '../../../../src/state/key-group-range-assignment.ts';
