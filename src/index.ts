@@ -5,7 +5,7 @@
 
 export type { ConnectedStreams, KeyedConnectedStreams } from './api/connected-streams.ts';
 export type { DataStream, KeyedStream, OperatorOptions, SingleOutputStreamOperator } from './api/data-stream.ts';
-export { defineJob, type Job, type JobDefinition } from './api/define-job.ts';
+export { defineJob, type JobDefinition } from './api/define-job.ts';
 export type { IntervalJoin, IntervalJoined } from './api/interval-join.ts';
 export type { CoGroupedStreams, CoGroupedWindow, CoGroupFunction, JoinedStreams, JoinedWindow, JoinFunction } from './api/joined-streams.ts';
 export type { SourceOptions, StreamExecutionEnvironment } from './api/stream-execution-environment.ts';
@@ -54,4 +54,5 @@ export type { OnMergeContext, Trigger, TriggerContext, TriggerResult, WindowValu
 export { GlobalWindow, TimeWindow, type Window } from './core/windowing/window.ts';
 export type { WindowAssigner, WindowAssignerContext } from './core/windowing/window-assigner.ts';
 export type { AggregateFunction, ProcessWindowContext, ProcessWindowFunction, ReduceFunction } from './core/windowing/window-functions.ts';
+export type { Job } from './graph/job.ts';
 export { type JobClient, type JobResult, type RunJobOptions, runJob, startJob } from './runtime/jobmaster/job-master.ts';

@@ -1,4 +1,5 @@
 import { WeirError } from '../core/errors/weir-error.ts';
+import type { KeyedStateBackend } from '../core/state/keyed-state-backend.ts';
 import { type AnyStateDescriptor, checkFunction, type StateDescriptor } from '../core/state/state-descriptors.ts';
 import type { StateKey } from '../core/state/state-key.ts';
 import type { AggregatingState, ListState, MapState, ReducingState, StateKind, ValueState } from '../core/state/state-types.ts';
@@ -75,7 +76,7 @@ const SECTION_INDEX_ENTRY_BYTES = 16;
  * timers restored into the void namespace.
  * Restore reads the header and index, then only the sections of key groups it owns.
  */
-export class HeapKeyedStateBackend {
+export class HeapKeyedStateBackend implements KeyedStateBackend {
   readonly maxParallelism: number;
   readonly keyGroupRange: KeyGroupRange;
   readonly operatorName: string;

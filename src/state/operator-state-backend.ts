@@ -1,4 +1,5 @@
 import { WeirError } from '../core/errors/weir-error.ts';
+import type { OperatorStateStore } from '../core/state/operator-state-store.ts';
 import type { ListState } from '../core/state/state-types.ts';
 import { DataInputDeserializer } from './data-input-deserializer.ts';
 import { DataOutputSerializer } from './data-output-serializer.ts';
@@ -39,7 +40,7 @@ function modeLabel(mode: OperatorStateDistributionMode): string {
  * uint32   crc32 of every byte above
  * ```
  */
-export class OperatorStateBackend {
+export class OperatorStateBackend implements OperatorStateStore {
   private readonly states = new Map<string, PartitionableListState<unknown>>();
   /** Names asked for by getListState / getUnionListState (restored states are not, until asked). */
   private readonly registered = new Set<string>();

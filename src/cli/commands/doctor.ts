@@ -1,8 +1,6 @@
 import { resolve } from 'node:path';
 import { pathToFileURL } from 'node:url';
 import { Command } from 'commander';
-import { loadJobModule } from '../../api/define-job.ts';
-import { StreamExecutionEnvironment } from '../../api/stream-execution-environment.ts';
 import { formatBootstrap } from '../../connectors/kafka/bootstrap.ts';
 import { ClusterConnections } from '../../connectors/kafka/cluster-connections.ts';
 import { describeCluster } from '../../connectors/kafka/cluster-info.ts';
@@ -12,7 +10,9 @@ import { TransactionDriver } from '../../connectors/kafka/transaction-driver.ts'
 import { parseEnvironmentConfig } from '../../core/config/environment-config.ts';
 import { WeirError } from '../../core/errors/weir-error.ts';
 import { formatDuration } from '../../core/time/duration.ts';
+import { buildStreamGraph } from '../../graph/job.ts';
 import { buildJobGraph } from '../../graph/job-graph.ts';
+import { loadJobModule } from '../../runtime/deployment/job-module.ts';
 import { runPreflight } from '../../runtime/jobmaster/run-preflight.ts';
 
 /**
@@ -41,9 +41,8 @@ export function doctorCommand(): Command {
       if (options.job !== undefined) {
         const job = await loadJobModule(pathToFileURL(resolve(options.job)).href);
         const config = parseEnvironmentConfig(job.config);
-        const env = new StreamExecutionEnvironment();
-        job.build(env);
-        const findings = await runPreflight(job.name, env.graph, buildJobGraph(job.name, env.graph, config), config);
+        const streamGraph = buildStreamGraph(job);
+        const findings = await runPreflight(job.name, streamGraph, buildJobGraph(job.name, streamGraph, config), config);
         console.log(`job "${job.name}": ${findings.length === 0 ? 'preflight passed' : `${findings.length} finding(s)`}`);
         for (const finding of findings) {
           console.log(`  ${finding.level}: ${finding.message}${finding.hint ? `\n    fix: ${finding.hint}` : ''}`);

@@ -1,6 +1,6 @@
-import type { HeapKeyedStateBackend } from '../../state/heap-keyed-state-backend.ts';
-import type { OperatorStateBackend } from '../../state/operator-state-backend.ts';
 import type { OperatorMetricGroup } from '../metrics/metric-group.ts';
+import type { KeyedStateBackend } from '../state/keyed-state-backend.ts';
+import type { OperatorStateStore } from '../state/operator-state-store.ts';
 
 /** What an operator instance knows about where it runs. */
 export interface OperatorContext {
@@ -18,8 +18,8 @@ export interface OperatorContext {
   readonly restoredTransactionsCommitted: boolean;
   readonly checkpointingMode: 'exactly-once' | 'at-least-once' | 'off';
   /** Keyed state, for operators after a keyBy. */
-  readonly keyedState: HeapKeyedStateBackend | undefined;
-  readonly operatorState: OperatorStateBackend;
+  readonly keyedState: KeyedStateBackend | undefined;
+  readonly operatorState: OperatorStateStore;
   /** The operator's own metrics (shown per operator in the REST API, the dashboard and /metrics). */
   readonly metrics: OperatorMetricGroup;
   /** Asks the task to call {@link StreamOperator.onProcessingTime} at (or soon after) this time. */

@@ -54,16 +54,3 @@ export type FromWorker =
   | { type: 'notified'; checkpointId: number; vertexId: number; subtaskIndex: number }
   | { type: 'metrics'; tasks: TaskMetricsSnapshot[] }
   | { type: 'finished'; workerIndex: number };
-
-/**
- * Between workers, on a channel (`c` is the channel id). Kept small: they are cloned per batch. A
- * channel delivers its messages in the order they were sent, so a watermark, a watermark status or
- * a barrier is never overtaken by, and never overtakes, the records around it.
- */
-export type ChannelMessage =
-  | { c: number; d: unknown[]; t?: number[] } // a batch of records, with their event times when they have any
-  | { c: number; b: CheckpointLocation } // barrier: where this checkpoint's (or savepoint's) state goes
-  | { c: number; w: number } // watermark: event time reached w on this channel
-  | { c: number; i: 0 | 1 } // watermark status: 1 idle (leave this channel out of the minimum), 0 active again
-  | { c: number; e: 1 } // end of data
-  | { c: number; k: number }; // k credits returned to the sender

@@ -1,5 +1,5 @@
 import type { CheckpointLocation } from '../../checkpoint/storage/checkpoint-location.ts';
-import type { ChannelMessage } from '../deployment/worker-messages.ts';
+import type { ChannelMessage } from './channel-message.ts';
 
 /** Sends channel messages to wherever the channel's other end runs (another worker, or this one). */
 export type ChannelTransport = (message: ChannelMessage) => void;
@@ -35,24 +35,26 @@ export class ChannelWriter {
 
   sendBatch(batch: unknown[], timestamps?: number[]): void {
     this.#credits--;
-    this.#send(timestamps === undefined ? { c: this.id, d: batch } : { c: this.id, d: batch, t: timestamps });
+    this.#send(
+      timestamps === undefined ? { kind: 'records', channel: this.id, records: batch } : { kind: 'records', channel: this.id, records: batch, timestamps },
+    );
   }
 
   /** Barriers, watermarks, watermark statuses and end-of-data need no credit: they are small, and must never wait behind it. */
   sendBarrier(location: CheckpointLocation): void {
-    this.#send({ c: this.id, b: location });
+    this.#send({ kind: 'barrier', channel: this.id, location });
   }
 
   sendWatermark(watermark: number): void {
-    this.#send({ c: this.id, w: watermark });
+    this.#send({ kind: 'watermark', channel: this.id, watermark });
   }
 
   sendWatermarkStatus(idle: boolean): void {
-    this.#send({ c: this.id, i: idle ? 1 : 0 });
+    this.#send({ kind: 'watermark-status', channel: this.id, idle });
   }
 
   sendEndOfData(): void {
-    this.#send({ c: this.id, e: 1 });
+    this.#send({ kind: 'end-of-data', channel: this.id });
   }
 
   addCredit(credits: number): void {

@@ -2,15 +2,15 @@ import { resolve } from 'node:path';
 import { setTimeout as sleep } from 'node:timers/promises';
 import { pathToFileURL } from 'node:url';
 import { MessageChannel, type MessagePort, Worker } from 'node:worker_threads';
-import { loadJobModule } from '../../api/define-job.ts';
-import { StreamExecutionEnvironment } from '../../api/stream-execution-environment.ts';
 import { CheckpointCoordinator, type CheckpointStats, type CompletedCheckpoint } from '../../checkpoint/checkpoint-coordinator.ts';
 import type { StopMode } from '../../checkpoint/stop-mode.ts';
 import { CheckpointStorage, type StoredCheckpointMetadata } from '../../checkpoint/storage/checkpoint-storage.ts';
 import { type EnvironmentConfig, type EnvironmentConfigInput, parseEnvironmentConfig } from '../../core/config/environment-config.ts';
 import { WeirError } from '../../core/errors/weir-error.ts';
+import { buildStreamGraph } from '../../graph/job.ts';
 import { buildJobGraph, type JobGraph } from '../../graph/job-graph.ts';
 import { buildExecutionPlan } from '../deployment/execution-plan.ts';
+import { loadJobModule } from '../deployment/job-module.ts';
 import type { FromWorker, RestoreInfo, ToWorker, WorkerInit } from '../deployment/worker-messages.ts';
 import { JobMetrics, type VertexMetrics } from '../metrics/job-metrics.ts';
 import { injectedFault } from './injected-fault.ts';
@@ -95,11 +95,10 @@ export async function startJob(options: RunJobOptions): Promise<JobClient> {
       ? {}
       : { checkpointing: { ...job.config?.checkpointing, ...options.config?.checkpointing } };
   const config = parseEnvironmentConfig({ ...job.config, ...options.config, ...checkpointing });
-  const env = new StreamExecutionEnvironment();
-  job.build(env);
-  const graph = buildJobGraph(job.name, env.graph, config);
+  const streamGraph = buildStreamGraph(job);
+  const graph = buildJobGraph(job.name, streamGraph, config);
 
-  enforcePreflight(await runPreflight(job.name, env.graph, graph, config), log);
+  enforcePreflight(await runPreflight(job.name, streamGraph, graph, config), log);
 
   const storage = config.checkpointing === undefined ? undefined : new CheckpointStorage(config.checkpointing.storage);
   await storage?.initialize();

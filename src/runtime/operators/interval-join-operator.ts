@@ -4,9 +4,9 @@ import type { OutputTag } from '../../core/functions/output-tag.ts';
 import type { ProcessJoinContext, ProcessJoinFunction } from '../../core/functions/process-functions.ts';
 import type { MetricCounter } from '../../core/metrics/metric-group.ts';
 import { type OperatorContext, StreamOperator } from '../../core/operator/stream-operator.ts';
+import type { KeyedStateBackend } from '../../core/state/keyed-state-backend.ts';
 import { mapState } from '../../core/state/state-descriptors.ts';
 import type { MapState } from '../../core/state/state-types.ts';
-import type { HeapKeyedStateBackend } from '../../state/heap-keyed-state-backend.ts';
 import { validateStateKey } from '../../state/key-group-range-assignment.ts';
 import { keyedRuntimeContext, requireKeyedState } from './keyed-process-operator.ts';
 import { TimestampedCollector } from './timestamped-collector.ts';
@@ -35,7 +35,7 @@ const RIGHT = 'right';
  */
 export class IntervalJoinOperator<L, R, OUT> extends StreamOperator<L, OUT> implements ProcessJoinContext {
   readonly #options: IntervalJoinOptions<L, R, OUT>;
-  #backend!: HeapKeyedStateBackend;
+  #backend!: KeyedStateBackend;
   #context!: OperatorContext;
   #leftBuffer!: MapState<number, L[]>;
   #rightBuffer!: MapState<number, R[]>;

@@ -1,8 +1,8 @@
 import type { KeySelector } from '../../core/functions/key-selector.ts';
 import type { KeyedCoProcessFunction } from '../../core/functions/process-functions.ts';
 import { type OperatorContext, StreamOperator } from '../../core/operator/stream-operator.ts';
+import type { KeyedStateBackend } from '../../core/state/keyed-state-backend.ts';
 import type { StateKey } from '../../core/state/state-key.ts';
-import type { HeapKeyedStateBackend } from '../../state/heap-keyed-state-backend.ts';
 import { validateStateKey } from '../../state/key-group-range-assignment.ts';
 import { KeyedProcessContext, keyedRuntimeContext, requireKeyedState, type TimerFunction } from './keyed-process-operator.ts';
 import type { TimestampedCollector } from './timestamped-collector.ts';
@@ -16,7 +16,7 @@ export class KeyedCoProcessOperator<K extends StateKey, IN1, IN2, OUT> extends S
   readonly #fn: KeyedCoProcessFunction<K, IN1, IN2, OUT>;
   readonly #keySelector1: KeySelector<IN1>;
   readonly #keySelector2: KeySelector<IN2>;
-  #backend!: HeapKeyedStateBackend;
+  #backend!: KeyedStateBackend;
   #name = '';
   readonly #context = new KeyedProcessContext<K>();
 

@@ -3,15 +3,15 @@ import type { KeySelector } from '../../core/functions/key-selector.ts';
 import type { OutputTag } from '../../core/functions/output-tag.ts';
 import type { Collector, KeyedProcessFunction, OnTimerContext, RuntimeContext, TimerService } from '../../core/functions/process-functions.ts';
 import { type OperatorContext, StreamOperator } from '../../core/operator/stream-operator.ts';
+import type { KeyedStateBackend } from '../../core/state/keyed-state-backend.ts';
 import type { StateDescriptor } from '../../core/state/state-descriptors.ts';
 import type { StateKey } from '../../core/state/state-key.ts';
 import type { TimeDomain } from '../../core/time/time-domain.ts';
-import type { HeapKeyedStateBackend } from '../../state/heap-keyed-state-backend.ts';
 import { validateStateKey } from '../../state/key-group-range-assignment.ts';
 import { TimestampedCollector } from './timestamped-collector.ts';
 
 /** The backend of a keyed operator, or a clear error when it runs on a stream that is not keyed. */
-export function requireKeyedState(context: OperatorContext, call: string): HeapKeyedStateBackend {
+export function requireKeyedState(context: OperatorContext, call: string): KeyedStateBackend {
   if (context.keyedState === undefined) {
     throw new WeirError('NOT_KEYED', `operator "${context.operatorName}" needs a keyed stream`, { hint: `call keyBy(...) before ${call}`, fault: 'user' });
   }
@@ -19,7 +19,7 @@ export function requireKeyedState(context: OperatorContext, call: string): HeapK
 }
 
 /** The runtime context a keyed function opens with. */
-export function keyedRuntimeContext(context: OperatorContext, backend: HeapKeyedStateBackend): RuntimeContext {
+export function keyedRuntimeContext(context: OperatorContext, backend: KeyedStateBackend): RuntimeContext {
   return {
     subtaskIndex: context.subtaskIndex,
     parallelism: context.parallelism,
@@ -45,7 +45,7 @@ export class KeyedProcessContext<K extends StateKey> implements OnTimerContext<K
   currentTimestamp: number | undefined = undefined;
   currentWatermark = Number.NEGATIVE_INFINITY;
   domain: TimeDomain = 'event';
-  #backend!: HeapKeyedStateBackend;
+  #backend!: KeyedStateBackend;
   #context!: OperatorContext;
 
   constructor() {
@@ -68,7 +68,7 @@ export class KeyedProcessContext<K extends StateKey> implements OnTimerContext<K
     };
   }
 
-  open(context: OperatorContext, backend: HeapKeyedStateBackend): void {
+  open(context: OperatorContext, backend: KeyedStateBackend): void {
     this.#context = context;
     this.#backend = backend;
     const next = backend.nextTimerTimestamp('processing');
@@ -137,7 +137,7 @@ export class KeyedProcessContext<K extends StateKey> implements OnTimerContext<K
 export class KeyedProcessOperator<K extends StateKey, IN, OUT> extends StreamOperator<IN, OUT> {
   readonly #fn: KeyedProcessFunction<K, IN, OUT>;
   readonly #keySelector: KeySelector<IN>;
-  #backend!: HeapKeyedStateBackend;
+  #backend!: KeyedStateBackend;
   #name = '';
   readonly #context = new KeyedProcessContext<K>();
 

@@ -4,6 +4,7 @@ import type { OutputTag } from '../../core/functions/output-tag.ts';
 import type { RuntimeContext } from '../../core/functions/process-functions.ts';
 import type { MetricCounter } from '../../core/metrics/metric-group.ts';
 import { type OperatorContext, StreamOperator } from '../../core/operator/stream-operator.ts';
+import type { KeyedStateBackend } from '../../core/state/keyed-state-backend.ts';
 import { mapState } from '../../core/state/state-descriptors.ts';
 import type { StateKey } from '../../core/state/state-key.ts';
 import type { MapState } from '../../core/state/state-types.ts';
@@ -11,7 +12,6 @@ import { isFire, isPurge, type OnMergeContext, type Trigger, type WindowValueSta
 import { type TimeWindow, type Window, windowNamespace, windowOfNamespace } from '../../core/windowing/window.ts';
 import type { WindowAssigner, WindowAssignerContext } from '../../core/windowing/window-assigner.ts';
 import type { ProcessWindowContext, ProcessWindowFunction } from '../../core/windowing/window-functions.ts';
-import type { HeapKeyedStateBackend } from '../../state/heap-keyed-state-backend.ts';
 import { validateStateKey } from '../../state/key-group-range-assignment.ts';
 import { keyedRuntimeContext, requireKeyedState } from './keyed-process-operator.ts';
 import { TimestampedCollector } from './timestamped-collector.ts';
@@ -41,7 +41,7 @@ export interface WindowOperatorOptions<IN, ACC, R, OUT, K extends StateKey, W ex
 
 /** What the trigger and window-function contexts read of their operator. */
 interface WindowOperatorView {
-  readonly backend: HeapKeyedStateBackend;
+  readonly backend: KeyedStateBackend;
   readonly operatorContext: OperatorContext;
   readonly watermark: number;
 }
@@ -65,7 +65,7 @@ const WINDOW_SET = 'window-set';
 export class WindowOperator<IN, ACC, R, OUT, K extends StateKey, W extends Window> extends StreamOperator<IN, OUT> {
   readonly #options: WindowOperatorOptions<IN, ACC, R, OUT, K, W>;
   readonly #eventTime: boolean;
-  #backend!: HeapKeyedStateBackend;
+  #backend!: KeyedStateBackend;
   #context!: OperatorContext;
   #contents!: MapState<string, ACC>;
   #windowSet: MapState<string, 1> | undefined;
@@ -86,7 +86,7 @@ export class WindowOperator<IN, ACC, R, OUT, K extends StateKey, W extends Windo
   }
 
   /** @internal for the contexts */
-  get backend(): HeapKeyedStateBackend {
+  get backend(): KeyedStateBackend {
     return this.#backend;
   }
 

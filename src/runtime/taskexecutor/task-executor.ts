@@ -1,8 +1,9 @@
 import type { MessagePort } from 'node:worker_threads';
-import { loadJobModule } from '../../api/define-job.ts';
-import { StreamExecutionEnvironment } from '../../api/stream-execution-environment.ts';
 import { CheckpointStorage } from '../../checkpoint/storage/checkpoint-storage.ts';
-import type { ChannelMessage, FromWorker, ToWorker, WorkerInit } from '../deployment/worker-messages.ts';
+import { buildStreamGraph } from '../../graph/job.ts';
+import { loadJobModule } from '../deployment/job-module.ts';
+import type { FromWorker, ToWorker, WorkerInit } from '../deployment/worker-messages.ts';
+import type { ChannelMessage } from '../io/channel-message.ts';
 import { ChannelWriter } from '../io/channel-writer.ts';
 import { RecordWriter } from '../io/record-writer.ts';
 import { StreamTask } from '../tasks/stream-task.ts';
@@ -48,8 +49,7 @@ export class TaskExecutor {
       const vertex = init.graph.vertices[placement.vertexId];
       if (vertex === undefined) throw new Error(`unknown vertex ${placement.vertexId}`);
       // Each task builds the graph itself, so function objects (and their closures) are its own.
-      const env = new StreamExecutionEnvironment();
-      job.build(env);
+      const streamGraph = buildStreamGraph(job);
       const inputChannels = init.plan.channels.filter((channel) => channel.targetVertex === vertex.id && channel.targetSubtask === placement.subtaskIndex);
       let task: StreamTask | undefined;
       const onCredit = () => task?.onCredit();
@@ -64,7 +64,7 @@ export class TaskExecutor {
             this.#writers.set(channel.id, writer);
             return writer;
           });
-          const streamEdge = env.graph.edges[edge.streamEdge];
+          const streamEdge = streamGraph.edges[edge.streamEdge];
           return new RecordWriter({
             writers,
             partitioning: edge.partitioning,
@@ -82,14 +82,14 @@ export class TaskExecutor {
         vertex,
         subtaskIndex: placement.subtaskIndex,
         attemptNumber: init.attemptNumber,
-        streamGraph: env.graph,
+        streamGraph: streamGraph,
         uids,
         restore: init.restore,
         storage,
         inputChannels: inputChannels.map((channel) => channel.id),
         inputIndexOf: new Map(inputChannels.map((channel) => [channel.id, init.graph.edges[channel.edgeId]?.inputIndex ?? 0])),
         recordWriters,
-        returnCredit: (channelId) => this.#transportTo(sourceWorkerOf.get(channelId) as number)({ c: channelId, k: 1 }),
+        returnCredit: (channelId) => this.#transportTo(sourceWorkerOf.get(channelId) as number)({ kind: 'credit', channel: channelId, credits: 1 }),
         toMaster: this.#toMaster,
       });
       for (const channel of inputChannels) this.#taskOfInput.set(channel.id, task);
@@ -136,11 +136,11 @@ export class TaskExecutor {
   }
 
   #route(message: ChannelMessage): void {
-    if ('k' in message) {
-      this.#writers.get(message.c)?.addCredit(message.k);
+    if (message.kind === 'credit') {
+      this.#writers.get(message.channel)?.addCredit(message.credits);
       return;
     }
-    this.#taskOfInput.get(message.c)?.deliver(message);
+    this.#taskOfInput.get(message.channel)?.deliver(message);
   }
 
   #transportTo(worker: number): (message: ChannelMessage) => void {

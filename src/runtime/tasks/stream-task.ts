@@ -13,7 +13,8 @@ import { HeapKeyedStateBackend } from '../../state/heap-keyed-state-backend.ts';
 import { keyGroupRangeIntersection, keyGroupRangeSize } from '../../state/key-group-range.ts';
 import { computeKeyGroupRangeForOperatorIndex } from '../../state/key-group-range-assignment.ts';
 import { OperatorStateBackend } from '../../state/operator-state-backend.ts';
-import type { ChannelMessage, FromWorker, RestoreInfo } from '../deployment/worker-messages.ts';
+import type { FromWorker, RestoreInfo } from '../deployment/worker-messages.ts';
+import type { ChannelMessage } from '../io/channel-message.ts';
 import type { RecordWriter } from '../io/record-writer.ts';
 import { TaskMetrics } from '../metrics/task-metrics.ts';
 import { SourceWatermarks } from '../watermarks/source-watermarks.ts';
@@ -247,11 +248,23 @@ export class StreamTask {
   // --- input from the worker -------------------------------------------------------------
 
   deliver(message: ChannelMessage): void {
-    if ('d' in message) this.#mailbox.push({ k: 'data', c: message.c, d: message.d, t: message.t });
-    else if ('w' in message) this.#mailbox.push({ k: 'watermark', c: message.c, w: message.w });
-    else if ('b' in message) this.#mailbox.push({ k: 'barrier', c: message.c, location: message.b });
-    else if ('i' in message) this.#mailbox.push({ k: 'status', c: message.c, idle: message.i === 1 });
-    else if ('e' in message) this.#mailbox.push({ k: 'end', c: message.c });
+    switch (message.kind) {
+      case 'records':
+        this.#mailbox.push({ k: 'data', c: message.channel, d: message.records, t: message.timestamps });
+        break;
+      case 'watermark':
+        this.#mailbox.push({ k: 'watermark', c: message.channel, w: message.watermark });
+        break;
+      case 'barrier':
+        this.#mailbox.push({ k: 'barrier', c: message.channel, location: message.location });
+        break;
+      case 'watermark-status':
+        this.#mailbox.push({ k: 'status', c: message.channel, idle: message.idle });
+        break;
+      case 'end-of-data':
+        this.#mailbox.push({ k: 'end', c: message.channel });
+        break;
+    }
     this.#schedule();
   }
 
