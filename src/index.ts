@@ -3,11 +3,24 @@
  * A job is a module whose default export is `defineJob(...)`; run it with `weir run <module>`.
  */
 
-export type { ConnectedStreams, KeyedConnectedStreams } from './api/connected-streams.ts';
-export type { DataStream, KeyedStream, OperatorOptions, SingleOutputStreamOperator } from './api/data-stream.ts';
+export type {
+  CoGroupedStreams,
+  CoGroupedWindow,
+  CoGroupFunction,
+  ConnectedStreams,
+  DataStream,
+  IntervalJoin,
+  IntervalJoined,
+  JoinedStreams,
+  JoinedWindow,
+  JoinFunction,
+  KeyedConnectedStreams,
+  KeyedStream,
+  OperatorOptions,
+  SingleOutputStreamOperator,
+  WindowedStream,
+} from './api/data-stream.ts';
 export { defineJob, type JobDefinition } from './api/define-job.ts';
-export type { IntervalJoin, IntervalJoined } from './api/interval-join.ts';
-export type { CoGroupedStreams, CoGroupedWindow, CoGroupFunction, JoinedStreams, JoinedWindow, JoinFunction } from './api/joined-streams.ts';
 export type { SourceOptions, StreamExecutionEnvironment } from './api/stream-execution-environment.ts';
 export { ContinuousEventTimeTrigger } from './api/windowing/continuous-event-time-trigger.ts';
 export { ContinuousProcessingTimeTrigger } from './api/windowing/continuous-processing-time-trigger.ts';
@@ -19,7 +32,6 @@ export { PurgingTrigger } from './api/windowing/purging-trigger.ts';
 export { EventTimeSessionWindows, ProcessingTimeSessionWindows, type SessionGapExtractor } from './api/windowing/session-windows.ts';
 export { SlidingEventTimeWindows, SlidingProcessingTimeWindows } from './api/windowing/sliding-windows.ts';
 export { TumblingEventTimeWindows, TumblingProcessingTimeWindows } from './api/windowing/tumbling-windows.ts';
-export type { WindowedStream } from './api/windowing/windowed-stream.ts';
 export { type DataGenOptions, type DataGenRecord, dataGenSource } from './connectors/datagen/datagen-source.ts';
 export { discardingSink } from './connectors/discarding-sink.ts';
 export { type FileSinkOptions, fileSink } from './connectors/file/file-sink.ts';

@@ -1,241 +1,201 @@
 import type { Sink } from '../core/connector/sink.ts';
-import type { KeySelector } from '../core/functions/key-selector.ts';
 import type { OutputTag } from '../core/functions/output-tag.ts';
-import type { KeyedProcessFunction, ProcessFunction } from '../core/functions/process-functions.ts';
-import type { StreamOperator } from '../core/operator/stream-operator.ts';
-import { valueState } from '../core/state/state-descriptors.ts';
+import type {
+  Collector,
+  CoProcessFunction,
+  KeyedCoProcessFunction,
+  KeyedProcessFunction,
+  ProcessFunction,
+  ProcessJoinFunction,
+} from '../core/functions/process-functions.ts';
 import type { StateKey } from '../core/state/state-key.ts';
-import type { ValueState } from '../core/state/state-types.ts';
+import type { Trigger } from '../core/windowing/trigger.ts';
 import type { GlobalWindow, Window } from '../core/windowing/window.ts';
 import type { WindowAssigner } from '../core/windowing/window-assigner.ts';
-import type { OperatorNode, Partitioning, SinkNode, StreamGraph, StreamNode } from '../graph/stream-graph.ts';
-import { KeyedProcessOperator } from '../runtime/operators/keyed-process-operator.ts';
-import { ProcessOperator } from '../runtime/operators/process-operator.ts';
-import { FilterOperator, FlatMapOperator, IdentityOperator, MapOperator } from '../runtime/operators/stateless-operators.ts';
-import { ConnectedStreams } from './connected-streams.ts';
-import { IntervalJoin } from './interval-join.ts';
-import { CoGroupedStreams, JoinedStreams } from './joined-streams.ts';
-import { CountTrigger } from './windowing/count-trigger.ts';
-import { GlobalWindows } from './windowing/global-windows.ts';
-import { PurgingTrigger } from './windowing/purging-trigger.ts';
-import { WindowedStream } from './windowing/windowed-stream.ts';
-
-/** Per-operator settings. A `uid` keeps the operator's state across changes of the job: set it on every stateful operator. */
-export interface OperatorOptions {
-  name?: string;
-  uid?: string;
-  parallelism?: number;
-}
-
-/** @internal One stream feeding an operator: a node's main output, or one of its side outputs. */
-export interface StreamInput {
-  node: StreamNode;
-  outputTag?: string | undefined;
-}
-
-/** @internal How a stream reaches the next operator. */
-export interface Upstream {
-  inputs: StreamInput[];
-  partitioning: Partitioning;
-  keySelector: KeySelector<unknown> | undefined;
-}
-
-/** @internal What an operator node is made of, for {@link addOperator}. */
-export interface OperatorSpec {
-  kind: string;
-  createOperator: () => StreamOperator<unknown, unknown>;
-  options: OperatorOptions;
-  /** The key of each record, for keyed operators (one input). */
-  keySelector?: KeySelector<unknown> | undefined;
-  needsWatermarks?: string | undefined;
-}
-
-/** @internal Adds an operator fed by one or two upstreams (two: input 0 and input 1) and returns its output stream. */
-export function addOperator<R>(graph: StreamGraph, upstreams: Upstream[], spec: OperatorSpec): SingleOutputStreamOperator<R> {
-  const node = graph.addNode<OperatorNode>({
-    kind: 'operator',
-    uid: spec.options.uid ?? '',
-    name: spec.options.name ?? spec.kind,
-    parallelism: spec.options.parallelism,
-    createOperator: spec.createOperator,
-    keySelector: spec.keySelector,
-    twoInput: upstreams.length === 2,
-    needsWatermarks: spec.needsWatermarks,
-  });
-  upstreams.forEach((upstream, inputIndex) => {
-    connectTo(graph, upstream, node, inputIndex);
-  });
-  return new SingleOutputStreamOperator<R>(graph, { inputs: [{ node }], partitioning: 'forward', keySelector: undefined });
-}
-
-function connectTo(graph: StreamGraph, upstream: Upstream, node: StreamNode, inputIndex: number): void {
-  for (const input of upstream.inputs) {
-    graph.addEdge({
-      source: input.node.id,
-      target: node.id,
-      partitioning: upstream.partitioning,
-      keySelector: upstream.keySelector,
-      inputIndex,
-      outputTag: input.outputTag,
-    });
-  }
-}
+import type { AggregateFunction, ProcessWindowFunction, ReduceFunction } from '../core/windowing/window-functions.ts';
+import type { StreamGraph } from '../graph/stream-graph.ts';
+import type { OperatorOptions, Upstream } from './stream-transformations.ts';
 
 /**
- * A stream of records of type T (Flink's DataStream). Builders never mutate: each call adds an
- * operator to the job's graph and returns a new stream whose type is the operator's output, so
- * the editor knows the record type at every step.
+ * The DataStream API's types: every stream and builder a job's `build(env)` sees, with Flink's
+ * names. They are interfaces because they refer to each other (`keyBy` gives a KeyedStream, whose
+ * `window` gives a WindowedStream, whose `aggregate` gives a DataStream again); the classes that
+ * implement them stay internal. Builders never mutate: each call adds an operator to the job's
+ * graph and returns a new stream whose type is the operator's output, so the editor knows the
+ * record type at every step.
  */
-export class DataStream<T> {
+
+export type { OperatorOptions } from './stream-transformations.ts';
+
+/** A stream of records of type T (Flink's DataStream). */
+export interface DataStream<T> {
   /** @internal */
   readonly graph: StreamGraph;
   /** @internal */
   readonly upstream: Upstream;
 
-  /** @internal */
-  constructor(graph: StreamGraph, upstream: Upstream) {
-    this.graph = graph;
-    this.upstream = upstream;
-  }
-
-  map<R>(fn: (value: T) => R, options: OperatorOptions = {}): SingleOutputStreamOperator<R> {
-    return this.transform<R>('map', () => new MapOperator(fn), options);
-  }
-
-  filter(predicate: (value: T) => boolean, options: OperatorOptions = {}): SingleOutputStreamOperator<T> {
-    return this.transform<T>('filter', () => new FilterOperator(predicate), options);
-  }
-
-  flatMap<R>(fn: (value: T) => Iterable<R>, options: OperatorOptions = {}): SingleOutputStreamOperator<R> {
-    return this.transform<R>('flatMap', () => new FlatMapOperator(fn), options);
-  }
-
+  map<R>(fn: (value: T) => R, options?: OperatorOptions): SingleOutputStreamOperator<R>;
+  filter(predicate: (value: T) => boolean, options?: OperatorOptions): SingleOutputStreamOperator<T>;
+  flatMap<R>(fn: (value: T) => Iterable<R>, options?: OperatorOptions): SingleOutputStreamOperator<R>;
   /** Per-record logic with side outputs (`context.output(tag, value)`); keyed state and timers need `keyBy(...).process(...)`. */
-  process<R>(fn: ProcessFunction<T, R>, options: OperatorOptions = {}): SingleOutputStreamOperator<R> {
-    return this.transform<R>('process', () => new ProcessOperator<T, R>(fn), options);
-  }
-
+  process<R>(fn: ProcessFunction<T, R>, options?: OperatorOptions): SingleOutputStreamOperator<R>;
   /** Partitions the stream by key: records with equal keys go to the same subtask, and keyed state is scoped to the key. */
-  keyBy<K extends StateKey>(keySelector: (value: T) => K): KeyedStream<T, K> {
-    return new KeyedStream<T, K>(this.graph, { ...this.upstream, partitioning: 'hash', keySelector: keySelector as KeySelector<unknown> });
-  }
-
+  keyBy<K extends StateKey>(keySelector: (value: T) => K): KeyedStream<T, K>;
   /** Spreads records round-robin over the next operator's subtasks. */
-  rebalance(): DataStream<T> {
-    return new DataStream<T>(this.graph, { ...this.upstream, partitioning: 'rebalance', keySelector: undefined });
-  }
-
+  rebalance(): DataStream<T>;
   /** Sends every record to every subtask of the next operator. */
-  broadcast(): DataStream<T> {
-    return new DataStream<T>(this.graph, { ...this.upstream, partitioning: 'broadcast', keySelector: undefined });
-  }
-
+  broadcast(): DataStream<T>;
   /** Merges streams of the same type. */
-  union(...others: DataStream<T>[]): SingleOutputStreamOperator<T> {
-    const inputs = [this, ...others].flatMap((stream) => stream.upstream.inputs);
-    const merged = new DataStream<T>(this.graph, { inputs, partitioning: this.upstream.partitioning, keySelector: this.upstream.keySelector });
-    return merged.transform<T>('union', () => new IdentityOperator<T>(), {});
-  }
-
+  union(...others: DataStream<T>[]): SingleOutputStreamOperator<T>;
   /**
    * Two streams into one function (Flink's connect): `a.connect(b).process(coProcessFunction)`, or
    * keyed on both sides with shared keyed state and timers:
    * `a.connect(b).keyBy(keyOfA, keyOfB).process(keyedCoProcessFunction)`.
    */
-  connect<T2>(other: DataStream<T2>): ConnectedStreams<T, T2> {
-    return new ConnectedStreams<T, T2>(this.graph, this.upstream, other.upstream);
-  }
-
+  connect<T2>(other: DataStream<T2>): ConnectedStreams<T, T2>;
   /** A join of two streams over windows (Flink's join): `a.join(b).where(keyOfA).equalTo(keyOfB).window(assigner).apply(fn)`. */
-  join<T2>(other: DataStream<T2>): JoinedStreams<T, T2> {
-    return new JoinedStreams<T, T2>(this, other);
-  }
-
+  join<T2>(other: DataStream<T2>): JoinedStreams<T, T2>;
   /** Both streams' records of a key and window together (Flink's coGroup): `a.coGroup(b).where(...).equalTo(...).window(...).apply(fn)`. */
-  coGroup<T2>(other: DataStream<T2>): CoGroupedStreams<T, T2> {
-    return new CoGroupedStreams<T, T2>(this, other);
-  }
-
-  sinkTo(sink: Sink<T>, options: OperatorOptions = {}): void {
-    const node = this.graph.addNode<SinkNode>({
-      kind: 'sink',
-      uid: options.uid ?? '',
-      name: options.name ?? sink.name,
-      parallelism: options.parallelism,
-      sink: sink as Sink<unknown>,
-    });
-    connectTo(this.graph, this.upstream, node, 0);
-  }
-
-  /** @internal Adds an operator fed by this stream. */
-  protected transform<R>(kind: string, createOperator: () => StreamOperator<T, R>, options: OperatorOptions): SingleOutputStreamOperator<R> {
-    return addOperator<R>(this.graph, [this.upstream], {
-      kind,
-      createOperator: createOperator as () => StreamOperator<unknown, unknown>,
-      options,
-      keySelector: this.upstream.keySelector,
-    });
-  }
+  coGroup<T2>(other: DataStream<T2>): CoGroupedStreams<T, T2>;
+  sinkTo(sink: Sink<T>, options?: OperatorOptions): void;
 }
 
 /**
  * The output of an operator (Flink's SingleOutputStreamOperator): a stream, plus the side outputs
  * the operator emits with `context.output(tag, value)` (and a window's late records).
  */
-export class SingleOutputStreamOperator<T> extends DataStream<T> {
+export interface SingleOutputStreamOperator<T> extends DataStream<T> {
   /** The records the operator emitted to `tag`. */
-  getSideOutput<X>(tag: OutputTag<X>): DataStream<X> {
-    const input = this.upstream.inputs[0] as StreamInput;
-    return new DataStream<X>(this.graph, { inputs: [{ node: input.node, outputTag: tag.id }], partitioning: 'forward', keySelector: undefined });
-  }
+  getSideOutput<X>(tag: OutputTag<X>): DataStream<X>;
 }
 
 /** A stream partitioned by key (Flink's KeyedStream). */
-export class KeyedStream<T, K extends StateKey> extends DataStream<T> {
+export interface KeyedStream<T, K extends StateKey> extends DataStream<T> {
   /** Per-record logic with keyed state, timers (event and processing time) and side outputs. */
-  override process<R>(fn: KeyedProcessFunction<K, T, R>, options: OperatorOptions = {}): SingleOutputStreamOperator<R> {
-    const keySelector = this.upstream.keySelector as KeySelector<T>;
-    return this.transform<R>('process', () => new KeyedProcessOperator<K, T, R>(fn, keySelector), options);
-  }
-
+  process<R>(fn: KeyedProcessFunction<K, T, R>, options?: OperatorOptions): SingleOutputStreamOperator<R>;
   /** A running reduction per key: emits the new reduced value after every record. */
-  reduce(reduce: (accumulated: T, value: T) => T, options: OperatorOptions = {}): SingleOutputStreamOperator<T> {
-    let state: ValueState<T>;
-    return this.process<T>(
-      {
-        open(context) {
-          state = context.getState(valueState<T>('reduce'));
-        },
-        processElement(value, _context, out) {
-          const previous = state.value();
-          const next = previous === undefined ? value : reduce(previous, value);
-          state.update(next);
-          out.collect(next);
-        },
-      },
-      { name: 'reduce', ...options },
-    );
-  }
-
+  reduce(reduce: (accumulated: T, value: T) => T, options?: OperatorOptions): SingleOutputStreamOperator<T>;
   /**
    * Windows per key (Flink's window): `keyed.window(TumblingEventTimeWindows.of('1m')).aggregate(...)`.
    * Event-time windows need a watermark strategy on the sources.
    */
-  window<W extends Window>(assigner: WindowAssigner<T, W> | WindowAssigner<unknown, W>): WindowedStream<T, K, W> {
-    return new WindowedStream<T, K, W>(this.graph, this.upstream, assigner as WindowAssigner<T, W>);
-  }
-
+  window<W extends Window>(assigner: WindowAssigner<T, W> | WindowAssigner<unknown, W>): WindowedStream<T, K, W>;
   /** Windows of `size` records per key (Flink's countWindow): global windows fired and purged every `size` records. */
-  countWindow(size: number): WindowedStream<T, K, GlobalWindow> {
-    return this.window(GlobalWindows.create()).trigger(PurgingTrigger.of(CountTrigger.of(size)));
-  }
-
+  countWindow(size: number): WindowedStream<T, K, GlobalWindow>;
   /**
    * Joins with another keyed stream on event time (Flink's intervalJoin): records of this stream
    * with records of `other` of the same key whose timestamps lie within [lower, upper] of theirs.
    * `keyed.intervalJoin(otherKeyed).between('-5s', '5s').process(fn)`.
    */
-  intervalJoin<T2>(other: KeyedStream<T2, K>): IntervalJoin<T, T2, K> {
-    return new IntervalJoin<T, T2, K>(this, other);
-  }
+  intervalJoin<T2>(other: KeyedStream<T2, K>): IntervalJoin<T, T2, K>;
+}
+
+/**
+ * A keyed stream cut into windows (Flink's WindowedStream): choose a trigger, the allowed lateness
+ * and a late side output, then what a window computes: `reduce`, `aggregate` (each keeps one value
+ * per window) or `process` (keeps every record).
+ *
+ * ```ts
+ * keyed
+ *   .window(TumblingEventTimeWindows.of('1m'))
+ *   .allowedLateness('10s')
+ *   .sideOutputLateData(late)
+ *   .aggregate(sumOfAmounts, { process(account, context, [total], out) { out.collect({ account, minute: context.window.start, total }); } }, { uid: 'totals' });
+ * ```
+ */
+export interface WindowedStream<T, K extends StateKey, W extends Window> {
+  /** Replaces the assigner's default trigger (e.g. CountTrigger.of(100), ContinuousEventTimeTrigger.of('10s')). */
+  trigger(trigger: Trigger<T, W> | Trigger<unknown, W> | Trigger<unknown, Window>): WindowedStream<T, K, W>;
+  /**
+   * How long after a window's end (in event time) it keeps its state: a late record within it
+   * fires the window again with the record added; later ones go to the late side output. Default 0.
+   */
+  allowedLateness(lateness: number | string): WindowedStream<T, K, W>;
+  /** Late records (past the allowed lateness) go to this side output: `result.getSideOutput(tag)`. Without one they are counted in numLateRecordsDropped. */
+  sideOutputLateData(tag: OutputTag<T>): WindowedStream<T, K, W>;
+  /** Reduces each window's records to one value (kept as they arrive); emits it, or hands it to `windowFunction`. */
+  reduce(fn: ReduceFunction<T>, options?: OperatorOptions): SingleOutputStreamOperator<T>;
+  reduce<R>(fn: ReduceFunction<T>, windowFunction: ProcessWindowFunction<T, R, K, W>, options?: OperatorOptions): SingleOutputStreamOperator<R>;
+  /** Folds each window's records into an accumulator (kept as they arrive); emits its result, or hands it to `windowFunction`. */
+  aggregate<ACC, V>(fn: AggregateFunction<T, ACC, V>, options?: OperatorOptions): SingleOutputStreamOperator<V>;
+  aggregate<ACC, V, R>(
+    fn: AggregateFunction<T, ACC, V>,
+    windowFunction: ProcessWindowFunction<V, R, K, W>,
+    options?: OperatorOptions,
+  ): SingleOutputStreamOperator<R>;
+  /** Hands every record of a window to `fn` when it fires (the window keeps them all until then). */
+  process<R>(fn: ProcessWindowFunction<T, R, K, W>, options?: OperatorOptions): SingleOutputStreamOperator<R>;
+}
+
+/** Two streams, maybe of different types, into one function (Flink's ConnectedStreams). */
+export interface ConnectedStreams<T1, T2> {
+  /**
+   * Keys both streams by the same kind of key: records of either stream with equal keys go to the
+   * same subtask (the same key group) and share keyed state and timers there.
+   */
+  keyBy<K extends StateKey>(keyOfFirst: (value: T1) => K, keyOfSecond: (value: T2) => K): KeyedConnectedStreams<T1, T2, K>;
+  /** Without keys: each subtask gets some records of each stream; side outputs, no keyed state or timers. */
+  process<R>(fn: CoProcessFunction<T1, T2, R>, options?: OperatorOptions): SingleOutputStreamOperator<R>;
+}
+
+/** Two streams keyed by the same key (Flink's ConnectedStreams after keyBy). */
+export interface KeyedConnectedStreams<T1, T2, K extends StateKey> {
+  /** Both streams' records of a key, with the key's shared state and timers (event and processing time). */
+  process<R>(fn: KeyedCoProcessFunction<K, T1, T2, R>, options?: OperatorOptions): SingleOutputStreamOperator<R>;
+}
+
+/** Flink's CoGroupFunction: both inputs' records of one key and window. */
+export type CoGroupFunction<T1, T2, OUT> = (first: readonly T1[], second: readonly T2[], out: Collector<OUT>) => void;
+
+/** Flink's JoinFunction: one pair of a window join. */
+export type JoinFunction<T1, T2, OUT> = (first: T1, second: T2) => OUT;
+
+/** `a.join(b)`: give the keys next (Flink's JoinedStreams). An inner join of the two streams' records per key and window. */
+export interface JoinedStreams<T1, T2> {
+  where<K extends StateKey>(
+    keyOfFirst: (value: T1) => K,
+  ): { equalTo(keyOfSecond: (value: T2) => K): { window<W extends Window>(assigner: WindowAssigner<unknown, W>): JoinedWindow<T1, T2, K, W> } };
+}
+
+/** `a.coGroup(b)`: give the keys next (Flink's CoGroupedStreams). */
+export interface CoGroupedStreams<T1, T2> {
+  where<K extends StateKey>(
+    keyOfFirst: (value: T1) => K,
+  ): { equalTo(keyOfSecond: (value: T2) => K): { window<W extends Window>(assigner: WindowAssigner<unknown, W>): CoGroupedWindow<T1, T2, K, W> } };
+}
+
+/** The window of a join or coGroup, ready for `apply` (Flink's WithWindow). */
+interface WithWindow<Self> {
+  trigger(trigger: Trigger<unknown, Window>): Self;
+  allowedLateness(lateness: number | string): Self;
+}
+
+/** A join with its window: `apply((first, second) => joined)`, called for every pair of a key and window. */
+export interface JoinedWindow<T1, T2, K extends StateKey, W extends Window> extends WithWindow<JoinedWindow<T1, T2, K, W>> {
+  apply<R>(fn: JoinFunction<T1, T2, R>, options?: OperatorOptions): SingleOutputStreamOperator<R>;
+}
+
+/** A coGroup with its window: `apply((firsts, seconds, out) => ...)`. */
+export interface CoGroupedWindow<T1, T2, K extends StateKey, W extends Window> extends WithWindow<CoGroupedWindow<T1, T2, K, W>> {
+  apply<R>(fn: CoGroupFunction<T1, T2, R>, options?: OperatorOptions): SingleOutputStreamOperator<R>;
+}
+
+/** `left.intervalJoin(right)`: give the bounds next (Flink's KeyedStream.IntervalJoin). */
+export interface IntervalJoin<T1, T2, K extends StateKey> {
+  /**
+   * A right record joins a left one when `left.ts + lower <= right.ts <= left.ts + upper`.
+   * Milliseconds or text, negative allowed: `between('-5s', '5s')`.
+   */
+  between(lower: number | string, upper: number | string): IntervalJoined<T1, T2, K>;
+}
+
+/** An interval join with its bounds (Flink's IntervalJoined). */
+export interface IntervalJoined<T1, T2, K extends StateKey> {
+  lowerBoundExclusive(): IntervalJoined<T1, T2, K>;
+  upperBoundExclusive(): IntervalJoined<T1, T2, K>;
+  /** Left records behind the watermark go here instead of being dropped (counted in numLateRecordsDropped). */
+  sideOutputLeftLateData(tag: OutputTag<T1>): IntervalJoined<T1, T2, K>;
+  sideOutputRightLateData(tag: OutputTag<T2>): IntervalJoined<T1, T2, K>;
+  /** Calls `fn` for every pair; what it emits carries the later of the pair's timestamps. */
+  process<R>(fn: ProcessJoinFunction<T1, T2, R>, options?: OperatorOptions): SingleOutputStreamOperator<R>;
 }

@@ -1,22 +1,26 @@
 import type { KeySelector } from '../core/functions/key-selector.ts';
-import type { Collector } from '../core/functions/process-functions.ts';
 import type { StateKey } from '../core/state/state-key.ts';
 import type { Trigger } from '../core/windowing/trigger.ts';
 import type { Window } from '../core/windowing/window.ts';
 import type { WindowAssigner } from '../core/windowing/window-assigner.ts';
-import { type DataStream, KeyedStream, type OperatorOptions, type SingleOutputStreamOperator } from './data-stream.ts';
+import type {
+  CoGroupedStreams,
+  CoGroupedWindow,
+  CoGroupFunction,
+  DataStream,
+  JoinedStreams,
+  JoinedWindow,
+  JoinFunction,
+  SingleOutputStreamOperator,
+} from './data-stream.ts';
+import type { StreamFactory } from './stream-factory.ts';
+import type { OperatorOptions } from './stream-transformations.ts';
 
 /** A record of either input of a window join, tagged with its side (Flink's TaggedUnion). */
 interface TaggedUnion<T1, T2> {
   side: 1 | 2;
   value: T1 | T2;
 }
-
-/** Flink's CoGroupFunction: both inputs' records of one key and window. */
-export type CoGroupFunction<T1, T2, OUT> = (first: readonly T1[], second: readonly T2[], out: Collector<OUT>) => void;
-
-/** Flink's JoinFunction: one pair of a window join. */
-export type JoinFunction<T1, T2, OUT> = (first: T1, second: T2) => OUT;
 
 interface WindowSpec<W extends Window> {
   assigner: WindowAssigner<unknown, W>;
@@ -25,14 +29,15 @@ interface WindowSpec<W extends Window> {
 }
 
 /** The window of a join or coGroup, ready for `apply` (Flink's WithWindow). Builders never mutate. */
-export class CoGroupWindow<T1, T2, K extends StateKey, W extends Window> {
+abstract class CoGroupWindowImpl<T1, T2, K extends StateKey, W extends Window> {
+  readonly #factory: StreamFactory;
   readonly #first: DataStream<T1>;
   readonly #second: DataStream<T2>;
   readonly #keys: [(value: T1) => K, (value: T2) => K];
   readonly #spec: WindowSpec<W>;
 
-  /** @internal */
-  constructor(first: DataStream<T1>, second: DataStream<T2>, keys: [(value: T1) => K, (value: T2) => K], spec: WindowSpec<W>) {
+  constructor(factory: StreamFactory, first: DataStream<T1>, second: DataStream<T2>, keys: [(value: T1) => K, (value: T2) => K], spec: WindowSpec<W>) {
+    this.#factory = factory;
     this.#first = first;
     this.#second = second;
     this.#keys = keys;
@@ -49,12 +54,13 @@ export class CoGroupWindow<T1, T2, K extends StateKey, W extends Window> {
 
   #with(spec: WindowSpec<W>): this {
     const Same = this.constructor as new (
+      factory: StreamFactory,
       first: DataStream<T1>,
       second: DataStream<T2>,
       keys: [(value: T1) => K, (value: T2) => K],
       spec: WindowSpec<W>,
     ) => this;
-    return new Same(this.#first, this.#second, this.#keys, spec);
+    return new Same(this.#factory, this.#first, this.#second, this.#keys, spec);
   }
 
   /** @internal Both inputs' records of each key and window to `fn`. */
@@ -64,7 +70,7 @@ export class CoGroupWindow<T1, T2, K extends StateKey, W extends Window> {
     const first = this.#first.map((value): TaggedUnion<T1, T2> => ({ side: 1, value }), { name: 'join-tag-first' });
     const second = this.#second.map((value): TaggedUnion<T1, T2> => ({ side: 2, value }), { name: 'join-tag-second' });
     const keySelector = (tagged: TaggedUnion<T1, T2>): K => (tagged.side === 1 ? keyOfFirst(tagged.value as T1) : keyOfSecond(tagged.value as T2));
-    const keyed = new KeyedStream<TaggedUnion<T1, T2>, K>(first.graph, {
+    const keyed = this.#factory.keyedStream<TaggedUnion<T1, T2>, K>({
       inputs: [...first.upstream.inputs, ...second.upstream.inputs],
       partitioning: 'hash',
       keySelector: keySelector as KeySelector<unknown>,
@@ -89,15 +95,18 @@ export class CoGroupWindow<T1, T2, K extends StateKey, W extends Window> {
   }
 }
 
-/** A coGroup with its window: `apply((firsts, seconds, out) => ...)`. */
-export class CoGroupedWindow<T1, T2, K extends StateKey, W extends Window> extends CoGroupWindow<T1, T2, K, W> {
+/** The {@link CoGroupedWindow} of a job's graph. */
+export class CoGroupedWindowImpl<T1, T2, K extends StateKey, W extends Window>
+  extends CoGroupWindowImpl<T1, T2, K, W>
+  implements CoGroupedWindow<T1, T2, K, W>
+{
   apply<R>(fn: CoGroupFunction<T1, T2, R>, options: OperatorOptions = {}): SingleOutputStreamOperator<R> {
     return this.coGroup(fn, { name: 'coGroup', ...options });
   }
 }
 
-/** A join with its window: `apply((first, second) => joined)`, called for every pair of a key and window. */
-export class JoinedWindow<T1, T2, K extends StateKey, W extends Window> extends CoGroupWindow<T1, T2, K, W> {
+/** The {@link JoinedWindow} of a job's graph. */
+export class JoinedWindowImpl<T1, T2, K extends StateKey, W extends Window> extends CoGroupWindowImpl<T1, T2, K, W> implements JoinedWindow<T1, T2, K, W> {
   apply<R>(fn: JoinFunction<T1, T2, R>, options: OperatorOptions = {}): SingleOutputStreamOperator<R> {
     return this.coGroup<R>(
       (firsts, seconds, out) => {
@@ -108,13 +117,14 @@ export class JoinedWindow<T1, T2, K extends StateKey, W extends Window> extends 
   }
 }
 
-/** `a.join(b)`: give the keys next (Flink's JoinedStreams). An inner join of the two streams' records per key and window. */
-export class JoinedStreams<T1, T2> {
+/** The {@link JoinedStreams} of a job's graph. */
+export class JoinedStreamsImpl<T1, T2> implements JoinedStreams<T1, T2> {
+  readonly #factory: StreamFactory;
   readonly #first: DataStream<T1>;
   readonly #second: DataStream<T2>;
 
-  /** @internal */
-  constructor(first: DataStream<T1>, second: DataStream<T2>) {
+  constructor(factory: StreamFactory, first: DataStream<T1>, second: DataStream<T2>) {
+    this.#factory = factory;
     this.#first = first;
     this.#second = second;
   }
@@ -125,19 +135,20 @@ export class JoinedStreams<T1, T2> {
     return {
       equalTo: (keyOfSecond) => ({
         window: <W extends Window>(assigner: WindowAssigner<unknown, W>) =>
-          new JoinedWindow<T1, T2, K, W>(this.#first, this.#second, [keyOfFirst, keyOfSecond], { assigner }),
+          new JoinedWindowImpl<T1, T2, K, W>(this.#factory, this.#first, this.#second, [keyOfFirst, keyOfSecond], { assigner }),
       }),
     };
   }
 }
 
-/** `a.coGroup(b)`: give the keys next (Flink's CoGroupedStreams). */
-export class CoGroupedStreams<T1, T2> {
+/** The {@link CoGroupedStreams} of a job's graph. */
+export class CoGroupedStreamsImpl<T1, T2> implements CoGroupedStreams<T1, T2> {
+  readonly #factory: StreamFactory;
   readonly #first: DataStream<T1>;
   readonly #second: DataStream<T2>;
 
-  /** @internal */
-  constructor(first: DataStream<T1>, second: DataStream<T2>) {
+  constructor(factory: StreamFactory, first: DataStream<T1>, second: DataStream<T2>) {
+    this.#factory = factory;
     this.#first = first;
     this.#second = second;
   }
@@ -148,7 +159,7 @@ export class CoGroupedStreams<T1, T2> {
     return {
       equalTo: (keyOfSecond) => ({
         window: <W extends Window>(assigner: WindowAssigner<unknown, W>) =>
-          new CoGroupedWindow<T1, T2, K, W>(this.#first, this.#second, [keyOfFirst, keyOfSecond], { assigner }),
+          new CoGroupedWindowImpl<T1, T2, K, W>(this.#factory, this.#first, this.#second, [keyOfFirst, keyOfSecond], { assigner }),
       }),
     };
   }

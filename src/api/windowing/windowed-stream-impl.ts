@@ -8,9 +8,10 @@ import type { Trigger } from '../../core/windowing/trigger.ts';
 import type { Window } from '../../core/windowing/window.ts';
 import type { WindowAssigner } from '../../core/windowing/window-assigner.ts';
 import type { AggregateFunction, ProcessWindowFunction, ReduceFunction } from '../../core/windowing/window-functions.ts';
-import type { StreamGraph } from '../../graph/stream-graph.ts';
 import { type WindowContents, WindowOperator } from '../../runtime/operators/window-operator.ts';
-import { addOperator, type OperatorOptions, type SingleOutputStreamOperator, type Upstream } from '../data-stream.ts';
+import type { SingleOutputStreamOperator, WindowedStream } from '../data-stream.ts';
+import type { StreamFactory } from '../stream-factory.ts';
+import { addOperator, type OperatorOptions, type Upstream } from '../stream-transformations.ts';
 
 interface WindowSettings<T, W extends Window> {
   trigger: Trigger<T, W> | undefined;
@@ -21,39 +22,25 @@ interface WindowSettings<T, W extends Window> {
 const isWindowFunction = (value: unknown): value is ProcessWindowFunction<unknown, unknown, StateKey, Window> =>
   typeof (value as { process?: unknown } | undefined)?.process === 'function';
 
-/**
- * A keyed stream cut into windows (Flink's WindowedStream): choose a trigger, the allowed lateness
- * and a late side output, then what a window computes: `reduce`, `aggregate` (each keeps one value
- * per window) or `process` (keeps every record). Builders never mutate.
- *
- * ```ts
- * keyed
- *   .window(TumblingEventTimeWindows.of('1m'))
- *   .allowedLateness('10s')
- *   .sideOutputLateData(late)
- *   .aggregate(sumOfAmounts, { process(account, context, [total], out) { out.collect({ account, minute: context.window.start, total }); } }, { uid: 'totals' });
- * ```
- */
-export class WindowedStream<T, K extends StateKey, W extends Window> {
-  readonly #graph: StreamGraph;
+/** The {@link WindowedStream} of a job's graph. */
+export class WindowedStreamImpl<T, K extends StateKey, W extends Window> implements WindowedStream<T, K, W> {
+  readonly #factory: StreamFactory;
   readonly #upstream: Upstream;
   readonly #assigner: WindowAssigner<T, W>;
   readonly #settings: WindowSettings<T, W>;
 
-  /** @internal */
-  constructor(graph: StreamGraph, upstream: Upstream, assigner: WindowAssigner<T, W>, settings?: WindowSettings<T, W>) {
+  constructor(factory: StreamFactory, upstream: Upstream, assigner: WindowAssigner<T, W>, settings?: WindowSettings<T, W>) {
     if (typeof assigner?.assignWindows !== 'function') {
       throw new WeirError('INVALID_WINDOW', 'window(assigner): the assigner is not a WindowAssigner', {
         hint: "pass one such as TumblingEventTimeWindows.of('1m'), SlidingEventTimeWindows.of('10m', '1m') or EventTimeSessionWindows.withGap('30m')",
       });
     }
-    this.#graph = graph;
+    this.#factory = factory;
     this.#upstream = upstream;
     this.#assigner = assigner;
     this.#settings = settings ?? { trigger: undefined, allowedLateness: 0, lateDataTag: undefined };
   }
 
-  /** Replaces the assigner's default trigger (e.g. CountTrigger.of(100), ContinuousEventTimeTrigger.of('10s')). */
   trigger(trigger: Trigger<T, W> | Trigger<unknown, W> | Trigger<unknown, Window>): WindowedStream<T, K, W> {
     if (this.#assigner.isMerging && trigger.canMerge?.() !== true) {
       throw new WeirError(
@@ -64,27 +51,21 @@ export class WindowedStream<T, K extends StateKey, W extends Window> {
         },
       );
     }
-    return new WindowedStream(this.#graph, this.#upstream, this.#assigner, { ...this.#settings, trigger: trigger as Trigger<T, W> });
+    return new WindowedStreamImpl(this.#factory, this.#upstream, this.#assigner, { ...this.#settings, trigger: trigger as Trigger<T, W> });
   }
 
-  /**
-   * How long after a window's end (in event time) it keeps its state: a late record within it
-   * fires the window again with the record added; later ones go to the late side output. Default 0.
-   */
   allowedLateness(lateness: number | string): WindowedStream<T, K, W> {
     const allowedLateness = timeSetting(lateness, 'window(...).allowedLateness(lateness)', {
       positive: false,
       fix: "give how long after its end a window still takes late records, e.g. allowedLateness('30s'); 0 for none",
     });
-    return new WindowedStream(this.#graph, this.#upstream, this.#assigner, { ...this.#settings, allowedLateness });
+    return new WindowedStreamImpl(this.#factory, this.#upstream, this.#assigner, { ...this.#settings, allowedLateness });
   }
 
-  /** Late records (past the allowed lateness) go to this side output: `result.getSideOutput(tag)`. Without one they are counted in numLateRecordsDropped. */
   sideOutputLateData(tag: OutputTag<T>): WindowedStream<T, K, W> {
-    return new WindowedStream(this.#graph, this.#upstream, this.#assigner, { ...this.#settings, lateDataTag: tag });
+    return new WindowedStreamImpl(this.#factory, this.#upstream, this.#assigner, { ...this.#settings, lateDataTag: tag });
   }
 
-  /** Reduces each window's records to one value (kept as they arrive); emits it, or hands it to `windowFunction`. */
   reduce(fn: ReduceFunction<T>, options?: OperatorOptions): SingleOutputStreamOperator<T>;
   reduce<R>(fn: ReduceFunction<T>, windowFunction: ProcessWindowFunction<T, R, K, W>, options?: OperatorOptions): SingleOutputStreamOperator<R>;
   reduce<R>(
@@ -102,7 +83,6 @@ export class WindowedStream<T, K extends StateKey, W extends Window> {
     return this.#build('reduce', contents, windowFunction as ProcessWindowFunction<T, R, K, W> | undefined, options ?? {});
   }
 
-  /** Folds each window's records into an accumulator (kept as they arrive); emits its result, or hands it to `windowFunction`. */
   aggregate<ACC, V>(fn: AggregateFunction<T, ACC, V>, options?: OperatorOptions): SingleOutputStreamOperator<V>;
   aggregate<ACC, V, R>(
     fn: AggregateFunction<T, ACC, V>,
@@ -133,7 +113,6 @@ export class WindowedStream<T, K extends StateKey, W extends Window> {
     return this.#build('aggregate', contents, windowFunction as ProcessWindowFunction<V, R, K, W> | undefined, options ?? {});
   }
 
-  /** Hands every record of a window to `fn` when it fires (the window keeps them all until then). */
   process<R>(fn: ProcessWindowFunction<T, R, K, W>, options: OperatorOptions = {}): SingleOutputStreamOperator<R> {
     if (!isWindowFunction(fn)) throw invalidFunction('process(fn)', 'a ProcessWindowFunction: { process(key, context, elements, out) { ... } }');
     const contents: WindowContents<T, T[], T> = {
@@ -158,7 +137,7 @@ export class WindowedStream<T, K extends StateKey, W extends Window> {
     const trigger = this.#settings.trigger ?? assigner.defaultTrigger();
     const { allowedLateness, lateDataTag } = this.#settings;
     const keySelector = this.#upstream.keySelector as KeySelector<T>;
-    return addOperator<R>(this.#graph, [this.#upstream], {
+    const output = addOperator(this.#factory.graph, [this.#upstream], {
       kind,
       createOperator: () =>
         new WindowOperator<T, ACC, V, R, K, W>({
@@ -174,6 +153,7 @@ export class WindowedStream<T, K extends StateKey, W extends Window> {
       keySelector: this.#upstream.keySelector,
       needsWatermarks: assigner.isEventTime ? `an event-time window (${assigner})` : undefined,
     });
+    return this.#factory.operatorOutput<R>(output);
   }
 }
 

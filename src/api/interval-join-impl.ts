@@ -6,23 +6,22 @@ import type { StreamOperator } from '../core/operator/stream-operator.ts';
 import type { StateKey } from '../core/state/state-key.ts';
 import { signedTimeSetting } from '../core/time/time-setting.ts';
 import { IntervalJoinOperator } from '../runtime/operators/interval-join-operator.ts';
-import { addOperator, type KeyedStream, type OperatorOptions, type SingleOutputStreamOperator } from './data-stream.ts';
+import type { IntervalJoin, IntervalJoined, KeyedStream, SingleOutputStreamOperator } from './data-stream.ts';
+import type { StreamFactory } from './stream-factory.ts';
+import { addOperator, type OperatorOptions } from './stream-transformations.ts';
 
-/** `left.intervalJoin(right)`: give the bounds next (Flink's KeyedStream.IntervalJoin). */
-export class IntervalJoin<T1, T2, K extends StateKey> {
+/** The {@link IntervalJoin} of a job's graph. */
+export class IntervalJoinImpl<T1, T2, K extends StateKey> implements IntervalJoin<T1, T2, K> {
+  readonly #factory: StreamFactory;
   readonly #left: KeyedStream<T1, K>;
   readonly #right: KeyedStream<T2, K>;
 
-  /** @internal */
-  constructor(left: KeyedStream<T1, K>, right: KeyedStream<T2, K>) {
+  constructor(factory: StreamFactory, left: KeyedStream<T1, K>, right: KeyedStream<T2, K>) {
+    this.#factory = factory;
     this.#left = left;
     this.#right = right;
   }
 
-  /**
-   * A right record joins a left one when `left.ts + lower <= right.ts <= left.ts + upper`.
-   * Milliseconds or text, negative allowed: `between('-5s', '5s')`.
-   */
   between(lower: number | string, upper: number | string): IntervalJoined<T1, T2, K> {
     const lowerBound = signedTimeSetting(lower, 'intervalJoin(...).between(lower, upper): lower');
     const upperBound = signedTimeSetting(upper, 'intervalJoin(...).between(lower, upper): upper');
@@ -35,7 +34,7 @@ export class IntervalJoin<T1, T2, K extends StateKey> {
         },
       );
     }
-    return new IntervalJoined<T1, T2, K>(this.#left, this.#right, { lowerBound, upperBound, lowerInclusive: true, upperInclusive: true });
+    return new IntervalJoinedImpl<T1, T2, K>(this.#factory, this.#left, this.#right, { lowerBound, upperBound, lowerInclusive: true, upperInclusive: true });
   }
 }
 
@@ -48,37 +47,36 @@ interface Bounds {
   rightLate?: OutputTag<unknown> | undefined;
 }
 
-/** An interval join with its bounds (Flink's IntervalJoined). Builders never mutate. */
-export class IntervalJoined<T1, T2, K extends StateKey> {
+/** The {@link IntervalJoined} of a job's graph. Builders never mutate. */
+export class IntervalJoinedImpl<T1, T2, K extends StateKey> implements IntervalJoined<T1, T2, K> {
+  readonly #factory: StreamFactory;
   readonly #left: KeyedStream<T1, K>;
   readonly #right: KeyedStream<T2, K>;
   readonly #bounds: Bounds;
 
-  /** @internal */
-  constructor(left: KeyedStream<T1, K>, right: KeyedStream<T2, K>, bounds: Bounds) {
+  constructor(factory: StreamFactory, left: KeyedStream<T1, K>, right: KeyedStream<T2, K>, bounds: Bounds) {
+    this.#factory = factory;
     this.#left = left;
     this.#right = right;
     this.#bounds = bounds;
   }
 
   lowerBoundExclusive(): IntervalJoined<T1, T2, K> {
-    return new IntervalJoined(this.#left, this.#right, { ...this.#bounds, lowerInclusive: false });
+    return new IntervalJoinedImpl(this.#factory, this.#left, this.#right, { ...this.#bounds, lowerInclusive: false });
   }
 
   upperBoundExclusive(): IntervalJoined<T1, T2, K> {
-    return new IntervalJoined(this.#left, this.#right, { ...this.#bounds, upperInclusive: false });
+    return new IntervalJoinedImpl(this.#factory, this.#left, this.#right, { ...this.#bounds, upperInclusive: false });
   }
 
-  /** Left records behind the watermark go here instead of being dropped (counted in numLateRecordsDropped). */
   sideOutputLeftLateData(tag: OutputTag<T1>): IntervalJoined<T1, T2, K> {
-    return new IntervalJoined(this.#left, this.#right, { ...this.#bounds, leftLate: tag as OutputTag<unknown> });
+    return new IntervalJoinedImpl(this.#factory, this.#left, this.#right, { ...this.#bounds, leftLate: tag as OutputTag<unknown> });
   }
 
   sideOutputRightLateData(tag: OutputTag<T2>): IntervalJoined<T1, T2, K> {
-    return new IntervalJoined(this.#left, this.#right, { ...this.#bounds, rightLate: tag as OutputTag<unknown> });
+    return new IntervalJoinedImpl(this.#factory, this.#left, this.#right, { ...this.#bounds, rightLate: tag as OutputTag<unknown> });
   }
 
-  /** Calls `fn` for every pair; what it emits carries the later of the pair's timestamps. */
   process<R>(fn: ProcessJoinFunction<T1, T2, R>, options: OperatorOptions = {}): SingleOutputStreamOperator<R> {
     const bounds = this.#bounds;
     // Flink moves an exclusive bound by 1 ms, so the operator only knows inclusive ones.
@@ -95,7 +93,7 @@ export class IntervalJoined<T1, T2, K extends StateKey> {
     }
     const leftKey = this.#left.upstream.keySelector as KeySelector<T1>;
     const rightKey = this.#right.upstream.keySelector as KeySelector<T2>;
-    return addOperator<R>(this.#left.graph, [this.#left.upstream, this.#right.upstream], {
+    const output = addOperator(this.#factory.graph, [this.#left.upstream, this.#right.upstream], {
       kind: 'interval-join',
       createOperator: () =>
         new IntervalJoinOperator<T1, T2, R>({
@@ -110,5 +108,6 @@ export class IntervalJoined<T1, T2, K extends StateKey> {
       options,
       needsWatermarks: 'an interval join (event time)',
     });
+    return this.#factory.operatorOutput<R>(output);
   }
 }

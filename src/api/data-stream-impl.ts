@@ -1,0 +1,96 @@
+import type { Sink } from '../core/connector/sink.ts';
+import type { KeySelector } from '../core/functions/key-selector.ts';
+import type { OutputTag } from '../core/functions/output-tag.ts';
+import type { ProcessFunction } from '../core/functions/process-functions.ts';
+import type { StreamOperator } from '../core/operator/stream-operator.ts';
+import type { StateKey } from '../core/state/state-key.ts';
+import type { StreamGraph } from '../graph/stream-graph.ts';
+import { ProcessOperator } from '../runtime/operators/process-operator.ts';
+import { FilterOperator, FlatMapOperator, IdentityOperator, MapOperator } from '../runtime/operators/stateless-operators.ts';
+import type { CoGroupedStreams, ConnectedStreams, DataStream, JoinedStreams, KeyedStream, SingleOutputStreamOperator } from './data-stream.ts';
+import type { StreamFactory } from './stream-factory.ts';
+import { addOperator, addSink, type OperatorOptions, type StreamInput, type Upstream } from './stream-transformations.ts';
+
+/** The {@link DataStream} of a job's graph: each call adds to the graph through the job's {@link StreamFactory}. */
+export class DataStreamImpl<T> implements DataStream<T> {
+  readonly factory: StreamFactory;
+  readonly upstream: Upstream;
+
+  constructor(factory: StreamFactory, upstream: Upstream) {
+    this.factory = factory;
+    this.upstream = upstream;
+  }
+
+  get graph(): StreamGraph {
+    return this.factory.graph;
+  }
+
+  map<R>(fn: (value: T) => R, options: OperatorOptions = {}): SingleOutputStreamOperator<R> {
+    return this.transform<R>('map', () => new MapOperator(fn), options);
+  }
+
+  filter(predicate: (value: T) => boolean, options: OperatorOptions = {}): SingleOutputStreamOperator<T> {
+    return this.transform<T>('filter', () => new FilterOperator(predicate), options);
+  }
+
+  flatMap<R>(fn: (value: T) => Iterable<R>, options: OperatorOptions = {}): SingleOutputStreamOperator<R> {
+    return this.transform<R>('flatMap', () => new FlatMapOperator(fn), options);
+  }
+
+  process<R>(fn: ProcessFunction<T, R>, options: OperatorOptions = {}): SingleOutputStreamOperator<R> {
+    return this.transform<R>('process', () => new ProcessOperator<T, R>(fn), options);
+  }
+
+  keyBy<K extends StateKey>(keySelector: (value: T) => K): KeyedStream<T, K> {
+    return this.factory.keyedStream<T, K>({ ...this.upstream, partitioning: 'hash', keySelector: keySelector as KeySelector<unknown> });
+  }
+
+  rebalance(): DataStream<T> {
+    return this.factory.dataStream<T>({ ...this.upstream, partitioning: 'rebalance', keySelector: undefined });
+  }
+
+  broadcast(): DataStream<T> {
+    return this.factory.dataStream<T>({ ...this.upstream, partitioning: 'broadcast', keySelector: undefined });
+  }
+
+  union(...others: DataStream<T>[]): SingleOutputStreamOperator<T> {
+    const inputs = [this, ...others].flatMap((stream) => stream.upstream.inputs);
+    const merged = new DataStreamImpl<T>(this.factory, { inputs, partitioning: this.upstream.partitioning, keySelector: this.upstream.keySelector });
+    return merged.transform<T>('union', () => new IdentityOperator<T>(), {});
+  }
+
+  connect<T2>(other: DataStream<T2>): ConnectedStreams<T, T2> {
+    return this.factory.connectedStreams<T, T2>(this.upstream, other.upstream);
+  }
+
+  join<T2>(other: DataStream<T2>): JoinedStreams<T, T2> {
+    return this.factory.joinedStreams<T, T2>(this, other);
+  }
+
+  coGroup<T2>(other: DataStream<T2>): CoGroupedStreams<T, T2> {
+    return this.factory.coGroupedStreams<T, T2>(this, other);
+  }
+
+  sinkTo(sink: Sink<T>, options: OperatorOptions = {}): void {
+    addSink(this.graph, this.upstream, sink as Sink<unknown>, options);
+  }
+
+  /** Adds an operator fed by this stream. */
+  protected transform<R>(kind: string, createOperator: () => StreamOperator<T, R>, options: OperatorOptions): SingleOutputStreamOperator<R> {
+    const output = addOperator(this.graph, [this.upstream], {
+      kind,
+      createOperator: createOperator as () => StreamOperator<unknown, unknown>,
+      options,
+      keySelector: this.upstream.keySelector,
+    });
+    return this.factory.operatorOutput<R>(output);
+  }
+}
+
+/** The {@link SingleOutputStreamOperator} of a job's graph. */
+export class SingleOutputStreamOperatorImpl<T> extends DataStreamImpl<T> implements SingleOutputStreamOperator<T> {
+  getSideOutput<X>(tag: OutputTag<X>): DataStream<X> {
+    const input = this.upstream.inputs[0] as StreamInput;
+    return this.factory.dataStream<X>({ inputs: [{ node: input.node, outputTag: tag.id }], partitioning: 'forward', keySelector: undefined });
+  }
+}

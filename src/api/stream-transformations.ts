@@ -1,0 +1,85 @@
+import type { Sink } from '../core/connector/sink.ts';
+import type { KeySelector } from '../core/functions/key-selector.ts';
+import type { StreamOperator } from '../core/operator/stream-operator.ts';
+import type { OperatorNode, Partitioning, SinkNode, StreamGraph, StreamNode } from '../graph/stream-graph.ts';
+
+/** Per-operator settings. A `uid` keeps the operator's state across changes of the job: set it on every stateful operator. */
+export interface OperatorOptions {
+  name?: string;
+  uid?: string;
+  parallelism?: number;
+}
+
+/** One stream feeding an operator: a node's main output, or one of its side outputs. */
+export interface StreamInput {
+  node: StreamNode;
+  outputTag?: string | undefined;
+}
+
+/** How a stream reaches the next operator: the outputs it is made of, and how they are partitioned. */
+export interface Upstream {
+  inputs: StreamInput[];
+  partitioning: Partitioning;
+  keySelector: KeySelector<unknown> | undefined;
+}
+
+/** What an operator node is made of, for {@link addOperator}. */
+export interface OperatorSpec {
+  kind: string;
+  createOperator: () => StreamOperator<unknown, unknown>;
+  options: OperatorOptions;
+  /** The key of each record, for keyed operators (one input). */
+  keySelector?: KeySelector<unknown> | undefined;
+  needsWatermarks?: string | undefined;
+}
+
+/** The main output of a node, as the next operator's upstream. */
+export function outputOf(node: StreamNode): Upstream {
+  return { inputs: [{ node }], partitioning: 'forward', keySelector: undefined };
+}
+
+/**
+ * Adds an operator fed by one or two upstreams (two: input 0 and input 1) to the graph (Flink's
+ * transformations), and returns its output.
+ */
+export function addOperator(graph: StreamGraph, upstreams: Upstream[], spec: OperatorSpec): Upstream {
+  const node = graph.addNode<OperatorNode>({
+    kind: 'operator',
+    uid: spec.options.uid ?? '',
+    name: spec.options.name ?? spec.kind,
+    parallelism: spec.options.parallelism,
+    createOperator: spec.createOperator,
+    keySelector: spec.keySelector,
+    twoInput: upstreams.length === 2,
+    needsWatermarks: spec.needsWatermarks,
+  });
+  upstreams.forEach((upstream, inputIndex) => {
+    connectTo(graph, upstream, node, inputIndex);
+  });
+  return outputOf(node);
+}
+
+/** Adds a sink fed by `upstream`. */
+export function addSink(graph: StreamGraph, upstream: Upstream, sink: Sink<unknown>, options: OperatorOptions): void {
+  const node = graph.addNode<SinkNode>({
+    kind: 'sink',
+    uid: options.uid ?? '',
+    name: options.name ?? sink.name,
+    parallelism: options.parallelism,
+    sink,
+  });
+  connectTo(graph, upstream, node, 0);
+}
+
+function connectTo(graph: StreamGraph, upstream: Upstream, node: StreamNode, inputIndex: number): void {
+  for (const input of upstream.inputs) {
+    graph.addEdge({
+      source: input.node.id,
+      target: node.id,
+      partitioning: upstream.partitioning,
+      keySelector: upstream.keySelector,
+      inputIndex,
+      outputTag: input.outputTag,
+    });
+  }
+}
