@@ -6,6 +6,7 @@ import type { StopMode } from './stop-mode.ts';
 import type { CheckpointLocation } from './storage/checkpoint-location.ts';
 import type { CheckpointMetadata, OperatorStateMetadata } from './storage/checkpoint-metadata.ts';
 import type { CheckpointStorage } from './storage/checkpoint-storage.ts';
+import { CompletedCheckpointStore } from './storage/completed-checkpoint-store.ts';
 
 export interface CompletedCheckpoint {
   checkpointId: number;
@@ -187,7 +188,7 @@ export class CheckpointCoordinator {
   #trigger(kind: 'checkpoint' | 'savepoint', stop?: StopMode): Promise<CompletedCheckpoint> {
     const { storage, graph, config } = this.#options;
     const checkpointId = this.#nextId++;
-    const location = kind === 'savepoint' ? storage.savepointLocation(checkpointId) : storage.locationFor(checkpointId);
+    const location = kind === 'savepoint' ? storage.savepointLocation(checkpointId) : storage.checkpointLocation(checkpointId);
     const waitingFor = new Set<string>();
     for (const vertex of graph.vertices) for (let i = 0; i < vertex.parallelism; i++) waitingFor.add(taskKey(vertex.id, i));
     this.#lastTriggerAt = Date.now();
@@ -275,7 +276,8 @@ export class CheckpointCoordinator {
     // The checkpoint exists from its metadata on: tell the tasks before any housekeeping.
     this.#options.notifyComplete(pending.checkpointId);
     pending.settle.resolve(completed);
-    if (pending.kind === 'checkpoint') this.#housekeeping(`subsuming checkpoints below ${pending.checkpointId}`, () => storage.subsume(config.retained));
+    if (pending.kind === 'checkpoint')
+      this.#housekeeping(`subsuming checkpoints below ${pending.checkpointId}`, () => new CompletedCheckpointStore(storage).subsume(config.retained));
     this.#scheduleNext();
   }
 

@@ -1,6 +1,8 @@
 import { existsSync } from 'node:fs';
 import { Command } from 'commander';
-import { CheckpointStorage } from '../../checkpoint/storage/checkpoint-storage.ts';
+import type { CheckpointStorage } from '../../checkpoint/storage/checkpoint-storage.ts';
+import { type CheckpointSummary, CompletedCheckpointStore } from '../../checkpoint/storage/completed-checkpoint-store.ts';
+import { openCheckpointStorage } from '../../checkpoint/storage/open-checkpoint-storage.ts';
 import { WeirError } from '../../core/errors/weir-error.ts';
 
 /** `weir checkpoints list|show`: what a job's checkpoint folder holds. */
@@ -14,7 +16,7 @@ export function checkpointsCommand(): Command {
     .option('--json', 'print JSON', false)
     .action(async (folder: string, options: { json: boolean }) => {
       const storage = existingStorage(folder);
-      const entries = await storage.listCheckpoints({ includeSavepoints: true });
+      const entries = await new CompletedCheckpointStore(storage).list({ includeSavepoints: true });
       if (options.json) {
         console.log(
           JSON.stringify(
@@ -26,7 +28,7 @@ export function checkpointsCommand(): Command {
         return;
       }
       if (entries.length === 0) {
-        console.log(`no checkpoints in ${storage.directory}`);
+        console.log(`no checkpoints in ${storage.root}`);
         return;
       }
       console.log('id\tkind\tstatus\tsize\tcompleted at\tpath');
@@ -42,7 +44,7 @@ export function checkpointsCommand(): Command {
     .argument('<path>', 'a chk-N or savepoint folder, or its _metadata file')
     .option('--json', 'print the metadata as JSON', false)
     .action(async (path: string, options: { json: boolean }) => {
-      const storage = new CheckpointStorage(path);
+      const storage = openCheckpointStorage(path);
       const metadata = await storage.readMetadata(path);
       if (options.json) {
         console.log(JSON.stringify(metadata, null, 2));
@@ -70,10 +72,10 @@ function existingStorage(folder: string): CheckpointStorage {
   if (!existsSync(folder)) {
     throw new WeirError('NO_CHECKPOINT_FOLDER', `${folder} does not exist`, { hint: "give the job's checkpointing.storage folder" });
   }
-  return new CheckpointStorage(folder);
+  return openCheckpointStorage(folder);
 }
 
-function summaryOf(entry: Awaited<ReturnType<CheckpointStorage['listCheckpoints']>>[number]) {
+function summaryOf(entry: CheckpointSummary) {
   return {
     checkpointId: entry.checkpointId,
     kind: entry.location.kind,

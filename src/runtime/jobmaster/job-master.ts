@@ -4,7 +4,9 @@ import { pathToFileURL } from 'node:url';
 import { MessageChannel, type MessagePort, Worker } from 'node:worker_threads';
 import { CheckpointCoordinator, type CheckpointStats, type CompletedCheckpoint } from '../../checkpoint/checkpoint-coordinator.ts';
 import type { StopMode } from '../../checkpoint/stop-mode.ts';
-import { CheckpointStorage, type StoredCheckpointMetadata } from '../../checkpoint/storage/checkpoint-storage.ts';
+import type { CheckpointStorage, StoredCheckpointMetadata } from '../../checkpoint/storage/checkpoint-storage.ts';
+import { CompletedCheckpointStore } from '../../checkpoint/storage/completed-checkpoint-store.ts';
+import { openCheckpointStorage } from '../../checkpoint/storage/open-checkpoint-storage.ts';
 import { type EnvironmentConfig, type EnvironmentConfigInput, parseEnvironmentConfig } from '../../core/config/environment-config.ts';
 import { WeirError } from '../../core/errors/weir-error.ts';
 import { buildStreamGraph } from '../../graph/job.ts';
@@ -100,14 +102,14 @@ export async function startJob(options: RunJobOptions): Promise<JobClient> {
 
   enforcePreflight(await runPreflight(job.name, streamGraph, graph, config), log);
 
-  const storage = config.checkpointing === undefined ? undefined : new CheckpointStorage(config.checkpointing.storage);
+  const storage = config.checkpointing === undefined ? undefined : openCheckpointStorage(config.checkpointing.storage);
   await storage?.initialize();
   let restored: StoredCheckpointMetadata | undefined;
   if (options.fromSavepoint !== undefined) {
     // readMetadata reads the folder it is given; it needs no particular storage directory.
-    restored = await (storage ?? new CheckpointStorage(options.fromSavepoint)).readMetadata(options.fromSavepoint);
+    restored = await (storage ?? openCheckpointStorage(options.fromSavepoint)).readMetadata(options.fromSavepoint);
   } else if (!options.fresh && storage !== undefined) {
-    restored = await storage.latestCompletedCheckpoint();
+    restored = await new CompletedCheckpointStore(storage).latest();
   }
   if (restored !== undefined) validateRestore(graph, restored);
   let restore =
@@ -115,9 +117,9 @@ export async function startJob(options: RunJobOptions): Promise<JobClient> {
       ? undefined
       : restoreInfoOf(
           restored,
-          restored.kind === 'savepoint' && (await (storage ?? new CheckpointStorage(restored.location.path)).isMarkedCommitted(restored.location.path)),
+          restored.kind === 'savepoint' && (await (storage ?? openCheckpointStorage(restored.location.path)).isMarkedCommitted(restored.location.path)),
         );
-  const highest = storage === undefined ? 0 : await storage.highestCheckpointId();
+  const highest = storage === undefined ? 0 : await new CompletedCheckpointStore(storage).highestCheckpointId();
   let nextCheckpointId = Math.max(highest, restore?.checkpointId ?? 0) + 1;
 
   const strategy = new RestartStrategy(config.restartStrategy);
@@ -440,7 +442,7 @@ class Attempt {
         plan,
         attemptNumber,
         restore,
-        checkpointFolder: storage?.directory,
+        checkpointFolder: storage?.root,
       };
       const worker = new Worker(new URL(`../taskexecutor/worker-main${import.meta.url.endsWith('.ts') ? '.ts' : '.js'}`, import.meta.url), {
         workerData: { init, peers },

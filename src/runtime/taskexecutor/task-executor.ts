@@ -1,5 +1,5 @@
 import type { MessagePort } from 'node:worker_threads';
-import { CheckpointStorage } from '../../checkpoint/storage/checkpoint-storage.ts';
+import { openCheckpointStorage } from '../../checkpoint/storage/open-checkpoint-storage.ts';
 import { buildStreamGraph } from '../../graph/job.ts';
 import { loadJobModule } from '../deployment/job-module.ts';
 import type { FromWorker, ToWorker, WorkerInit } from '../deployment/worker-messages.ts';
@@ -37,7 +37,7 @@ export class TaskExecutor {
     const init = this.#init;
     const me = init.workerIndex;
     const job = await loadJobModule(init.jobModuleUrl);
-    const storage = init.checkpointFolder === undefined ? undefined : new CheckpointStorage(init.checkpointFolder);
+    const storage = init.checkpointFolder === undefined ? undefined : openCheckpointStorage(init.checkpointFolder);
     const uids = init.graph.nodes.map((node) => node.uid);
 
     for (const port of this.#peers.values()) {

@@ -9,7 +9,7 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { after, test } from 'node:test';
 import { setTimeout as sleep } from 'node:timers/promises';
-import { CheckpointStorage } from '../../../src/checkpoint/storage/checkpoint-storage.ts';
+import { FileSystemCheckpointStorage } from '../../../src/checkpoint/storage/file-system-checkpoint-storage.ts';
 import { startJob } from '../../../src/runtime/jobmaster/job-master.ts';
 import { HeapKeyedStateBackend } from '../../../src/state/heap-keyed-state-backend.ts';
 import { computeKeyGroupRangeForOperatorIndex } from '../../../src/state/key-group-range-assignment.ts';
@@ -41,7 +41,7 @@ test('stop with a savepoint at parallelism 2, resume at 3: window results and pe
   // The savepoint holds open windows with their timers (event-time timers in the window operator's keyed state).
   const operator = savepoint.metadata.operators.find((candidate) => candidate.uid === 'window-counts');
   assert.ok(operator !== undefined);
-  const storage = new CheckpointStorage(join(folder, 'checkpoints'));
+  const storage = new FileSystemCheckpointStorage(join(folder, 'checkpoints'));
   const snapshots = await Promise.all(
     operator.subtasks.filter((subtask) => subtask.keyed !== undefined).map((subtask) => storage.readState(savepoint.location, subtask.keyed as never)),
   );

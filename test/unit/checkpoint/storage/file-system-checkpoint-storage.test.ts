@@ -5,13 +5,14 @@ import { join } from 'node:path';
 import { type TestContext, test } from 'node:test';
 import type { CheckpointLocation } from '../../../../src/checkpoint/storage/checkpoint-location.ts';
 import type { CheckpointMetadata } from '../../../../src/checkpoint/storage/checkpoint-metadata.ts';
-import { CheckpointStorage } from '../../../../src/checkpoint/storage/checkpoint-storage.ts';
+import { CompletedCheckpointStore } from '../../../../src/checkpoint/storage/completed-checkpoint-store.ts';
+import { FileSystemCheckpointStorage } from '../../../../src/checkpoint/storage/file-system-checkpoint-storage.ts';
 import { WeirError } from '../../../../src/core/errors/weir-error.ts';
 
-async function freshStorage(t: TestContext): Promise<CheckpointStorage> {
+async function freshStorage(t: TestContext): Promise<FileSystemCheckpointStorage> {
   const root = await mkdtemp(join(tmpdir(), 'weir-checkpoint-storage-'));
   t.after(() => rm(root, { recursive: true, force: true }));
-  const storage = new CheckpointStorage(join(root, 'job'));
+  const storage = new FileSystemCheckpointStorage(join(root, 'job'));
   await storage.initialize();
   return storage;
 }
@@ -31,7 +32,11 @@ function metadataFor(location: CheckpointLocation, operators: CheckpointMetadata
 }
 
 /** A checkpoint with one subtask's keyed state, committed. */
-async function completeCheckpoint(storage: CheckpointStorage, checkpointId: number, location = storage.locationFor(checkpointId)): Promise<CheckpointLocation> {
+async function completeCheckpoint(
+  storage: FileSystemCheckpointStorage,
+  checkpointId: number,
+  location = storage.checkpointLocation(checkpointId),
+): Promise<CheckpointLocation> {
   const keyed = await storage.writeState(location, 'map', 0, 'keyed', new TextEncoder().encode(`state of ${checkpointId}`));
   await storage.commitMetadata(location, metadataFor(location, [{ uid: 'map', name: 'Map', parallelism: 1, subtasks: [{ subtaskIndex: 0, keyed }] }]));
   return location;
@@ -49,8 +54,8 @@ function weirError(code: string, message: RegExp, hint?: RegExp) {
 
 test('state round trip: the handle carries size and sha256', async (t) => {
   const storage = await freshStorage(t);
-  const location = storage.locationFor(1);
-  assert.deepEqual(location, { kind: 'checkpoint', checkpointId: 1, path: join(storage.directory, 'chk-1') });
+  const location = storage.checkpointLocation(1);
+  assert.deepEqual(location, { kind: 'checkpoint', checkpointId: 1, path: join(storage.root, 'chk-1') });
   const bytes = new Uint8Array([1, 2, 3, 250]);
   const handle = await storage.writeState(location, 'window', 2, 'operator', bytes);
   assert.equal(handle.path, 'window-2.operator');
@@ -64,7 +69,7 @@ test('state round trip: the handle carries size and sha256', async (t) => {
 
 test('corrupt or missing state is detected and named', async (t) => {
   const storage = await freshStorage(t);
-  const location = storage.locationFor(1);
+  const location = storage.checkpointLocation(1);
   const handle = await storage.writeState(location, 'map', 0, 'keyed', new TextEncoder().encode('hello'));
   const file = join(location.path, handle.path);
   await writeFile(file, 'jello');
@@ -80,14 +85,14 @@ test('corrupt or missing state is detected and named', async (t) => {
 
 test('a state file is written once', async (t) => {
   const storage = await freshStorage(t);
-  const location = storage.locationFor(1);
+  const location = storage.checkpointLocation(1);
   await storage.writeState(location, 'map', 0, 'keyed', new Uint8Array([1]));
   await assert.rejects(storage.writeState(location, 'map', 0, 'keyed', new Uint8Array([2])), weirError('STATE_FILE_EXISTS', /written twice/));
 });
 
 test('odd operator uids: safe file names, uid kept in the metadata', async (t) => {
   const storage = await freshStorage(t);
-  const location = storage.locationFor(3);
+  const location = storage.checkpointLocation(3);
   const uid = 'a/b c:é';
   const handle = await storage.writeState(location, uid, 1, 'keyed', new Uint8Array([9]));
   assert.equal(handle.path, 'a%2Fb%20c%3A%C3%A9-1.keyed');
@@ -100,15 +105,15 @@ test('odd operator uids: safe file names, uid kept in the metadata', async (t) =
 
 test('metadata commit is atomic: only _metadata makes a checkpoint exist', async (t) => {
   const storage = await freshStorage(t);
-  const location = storage.locationFor(1);
+  const location = storage.checkpointLocation(1);
   await storage.writeState(location, 'map', 0, 'keyed', new Uint8Array([1]));
   await writeFile(join(location.path, '_metadata.tmp'), JSON.stringify(metadataFor(location)));
-  assert.equal(await storage.latestCompletedCheckpoint(), undefined);
+  assert.equal(await new CompletedCheckpointStore(storage).latest(), undefined);
   await assert.rejects(
     storage.readMetadata(location.path),
     weirError('CHECKPOINT_NOT_COMPLETED', /^no _metadata in .*chk-1: it is not a completed checkpoint or savepoint$/, /completed/),
   );
-  const [listed] = await storage.listCheckpoints();
+  const [listed] = await new CompletedCheckpointStore(storage).list();
   assert.equal(listed?.completed, false);
 
   await storage.commitMetadata(location, metadataFor(location));
@@ -116,13 +121,13 @@ test('metadata commit is atomic: only _metadata makes a checkpoint exist', async
   const read = await storage.readMetadata(location.path);
   assert.deepEqual(read, { ...metadataFor(location), location });
   assert.deepEqual(await storage.readMetadata(join(location.path, '_metadata')), read);
-  assert.deepEqual(await storage.latestCompletedCheckpoint(), read);
+  assert.deepEqual(await new CompletedCheckpointStore(storage).latest(), read);
   await assert.rejects(storage.commitMetadata(location, metadataFor(location)), weirError('CHECKPOINT_ALREADY_COMPLETED', /already exists/));
 });
 
 test('commitMetadata refuses metadata that does not fit the location', async (t) => {
   const storage = await freshStorage(t);
-  const location = storage.locationFor(2);
+  const location = storage.checkpointLocation(2);
   await assert.rejects(
     storage.commitMetadata(location, { ...metadataFor(location), checkpointId: 3 }),
     weirError('INVALID_CHECKPOINT_METADATA', /does not belong/),
@@ -135,20 +140,20 @@ test('commitMetadata refuses metadata that does not fit the location', async (t)
 
 test('readMetadata of a path that does not exist', async (t) => {
   const storage = await freshStorage(t);
-  await assert.rejects(storage.readMetadata(join(storage.directory, 'chk-99')), weirError('CHECKPOINT_NOT_FOUND', /does not exist/, /weir checkpoints list/));
+  await assert.rejects(storage.readMetadata(join(storage.root, 'chk-99')), weirError('CHECKPOINT_NOT_FOUND', /does not exist/, /weir checkpoints list/));
 });
 
 test('the latest completed checkpoint ignores incomplete higher ids', async (t) => {
   const storage = await freshStorage(t);
-  assert.equal(await storage.latestCompletedCheckpoint(), undefined);
+  assert.equal(await new CompletedCheckpointStore(storage).latest(), undefined);
   await completeCheckpoint(storage, 1);
   await completeCheckpoint(storage, 2);
-  await storage.writeState(storage.locationFor(3), 'map', 0, 'keyed', new Uint8Array([1]));
-  await mkdir(join(storage.directory, 'chk-4'));
-  await mkdir(join(storage.directory, 'not-a-checkpoint'));
-  const latest = await storage.latestCompletedCheckpoint();
+  await storage.writeState(storage.checkpointLocation(3), 'map', 0, 'keyed', new Uint8Array([1]));
+  await mkdir(join(storage.root, 'chk-4'));
+  await mkdir(join(storage.root, 'not-a-checkpoint'));
+  const latest = await new CompletedCheckpointStore(storage).latest();
   assert.equal(latest?.checkpointId, 2);
-  assert.equal(latest?.location.path, join(storage.directory, 'chk-2'));
+  assert.equal(latest?.location.path, join(storage.root, 'chk-2'));
   assert.deepEqual(latest?.properties, { sink: { pending: ['txn-1'] } });
 });
 
@@ -159,34 +164,34 @@ test('a completed savepoint newer than every checkpoint is what a job resumes fr
   const savepoint = storage.savepointLocation(3);
   await completeCheckpoint(storage, 3, savepoint);
   await mkdir(storage.savepointLocation(5).path, { recursive: true }); // a savepoint that never completed
-  assert.equal((await storage.latestCompletedCheckpoint())?.location.path, savepoint.path);
+  assert.equal((await new CompletedCheckpointStore(storage).latest())?.location.path, savepoint.path);
   await completeCheckpoint(storage, 4);
-  assert.equal((await storage.latestCompletedCheckpoint())?.location.path, join(storage.directory, 'chk-4'));
+  assert.equal((await new CompletedCheckpointStore(storage).latest())?.location.path, join(storage.root, 'chk-4'));
 });
 
 test('highestCheckpointId counts incomplete folders and savepoints', async (t) => {
   const storage = await freshStorage(t);
-  assert.equal(await storage.highestCheckpointId(), 0);
+  assert.equal(await new CompletedCheckpointStore(storage).highestCheckpointId(), 0);
   await completeCheckpoint(storage, 1);
-  await mkdir(storage.locationFor(5).path);
-  assert.equal(await storage.highestCheckpointId(), 5);
+  await mkdir(storage.checkpointLocation(5).path);
+  assert.equal(await new CompletedCheckpointStore(storage).highestCheckpointId(), 5);
   await completeCheckpoint(storage, 7, storage.savepointLocation(7));
-  assert.equal(await storage.highestCheckpointId(), 7);
-  assert.equal(await new CheckpointStorage(join(storage.directory, 'nothing-yet')).highestCheckpointId(), 0);
+  assert.equal(await new CompletedCheckpointStore(storage).highestCheckpointId(), 7);
+  assert.equal(await new CompletedCheckpointStore(new FileSystemCheckpointStorage(join(storage.root, 'nothing-yet'))).highestCheckpointId(), 0);
 });
 
 test('a corrupt latest checkpoint is an error, not a silent fallback', async (t) => {
   const storage = await freshStorage(t);
   await completeCheckpoint(storage, 1);
   await completeCheckpoint(storage, 2);
-  const metadataFile = join(storage.locationFor(2).path, '_metadata');
+  const metadataFile = join(storage.checkpointLocation(2).path, '_metadata');
   await writeFile(metadataFile, '{"version": 1, "kind": "chec');
   await assert.rejects(
     storage.readMetadata(metadataFile),
     weirError('CHECKPOINT_METADATA_CORRUPT', /_metadata is corrupt: not valid JSON/, /another checkpoint/),
   );
   await assert.rejects(
-    storage.latestCompletedCheckpoint(),
+    new CompletedCheckpointStore(storage).latest(),
     weirError(
       'CHECKPOINT_METADATA_CORRUPT',
       /chk-2\/_metadata is corrupt: not valid JSON/,
@@ -194,13 +199,16 @@ test('a corrupt latest checkpoint is an error, not a silent fallback', async (t)
     ),
   );
 
-  const good = JSON.parse(await readFile(join(storage.locationFor(1).path, '_metadata'), 'utf8')) as Record<string, unknown>;
+  const good = JSON.parse(await readFile(join(storage.checkpointLocation(1).path, '_metadata'), 'utf8')) as Record<string, unknown>;
   await writeFile(metadataFile, JSON.stringify({ ...good, checkpointId: 2, completedAt: 'yesterday' }));
-  await assert.rejects(storage.latestCompletedCheckpoint(), weirError('CHECKPOINT_METADATA_CORRUPT', /_metadata is corrupt: completedAt: /, /delete .*chk-2/));
+  await assert.rejects(
+    new CompletedCheckpointStore(storage).latest(),
+    weirError('CHECKPOINT_METADATA_CORRUPT', /_metadata is corrupt: completedAt: /, /delete .*chk-2/),
+  );
   await writeFile(metadataFile, JSON.stringify(good)); // checkpoint 1's metadata copied into chk-2
   await assert.rejects(storage.readMetadata(metadataFile), weirError('CHECKPOINT_METADATA_CORRUPT', /checkpointId: 1 does not match its folder chk-2/));
 
-  const summaries = await storage.listCheckpoints();
+  const summaries = await new CompletedCheckpointStore(storage).list();
   assert.deepEqual(
     summaries.map((summary) => [summary.checkpointId, summary.completed, summary.problem !== undefined]),
     [
@@ -209,8 +217,8 @@ test('a corrupt latest checkpoint is an error, not a silent fallback', async (t)
     ],
   );
 
-  await storage.discard(storage.locationFor(2));
-  assert.equal((await storage.latestCompletedCheckpoint())?.checkpointId, 1);
+  await storage.discard(storage.checkpointLocation(2));
+  assert.equal((await new CompletedCheckpointStore(storage).latest())?.checkpointId, 1);
 });
 
 test('metadata from a newer Weir is refused with a hint to upgrade', async (t) => {
@@ -224,7 +232,7 @@ test('metadata from a newer Weir is refused with a hint to upgrade', async (t) =
     weirError('CHECKPOINT_METADATA_TOO_NEW', /chk-1\/_metadata has metadata version 2, newer than this Weir reads \(1\)$/, /^use a newer Weir/),
   );
   await assert.rejects(
-    storage.latestCompletedCheckpoint(),
+    new CompletedCheckpointStore(storage).latest(),
     weirError('CHECKPOINT_METADATA_TOO_NEW', /newer than this Weir reads \(1\)/, /^use a newer Weir, or delete .*chk-1 to start without state/),
   );
 });
@@ -233,9 +241,9 @@ test('listCheckpoints: ascending, with sizes, savepoints on request', async (t) 
   const storage = await freshStorage(t);
   await completeCheckpoint(storage, 2);
   await completeCheckpoint(storage, 10);
-  await storage.writeState(storage.locationFor(11), 'map', 0, 'keyed', new Uint8Array(100));
+  await storage.writeState(storage.checkpointLocation(11), 'map', 0, 'keyed', new Uint8Array(100));
   const savepoint = await completeCheckpoint(storage, 5, storage.savepointLocation(5));
-  const checkpoints = await storage.listCheckpoints();
+  const checkpoints = await new CompletedCheckpointStore(storage).list();
   assert.deepEqual(
     checkpoints.map((c) => [c.checkpointId, c.completed, c.location.kind]),
     [
@@ -247,7 +255,7 @@ test('listCheckpoints: ascending, with sizes, savepoints on request', async (t) 
   assert.equal(checkpoints[2]?.sizeBytes, 100);
   assert.ok((checkpoints[0]?.sizeBytes ?? 0) > 100);
   assert.equal(checkpoints[0]?.metadata?.jobName, 'test-job');
-  const all = await storage.listCheckpoints({ includeSavepoints: true });
+  const all = await new CompletedCheckpointStore(storage).list({ includeSavepoints: true });
   assert.deepEqual(
     all.map((c) => c.checkpointId),
     [2, 5, 10, 11],
@@ -259,16 +267,16 @@ test('listCheckpoints: ascending, with sizes, savepoints on request', async (t) 
 test('subsume keeps the newest completed checkpoints and never touches savepoints', async (t) => {
   const storage = await freshStorage(t);
   await completeCheckpoint(storage, 1);
-  await mkdir(storage.locationFor(2).path); // aborted
+  await mkdir(storage.checkpointLocation(2).path); // aborted
   await completeCheckpoint(storage, 3);
   const savepoint = await completeCheckpoint(storage, 4, storage.savepointLocation(4));
   await completeCheckpoint(storage, 5);
-  await storage.writeState(storage.locationFor(6), 'map', 0, 'keyed', new Uint8Array([1])); // aborted, below 7
+  await storage.writeState(storage.checkpointLocation(6), 'map', 0, 'keyed', new Uint8Array([1])); // aborted, below 7
   await completeCheckpoint(storage, 7);
-  await storage.writeState(storage.locationFor(8), 'map', 0, 'keyed', new Uint8Array([1])); // in progress
+  await storage.writeState(storage.checkpointLocation(8), 'map', 0, 'keyed', new Uint8Array([1])); // in progress
 
-  assert.deepEqual(await storage.subsume(2), [1, 2, 3, 6]);
-  const left = await storage.listCheckpoints({ includeSavepoints: true });
+  assert.deepEqual(await new CompletedCheckpointStore(storage).subsume(2), [1, 2, 3, 6]);
+  const left = await new CompletedCheckpointStore(storage).list({ includeSavepoints: true });
   assert.deepEqual(
     left.map((c) => [c.checkpointId, c.location.kind, c.completed]),
     [
@@ -278,20 +286,23 @@ test('subsume keeps the newest completed checkpoints and never touches savepoint
       [8, 'checkpoint', false],
     ],
   );
-  assert.deepEqual(await storage.subsume(1), [5]);
-  assert.deepEqual(await storage.subsume(1), []);
+  assert.deepEqual(await new CompletedCheckpointStore(storage).subsume(1), [5]);
+  assert.deepEqual(await new CompletedCheckpointStore(storage).subsume(1), []);
   assert.equal((await storage.readMetadata(savepoint.path)).kind, 'savepoint');
-  assert.equal(await storage.highestCheckpointId(), 8);
+  assert.equal(await new CompletedCheckpointStore(storage).highestCheckpointId(), 8);
 
-  await assert.rejects(storage.subsume(0), weirError('INVALID_RETAINED_CHECKPOINTS', /checkpointing\.retained: 0/, /at least one/));
+  await assert.rejects(
+    new CompletedCheckpointStore(storage).subsume(0),
+    weirError('INVALID_RETAINED_CHECKPOINTS', /checkpointing\.retained: 0/, /at least one/),
+  );
 });
 
 test('subsume with no completed checkpoint deletes nothing', async (t) => {
   const storage = await freshStorage(t);
-  await mkdir(storage.locationFor(1).path);
-  await mkdir(storage.locationFor(2).path);
-  assert.deepEqual(await storage.subsume(1), []);
-  assert.equal((await storage.listCheckpoints()).length, 2);
+  await mkdir(storage.checkpointLocation(1).path);
+  await mkdir(storage.checkpointLocation(2).path);
+  assert.deepEqual(await new CompletedCheckpointStore(storage).subsume(1), []);
+  assert.equal((await new CompletedCheckpointStore(storage).list()).length, 2);
 });
 
 test('discard deletes only what it is given, savepoints only explicitly', async (t) => {
@@ -299,7 +310,7 @@ test('discard deletes only what it is given, savepoints only explicitly', async 
   const checkpoint = await completeCheckpoint(storage, 1);
   const savepoint = await completeCheckpoint(storage, 2, storage.savepointLocation(2));
   await assert.rejects(storage.discard({ ...savepoint, kind: 'checkpoint' }), weirError('DISCARD_REFUSED', /refusing to delete/));
-  await assert.rejects(storage.discard({ kind: 'checkpoint', checkpointId: 1, path: storage.directory }), weirError('DISCARD_REFUSED', /refusing/));
+  await assert.rejects(storage.discard({ kind: 'checkpoint', checkpointId: 1, path: storage.root }), weirError('DISCARD_REFUSED', /refusing/));
   await assert.rejects(
     storage.discard({ kind: 'savepoint', checkpointId: 1, path: join(tmpdir(), 'savepoints', 'savepoint-1-ab') }),
     weirError('DISCARD_REFUSED', /refusing/),
@@ -307,11 +318,11 @@ test('discard deletes only what it is given, savepoints only explicitly', async 
   await storage.discard(checkpoint);
   await storage.discard(checkpoint); // gone already: nothing to do
   assert.deepEqual(
-    (await storage.listCheckpoints({ includeSavepoints: true })).map((c) => c.location.kind),
+    (await new CompletedCheckpointStore(storage).list({ includeSavepoints: true })).map((c) => c.location.kind),
     ['savepoint'],
   );
   await storage.discard(savepoint);
-  assert.deepEqual(await storage.listCheckpoints({ includeSavepoints: true }), []);
+  assert.deepEqual(await new CompletedCheckpointStore(storage).list({ includeSavepoints: true }), []);
 });
 
 test('savepoint locations are unique folders under savepoints/', async (t) => {
@@ -321,7 +332,7 @@ test('savepoint locations are unique folders under savepoints/', async (t) => {
   assert.notEqual(a.path, b.path);
   assert.match(a.path, /\/savepoints\/savepoint-3-[0-9a-f]{12}$/);
   assert.equal(a.kind, 'savepoint');
-  assert.throws(() => storage.locationFor(0), weirError('INVALID_CHECKPOINT_ID', /not a checkpoint id/));
+  assert.throws(() => storage.checkpointLocation(0), weirError('INVALID_CHECKPOINT_ID', /not a checkpoint id/));
 });
 
 test('initialize: a file in the way or a read-only folder is a clear error', async (t) => {
@@ -330,13 +341,13 @@ test('initialize: a file in the way or a read-only folder is a clear error', asy
   const file = join(root, 'a-file');
   await writeFile(file, '');
   await assert.rejects(
-    new CheckpointStorage(file).initialize(),
+    new FileSystemCheckpointStorage(file).initialize(),
     weirError('CHECKPOINT_STORAGE_NOT_A_FOLDER', /^checkpointing\.storage: .*a-file is not a folder/, /move the file/),
   );
-  await assert.rejects(new CheckpointStorage(join(file, 'job')).initialize(), weirError('CHECKPOINT_STORAGE_NOT_A_FOLDER', /is not a folder/));
-  assert.throws(() => new CheckpointStorage(' '), weirError('INVALID_CHECKPOINT_STORAGE', /checkpointing\.storage is empty/));
-  await new CheckpointStorage(join(root, 'deep', 'er', 'job')).initialize();
-  await new CheckpointStorage(join(root, 'deep', 'er', 'job')).initialize(); // again: fine
+  await assert.rejects(new FileSystemCheckpointStorage(join(file, 'job')).initialize(), weirError('CHECKPOINT_STORAGE_NOT_A_FOLDER', /is not a folder/));
+  assert.throws(() => new FileSystemCheckpointStorage(' '), weirError('INVALID_CHECKPOINT_STORAGE', /checkpointing\.storage is empty/));
+  await new FileSystemCheckpointStorage(join(root, 'deep', 'er', 'job')).initialize();
+  await new FileSystemCheckpointStorage(join(root, 'deep', 'er', 'job')).initialize(); // again: fine
 
   if (process.getuid?.() === 0 || process.platform === 'win32') return; // root writes anywhere
   const readOnly = join(root, 'read-only');
@@ -344,10 +355,10 @@ test('initialize: a file in the way or a read-only folder is a clear error', asy
   await chmod(readOnly, 0o555);
   try {
     await assert.rejects(
-      new CheckpointStorage(readOnly).initialize(),
+      new FileSystemCheckpointStorage(readOnly).initialize(),
       weirError('CHECKPOINT_STORAGE_NOT_WRITABLE', /cannot write to .*read-only/, /permissions/),
     );
-    await assert.rejects(new CheckpointStorage(join(readOnly, 'job')).initialize(), weirError('CHECKPOINT_STORAGE_NOT_WRITABLE', /cannot write/));
+    await assert.rejects(new FileSystemCheckpointStorage(join(readOnly, 'job')).initialize(), weirError('CHECKPOINT_STORAGE_NOT_WRITABLE', /cannot write/));
   } finally {
     await chmod(readOnly, 0o755);
   }

@@ -1,0 +1,132 @@
+import { mkdir, readFile, rename, stat } from 'node:fs/promises';
+import { basename, dirname, join, resolve } from 'node:path';
+import { WeirError } from '../../core/errors/weir-error.ts';
+import { pathExists } from './checkpoint-directory.ts';
+import { parseCheckpointFolderName, parseSavepointFolderName } from './checkpoint-folder-name.ts';
+import type { CheckpointLocation } from './checkpoint-location.ts';
+import { type CheckpointMetadata, checkpointMetadataSchema, describeSchemaIssues, METADATA_FILE_NAME, parseCheckpointMetadata } from './checkpoint-metadata.ts';
+import type { StoredCheckpointMetadata } from './checkpoint-storage.ts';
+import { syncDirectory, writeFileDurably } from './durable-file.ts';
+import { errorMessage, hasCode, storageIoError } from './storage-errors.ts';
+
+/** Written into a savepoint once its transactions are committed. */
+export const COMMITTED_FILE_NAME = '_committed';
+
+const TEMPORARY_METADATA_FILE_NAME = `${METADATA_FILE_NAME}.tmp`;
+
+/**
+ * Completes a checkpoint or savepoint: writes `_metadata.tmp`, fsyncs it, renames it to
+ * `_metadata` and fsyncs the folder (and its parents' entries). Before the rename the checkpoint
+ * does not exist; after it, it does.
+ */
+export async function writeMetadataFile(location: CheckpointLocation, metadata: CheckpointMetadata): Promise<void> {
+  const valid = checkpointMetadataSchema.safeParse(metadata);
+  if (!valid.success) {
+    throw new WeirError('INVALID_CHECKPOINT_METADATA', `the metadata for ${location.path} is invalid: ${describeSchemaIssues(valid.error)}`, {
+      fault: 'internal',
+    });
+  }
+  if (metadata.kind !== location.kind || metadata.checkpointId !== location.checkpointId) {
+    throw new WeirError(
+      'INVALID_CHECKPOINT_METADATA',
+      `the metadata of ${metadata.kind} ${metadata.checkpointId} does not belong in ${location.path} (${location.kind} ${location.checkpointId})`,
+      { fault: 'internal' },
+    );
+  }
+  let text: string;
+  try {
+    text = `${JSON.stringify(valid.data, null, 2)}\n`;
+  } catch (error) {
+    throw new WeirError('INVALID_CHECKPOINT_METADATA', `the metadata for ${location.path} is not JSON: ${errorMessage(error)}`, {
+      fault: 'internal',
+      cause: error,
+    });
+  }
+  const final = join(location.path, METADATA_FILE_NAME);
+  if (await pathExists(final)) {
+    throw new WeirError('CHECKPOINT_ALREADY_COMPLETED', `${final} already exists: ${location.kind} ${location.checkpointId} was completed before`, {
+      fault: 'internal',
+    });
+  }
+  const temporary = join(location.path, TEMPORARY_METADATA_FILE_NAME);
+  try {
+    await mkdir(location.path, { recursive: true });
+    await writeFileDurably(temporary, text, 'w');
+    await rename(temporary, final);
+    await syncDirectory(location.path);
+    await syncDirectory(dirname(location.path));
+    if (location.kind === 'savepoint') await syncDirectory(dirname(dirname(location.path)));
+  } catch (error) {
+    throw storageIoError('CHECKPOINT_COMMIT_FAILED', `cannot write ${final}`, error, true);
+  }
+}
+
+/** Reads a completed checkpoint or savepoint, given its folder or its `_metadata` file. */
+export async function readMetadataFile(path: string): Promise<StoredCheckpointMetadata> {
+  const absolute = resolve(path);
+  let folder: string;
+  let file: string;
+  try {
+    const stats = await stat(absolute);
+    if (stats.isDirectory()) {
+      folder = absolute;
+      file = join(absolute, METADATA_FILE_NAME);
+    } else if (basename(absolute) === METADATA_FILE_NAME) {
+      folder = dirname(absolute);
+      file = absolute;
+    } else {
+      throw new WeirError('NOT_A_CHECKPOINT', `${absolute} is neither a checkpoint or savepoint folder nor a ${METADATA_FILE_NAME} file`, {
+        hint: 'give the path of a chk-<N> folder, a savepoint folder or their _metadata file',
+      });
+    }
+  } catch (error) {
+    if (error instanceof WeirError) throw error;
+    if (hasCode(error, 'ENOENT', 'ENOTDIR')) {
+      throw new WeirError('CHECKPOINT_NOT_FOUND', `no checkpoint or savepoint at ${absolute}: the path does not exist`, {
+        hint: 'give the path of a chk-<N> folder or a savepoint folder; `weir checkpoints list` shows the checkpoints of a job',
+        cause: error,
+      });
+    }
+    throw storageIoError('CHECKPOINT_READ_FAILED', `cannot read ${absolute}`, error);
+  }
+  let text: string;
+  try {
+    text = await readFile(file, 'utf8');
+  } catch (error) {
+    if (hasCode(error, 'ENOENT')) {
+      throw new WeirError('CHECKPOINT_NOT_COMPLETED', `no ${METADATA_FILE_NAME} in ${folder}: it is not a completed checkpoint or savepoint`, {
+        hint: 'a checkpoint that was aborted or still running has no _metadata; give a completed one (`weir checkpoints list` shows them)',
+        cause: error,
+      });
+    }
+    throw storageIoError('CHECKPOINT_READ_FAILED', `cannot read ${file}`, error);
+  }
+  const metadata = parseCheckpointMetadata(text, file);
+  const folderId = parseCheckpointFolderName(basename(folder)) ?? parseSavepointFolderName(basename(folder));
+  if (folderId !== undefined && folderId !== metadata.checkpointId) {
+    throw new WeirError(
+      'CHECKPOINT_METADATA_CORRUPT',
+      `${file} is corrupt: checkpointId: ${metadata.checkpointId} does not match its folder ${basename(folder)}`,
+      {
+        fault: 'external',
+        hint: 'it was damaged or copied from another folder; restore from another checkpoint or savepoint',
+      },
+    );
+  }
+  return { ...metadata, location: { kind: metadata.kind, checkpointId: metadata.checkpointId, path: folder } };
+}
+
+/**
+ * Records, in `_committed`, that every transaction a savepoint holds has been committed (its
+ * sinks acted on its completion). A restore from such a savepoint commits nothing again: by then
+ * the transactional ids may serve newer transactions.
+ */
+export async function writeCommittedMarker(location: CheckpointLocation): Promise<void> {
+  await writeFileDurably(join(location.path, COMMITTED_FILE_NAME), `${new Date().toISOString()}\n`, 'w');
+  await syncDirectory(location.path);
+}
+
+/** Whether a checkpoint or savepoint folder carries the `_committed` record. */
+export async function hasCommittedMarker(folder: string): Promise<boolean> {
+  return pathExists(join(folder, COMMITTED_FILE_NAME));
+}

@@ -1,0 +1,95 @@
+import { createHash } from 'node:crypto';
+import { mkdir, readdir, readFile } from 'node:fs/promises';
+import { join, resolve } from 'node:path';
+import { WeirError } from '../../core/errors/weir-error.ts';
+import type { CheckpointLocation } from './checkpoint-location.ts';
+import { describeSchemaIssues, type StateHandle, stateHandleSchema } from './checkpoint-metadata.ts';
+import { writeFileDurably } from './durable-file.ts';
+import { type StateKind, stateFileName } from './state-file-name.ts';
+import { hasCode, storageIoError } from './storage-errors.ts';
+
+/**
+ * Writes one subtask's state snapshot into a checkpoint's folder and fsyncs it. Each file is
+ * written once: a second write of the same operator, subtask and kind fails (so do operator uids
+ * that collide on a case-insensitive file system).
+ */
+export async function writeStateFile(
+  location: CheckpointLocation,
+  operatorUid: string,
+  subtaskIndex: number,
+  kind: StateKind,
+  bytes: Uint8Array,
+): Promise<StateHandle> {
+  if (typeof operatorUid !== 'string' || operatorUid === '') {
+    throw new WeirError('INVALID_STATE_WRITE', 'writeState was given an empty operator uid', { fault: 'internal' });
+  }
+  if (!Number.isSafeInteger(subtaskIndex) || subtaskIndex < 0) {
+    throw new WeirError('INVALID_STATE_WRITE', `writeState was given the subtask index ${subtaskIndex} for operator "${operatorUid}"`, { fault: 'internal' });
+  }
+  if (kind !== 'keyed' && kind !== 'operator') {
+    throw new WeirError('INVALID_STATE_WRITE', `writeState was given the state kind "${String(kind)}"; expected keyed or operator`, { fault: 'internal' });
+  }
+  const name = stateFileName(operatorUid, subtaskIndex, kind);
+  const file = join(location.path, name);
+  try {
+    await mkdir(location.path, { recursive: true });
+    await writeFileDurably(file, bytes, 'wx');
+  } catch (error) {
+    if (hasCode(error, 'EEXIST')) throw await stateFileExists(location, name, operatorUid, error);
+    throw storageIoError('STATE_WRITE_FAILED', `cannot write state file ${file}`, error, true);
+  }
+  return { path: name, size: bytes.byteLength, sha256: sha256(bytes) };
+}
+
+/** Reads a state snapshot back, checking its size and SHA-256 against the handle. */
+export async function readStateFile(location: CheckpointLocation | string, handle: StateHandle): Promise<Uint8Array> {
+  const folder = typeof location === 'string' ? resolve(location) : location.path;
+  const valid = stateHandleSchema.safeParse(handle);
+  if (!valid.success) {
+    throw new WeirError('INVALID_STATE_HANDLE', `a state handle for ${folder} is invalid: ${describeSchemaIssues(valid.error)}`, { fault: 'internal' });
+  }
+  const file = join(folder, handle.path);
+  const restoreHint = `the checkpoint in ${folder} is damaged; restore from another checkpoint or savepoint`;
+  let bytes: Buffer;
+  try {
+    bytes = await readFile(file);
+  } catch (error) {
+    if (hasCode(error, 'ENOENT'))
+      throw new WeirError('STATE_FILE_MISSING', `state file ${file} is missing`, { fault: 'external', hint: restoreHint, cause: error });
+    throw storageIoError('STATE_READ_FAILED', `cannot read state file ${file}`, error, true);
+  }
+  if (bytes.byteLength !== handle.size) {
+    throw new WeirError('STATE_FILE_CORRUPT', `state file ${file} is corrupt: size mismatch (expected ${handle.size} bytes, found ${bytes.byteLength})`, {
+      fault: 'external',
+      hint: restoreHint,
+    });
+  }
+  const actual = sha256(bytes);
+  if (actual !== handle.sha256) {
+    throw new WeirError('STATE_FILE_CORRUPT', `state file ${file} is corrupt: sha256 mismatch (expected ${handle.sha256}, found ${actual})`, {
+      fault: 'external',
+      hint: restoreHint,
+    });
+  }
+  return bytes;
+}
+
+async function stateFileExists(location: CheckpointLocation, name: string, operatorUid: string, cause: unknown): Promise<WeirError> {
+  const names = await readdir(location.path).catch(() => [] as string[]);
+  const twin = names.find((existing) => existing !== name && existing.toLowerCase() === name.toLowerCase());
+  if (!names.includes(name) || twin !== undefined) {
+    return new WeirError(
+      'OPERATOR_UID_COLLISION',
+      `state file ${join(location.path, name)} collides with ${twin ?? 'another file'}: operator uid "${operatorUid}" differs from another only in letter case, which this file system does not tell apart`,
+      { hint: 'give the operators uids that differ in more than letter case (`.uid(...)`)', cause },
+    );
+  }
+  return new WeirError('STATE_FILE_EXISTS', `state file ${join(location.path, name)} already exists: the same subtask's state was written twice`, {
+    fault: 'internal',
+    cause,
+  });
+}
+
+function sha256(bytes: Uint8Array): string {
+  return createHash('sha256').update(bytes).digest('hex');
+}
