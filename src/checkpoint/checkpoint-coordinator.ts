@@ -1,301 +1,281 @@
 import type { CheckpointingConfig } from '../core/config/environment-config.ts';
 import { WeirError } from '../core/errors/weir-error.ts';
 import type { JobGraph } from '../graph/job-graph.ts';
+import { type CheckpointFailure, type CheckpointFailureReason, countsTowardTolerableFailures, describeFailureReason } from './checkpoint-failure-reason.ts';
+import type { CheckpointStatsTracker } from './checkpoint-stats-tracker.ts';
+import { CheckpointsCleaner } from './checkpoints-cleaner.ts';
+import type { CompletedCheckpoint } from './completed-checkpoint.ts';
 import type { OperatorSubtaskState } from './operator-subtask-state.ts';
+import { PendingCheckpoint, type TaskId, tasksOf } from './pending-checkpoint.ts';
 import type { StopMode } from './stop-mode.ts';
 import type { CheckpointLocation } from './storage/checkpoint-location.ts';
-import type { CheckpointMetadata, OperatorStateMetadata } from './storage/checkpoint-metadata.ts';
 import type { CheckpointStorage } from './storage/checkpoint-storage.ts';
-import { CompletedCheckpointStore } from './storage/completed-checkpoint-store.ts';
 
-export interface CompletedCheckpoint {
-  checkpointId: number;
-  kind: 'checkpoint' | 'savepoint';
-  location: CheckpointLocation;
-  metadata: CheckpointMetadata;
-}
-
-/** One row of the checkpoint history (for the dashboard and logs). */
-export interface CheckpointStats {
-  checkpointId: number;
-  kind: 'checkpoint' | 'savepoint';
-  status: 'pending' | 'completed' | 'aborted';
-  triggeredAt: number;
-  durationMs: number | undefined;
-  bytes: number;
-  alignmentMs: number;
-  reason?: string;
-}
-
-interface PendingCheckpoint {
-  checkpointId: number;
-  kind: 'checkpoint' | 'savepoint';
-  location: CheckpointLocation;
-  triggeredAt: number;
-  waitingFor: Set<string>;
-  acks: Map<string, { vertexId: number; subtaskIndex: number; operators: OperatorSubtaskState[] }>;
-  timeout: NodeJS.Timeout;
-  stats: CheckpointStats;
-  settle: { resolve: (completed: CompletedCheckpoint) => void; reject: (error: Error) => void };
+/** The running attempt's tasks, as the coordinator reaches them. */
+export interface CheckpointTaskGateway {
+  /** Sends the trigger to the source tasks; the location says where the state goes and what kind it is. */
+  triggerCheckpoint(location: CheckpointLocation, stop: StopMode | undefined): void;
+  notifyCheckpointComplete(checkpointId: number): void;
+  notifyCheckpointAborted(checkpointId: number): void;
+  /** More checkpoints failed in a row than the job tolerates: the attempt fails. */
+  failJob(error: WeirError): void;
 }
 
 export interface CheckpointCoordinatorOptions {
   config: CheckpointingConfig;
   storage: CheckpointStorage;
   graph: JobGraph;
-  /** The first id to use: above every id in the storage, so ids rise across restarts. */
-  nextCheckpointId: number;
-  /** Sends the trigger to the source tasks; the location says where the state goes and what kind it is. */
-  trigger: (location: CheckpointLocation, stop: StopMode | undefined) => void;
-  notifyComplete: (checkpointId: number) => void;
-  notifyAborted: (checkpointId: number) => void;
-  /** More checkpoints failed in a row than the job tolerates. */
-  onFailure: (error: WeirError) => void;
+  /** The first id to use: above every id in the storage and the restored one, so ids rise across runs. */
+  firstCheckpointId: number;
+  stats: CheckpointStatsTracker;
   log?: (line: string) => void;
 }
 
-const taskKey = (vertexId: number, subtaskIndex: number) => `${vertexId}/${subtaskIndex}`;
+/** Which tasks have acted on "checkpoint N complete" (their sinks committed what N holds), and who waits for all of them. */
+interface CommitTracking {
+  notified: Set<string>;
+  waiters: { resolve: () => void; reject: (error: Error) => void }[];
+}
+
+/** How many completed checkpoints keep their notification tracking (a waiter asks right after completion). */
+const TRACKED_COMMITS = 16;
 
 /**
- * Flink's CheckpointCoordinator: triggers checkpoints at the sources on the interval (honouring
- * maxConcurrent and minPause), collects every task's acknowledgement, writes the metadata last
- * (the moment the checkpoint exists), subsumes old checkpoints and notifies the tasks. A
- * checkpoint that times out or is declined is aborted; more failures in a row than
- * `tolerableFailures` fail the job.
+ * Flink's CheckpointCoordinator, one per job for the life of the job: triggers checkpoints at the
+ * sources on the interval (honouring maxConcurrent and minPause), collects every task's
+ * acknowledgement, writes the metadata last (the moment the checkpoint exists), subsumes old
+ * checkpoints and notifies the tasks. It keeps the one ledger of the job's checkpoints: the pending
+ * ones, the latest completed one, which tasks have acted on each completion, and the next id
+ * (rising across restarts of the job). A checkpoint that expires or is declined is aborted; more
+ * failures in a row than `tolerableFailures` fail the job, counting only the reasons that are the
+ * checkpoint's own fault ({@link countsTowardTolerableFailures}) and only for checkpoints, never
+ * savepoints (their caller hears of the failure), as in Flink.
+ *
+ * Each execution attempt of the job attaches its tasks ({@link attach}) and detaches them when it
+ * ends; in between, nothing can be triggered.
  */
 export class CheckpointCoordinator {
   readonly #options: CheckpointCoordinatorOptions;
+  readonly #tasks: TaskId[];
+  readonly #cleaner: CheckpointsCleaner;
   readonly #pending = new Map<number, PendingCheckpoint>();
-  readonly history: CheckpointStats[] = [];
+  readonly #commits = new Map<number, CommitTracking>();
+  #gateway: CheckpointTaskGateway | undefined;
+  #latestCompleted: CompletedCheckpoint | undefined;
   #nextId: number;
+  #periodic = false;
   #timer: NodeJS.Timeout | undefined;
-  #running = false;
   #lastTriggerAt = 0;
   #lastCompletionAt = 0;
   #consecutiveFailures = 0;
-  latestCompleted: CompletedCheckpoint | undefined;
-  #maintenance: Promise<void> = Promise.resolve();
 
   constructor(options: CheckpointCoordinatorOptions) {
     this.#options = options;
-    this.#nextId = options.nextCheckpointId;
+    this.#tasks = tasksOf(options.graph);
+    this.#nextId = options.firstCheckpointId;
+    this.#cleaner = new CheckpointsCleaner(options.storage, options.log ?? (() => {}));
   }
 
-  start(): void {
-    this.#running = true;
-    this.#lastTriggerAt = Date.now();
-    this.#scheduleNext();
-  }
-
-  /** Stops periodic triggering; pending checkpoints go on. */
-  stopPeriodic(): void {
-    this.#running = false;
-    clearTimeout(this.#timer);
-  }
-
-  /** Periodic triggering again (after a stop-with-savepoint that was aborted). */
-  resumePeriodic(): void {
-    if (this.#running) return;
-    this.#running = true;
-    this.#scheduleNext();
-  }
-
-  /** Stops periodic triggering and abandons pending checkpoints (their waiters are rejected). */
-  stop(reason = 'the job stopped'): void {
-    this.#running = false;
-    clearTimeout(this.#timer);
-    for (const pending of [...this.#pending.values()]) this.#abort(pending, reason, false);
-  }
-
-  /**
-   * Triggers a checkpoint or savepoint now (outside the interval) and resolves when it completes.
-   * `stop`: a savepoint that stops the job (the sources stop emitting after its barrier).
-   */
-  triggerNow(kind: 'checkpoint' | 'savepoint', stop?: StopMode): Promise<CompletedCheckpoint> {
-    return this.#trigger(kind, stop);
-  }
-
-  receiveAck(checkpointId: number, vertexId: number, subtaskIndex: number, operators: OperatorSubtaskState[], alignmentMs: number, bytes: number): void {
-    const pending = this.#pending.get(checkpointId);
-    if (pending === undefined) return; // late ack of an aborted checkpoint: its folder is discarded
-    const key = taskKey(vertexId, subtaskIndex);
-    if (!pending.waitingFor.delete(key)) return;
-    pending.acks.set(key, { vertexId, subtaskIndex, operators });
-    pending.stats.bytes += bytes;
-    pending.stats.alignmentMs = Math.max(pending.stats.alignmentMs, alignmentMs);
-    if (pending.waitingFor.size === 0) {
-      this.#complete(pending).catch((error: unknown) => {
-        const reason = `writing its metadata failed: ${error instanceof Error ? error.message : String(error)}`;
-        if (this.#pending.has(pending.checkpointId)) this.#abort(pending, reason, true);
-        else this.#options.onFailure(new WeirError('CHECKPOINT_FAILED', `${pending.kind} ${pending.checkpointId}: ${reason}`, { fault: 'internal' }));
-      });
-    }
-  }
-
-  receiveDecline(checkpointId: number, task: string, reason: string): void {
-    const pending = this.#pending.get(checkpointId);
-    if (pending !== undefined) this.#abort(pending, `declined by ${task}: ${reason}`, true);
+  /** The latest checkpoint or savepoint completed in this job's life (a restart restores it). */
+  get latestCompleted(): CompletedCheckpoint | undefined {
+    return this.#latestCompleted;
   }
 
   get pendingCount(): number {
     return this.#pending.size;
   }
 
+  /** An attempt's tasks run: checkpoints can be triggered; the interval counts from now. */
+  attach(gateway: CheckpointTaskGateway): void {
+    this.#gateway = gateway;
+    this.#lastTriggerAt = Date.now();
+    this.#consecutiveFailures = 0;
+  }
+
   /**
-   * Deletions of old and aborted checkpoints, one at a time (two at once trip over each other's
-   * folders). A failure there never fails the job: it is logged and the next subsume tries again.
+   * The attempt ended: the scheduler stops, pending checkpoints are aborted (`reason`), and whoever
+   * waits for a completion's commits hears `error` (the tasks that would have acted on it are gone).
    */
-  #housekeeping(what: string, work: () => Promise<unknown>): void {
-    this.#maintenance = this.#maintenance.then(work).then(
-      () => {},
-      (error: unknown) => this.#options.log?.(`checkpoint storage: ${what} failed: ${error instanceof Error ? error.message : String(error)}`),
-    );
+  detach(reason: CheckpointFailureReason, error: Error): void {
+    this.stopCheckpointScheduler();
+    this.abortPendingCheckpoints(reason, describeFailureReason(reason));
+    this.#gateway = undefined;
+    for (const tracking of this.#commits.values()) for (const waiter of tracking.waiters) waiter.reject(error);
+    this.#commits.clear();
   }
 
-  /** Resolves when the queued deletions are done. */
-  async settled(): Promise<void> {
-    await this.#maintenance;
+  /** Periodic checkpoints on (again, after a stop-with-savepoint that was aborted). */
+  startCheckpointScheduler(): void {
+    if (this.#periodic) return;
+    this.#periodic = true;
+    this.#scheduleNext();
   }
 
-  /** The tasks a pending checkpoint still waits for, by name. */
-  #describeWaiting(pending: PendingCheckpoint): string {
-    const { graph } = this.#options;
-    return [...pending.waitingFor]
-      .map((key) => {
-        const [vertexId, subtask] = key.split('/').map(Number) as [number, number];
-        const vertex = graph.vertices[vertexId];
-        return `${vertex?.name ?? `vertex ${vertexId}`} (${subtask + 1}/${vertex?.parallelism ?? '?'})`;
-      })
-      .join(', ');
+  /** Periodic checkpoints off; pending ones go on. */
+  stopCheckpointScheduler(): void {
+    this.#periodic = false;
+    clearTimeout(this.#timer);
+  }
+
+  /** Aborts every pending checkpoint (their waiters are rejected); not counted as failures unless the reason counts. */
+  abortPendingCheckpoints(reason: CheckpointFailureReason, message: string): void {
+    for (const pending of [...this.#pending.values()]) this.#abort(pending, { reason, message });
+  }
+
+  /**
+   * Triggers a checkpoint or savepoint now (outside the interval) and resolves when it completes.
+   * `stop`: a savepoint that stops the job (the sources stop emitting after its barrier).
+   */
+  triggerCheckpoint(kind: 'checkpoint' | 'savepoint', stop?: StopMode): Promise<CompletedCheckpoint> {
+    if (this.#gateway === undefined) {
+      return Promise.reject(
+        new WeirError('JOB_NOT_RUNNING', `cannot take a ${kind} now: the job's tasks are not running (it is starting, restarting or ending)`, {
+          hint: 'try again once the job runs (GET /api/job says state "running")',
+          retriable: true,
+        }),
+      );
+    }
+    return this.#trigger(kind, stop);
+  }
+
+  receiveAcknowledge(checkpointId: number, task: TaskId, operators: OperatorSubtaskState[], alignmentMs: number, bytes: number): void {
+    const pending = this.#pending.get(checkpointId);
+    if (pending === undefined) return; // a late acknowledgement of an aborted checkpoint: its location is discarded
+    if (!pending.acknowledge(task, operators)) return;
+    this.#options.stats.reportAcknowledged(checkpointId, bytes, alignmentMs);
+    if (!pending.isFullyAcknowledged) return;
+    this.#complete(pending).catch((error: unknown) => {
+      const message = `writing its metadata failed: ${error instanceof Error ? error.message : String(error)}`;
+      if (this.#pending.has(pending.checkpointId)) this.#abort(pending, { reason: 'FINALIZE_CHECKPOINT_FAILURE', message });
+      else this.#gateway?.failJob(new WeirError('CHECKPOINT_FAILED', `${pending.kind} ${pending.checkpointId}: ${message}`, { fault: 'internal' }));
+    });
+  }
+
+  receiveDecline(checkpointId: number, task: TaskId, failure: CheckpointFailure): void {
+    const pending = this.#pending.get(checkpointId);
+    if (pending !== undefined) this.#abort(pending, { reason: failure.reason, message: `declined by ${this.#describe(task)}: ${failure.message}` });
+  }
+
+  /** A task has acted on "checkpoint N complete" (its two-phase-commit sinks have committed up to N). */
+  receiveNotified(checkpointId: number, task: TaskId): void {
+    const tracking = this.#commits.get(checkpointId);
+    if (tracking === undefined) return;
+    tracking.notified.add(`${task.vertexId}/${task.subtaskIndex}`);
+    if (tracking.notified.size < this.#tasks.length) return;
+    for (const waiter of tracking.waiters.splice(0)) waiter.resolve();
+  }
+
+  /** Resolves once every task has acted on the completion of `checkpointId` (its sinks have committed it). */
+  whenCommitted(checkpointId: number): Promise<void> {
+    const tracking = this.#commits.get(checkpointId);
+    if (tracking === undefined) {
+      return Promise.reject(
+        new WeirError('CHECKPOINT_NOT_TRACKED', `checkpoint ${checkpointId} is not a recent completed checkpoint of this run`, { fault: 'internal' }),
+      );
+    }
+    if (tracking.notified.size === this.#tasks.length) return Promise.resolve();
+    return new Promise((resolve, reject) => tracking.waiters.push({ resolve, reject }));
+  }
+
+  /** Resolves when the queued deletions of old and aborted checkpoints are done. */
+  settled(): Promise<void> {
+    return this.#cleaner.settled();
   }
 
   #scheduleNext(): void {
     clearTimeout(this.#timer);
-    if (!this.#running) return;
+    if (!this.#periodic) return;
     const { interval, minPause, maxConcurrent } = this.#options.config;
     if (this.#pending.size >= maxConcurrent) return; // rescheduled when one ends
-    const now = Date.now();
     const due = Math.max(this.#lastTriggerAt + interval, this.#lastCompletionAt + minPause);
     this.#timer = setTimeout(
       () => {
-        if (!this.#running || this.#pending.size >= maxConcurrent) return;
+        if (!this.#periodic || this.#gateway === undefined || this.#pending.size >= maxConcurrent) return;
         this.#trigger('checkpoint').catch(() => {}); // failures are counted in #abort
       },
-      Math.max(0, due - now),
+      Math.max(0, due - Date.now()),
     );
   }
 
   #trigger(kind: 'checkpoint' | 'savepoint', stop?: StopMode): Promise<CompletedCheckpoint> {
-    const { storage, graph, config } = this.#options;
+    const { storage, config, stats } = this.#options;
     const checkpointId = this.#nextId++;
     const location = kind === 'savepoint' ? storage.savepointLocation(checkpointId) : storage.checkpointLocation(checkpointId);
-    const waitingFor = new Set<string>();
-    for (const vertex of graph.vertices) for (let i = 0; i < vertex.parallelism; i++) waitingFor.add(taskKey(vertex.id, i));
     this.#lastTriggerAt = Date.now();
-    const stats: CheckpointStats = { checkpointId, kind, status: 'pending', triggeredAt: this.#lastTriggerAt, durationMs: undefined, bytes: 0, alignmentMs: 0 };
-    this.history.push(stats);
-    if (this.history.length > 100) this.history.shift();
-    const promise = new Promise<CompletedCheckpoint>((resolve, reject) => {
-      const pending: PendingCheckpoint = {
-        checkpointId,
-        kind,
-        location,
-        triggeredAt: this.#lastTriggerAt,
-        waitingFor,
-        acks: new Map(),
-        timeout: setTimeout(
-          () =>
-            this.#abort(
-              pending,
-              `it did not complete within checkpointing.timeout (${config.timeout} ms); no acknowledgement from ${this.#describeWaiting(pending)}`,
-              true,
-            ),
-          config.timeout,
-        ),
-        stats,
-        settle: { resolve, reject },
-      };
-      this.#pending.set(checkpointId, pending);
+    const pending = new PendingCheckpoint({ checkpointId, location, triggeredAt: this.#lastTriggerAt, stop, tasks: this.#tasks });
+    this.#pending.set(checkpointId, pending);
+    stats.reportPending(checkpointId, kind, pending.triggeredAt);
+    pending.expireAfter(config.timeout, () => {
+      const waiting = pending
+        .notYetAcknowledged()
+        .map((task) => this.#describe(task))
+        .join(', ');
+      this.#abort(pending, {
+        reason: 'CHECKPOINT_EXPIRED',
+        message: `it did not complete within checkpointing.timeout (${config.timeout} ms); no acknowledgement from ${waiting}`,
+      });
     });
-    this.#options.trigger(location, stop);
+    this.#gateway?.triggerCheckpoint(location, stop);
     this.#scheduleNext();
-    return promise;
+    return pending.promise;
   }
 
   async #complete(pending: PendingCheckpoint): Promise<void> {
-    const { storage, graph, config } = this.#options;
-    const operators: OperatorStateMetadata[] = graph.nodes.map((node) => {
-      const vertex = graph.vertices.find((candidate) => candidate.nodeIds.includes(node.id));
-      const subtasks = [...pending.acks.values()]
-        .filter((ack) => ack.vertexId === vertex?.id)
-        .map((ack) => {
-          const operator = ack.operators.find((entry) => entry.uid === node.uid);
-          return {
-            subtaskIndex: ack.subtaskIndex,
-            ...(operator?.keyed === undefined ? {} : { keyed: operator.keyed }),
-            ...(operator?.operator === undefined ? {} : { operator: operator.operator }),
-          };
-        })
-        .sort((a, b) => a.subtaskIndex - b.subtaskIndex);
-      return { uid: node.uid, name: node.name, parallelism: vertex?.parallelism ?? 1, subtasks };
-    });
-    const metadata: CheckpointMetadata = {
-      version: 1,
-      kind: pending.kind,
-      jobName: graph.jobName,
-      checkpointId: pending.checkpointId,
-      triggeredAt: pending.triggeredAt,
-      completedAt: Date.now(),
-      maxParallelism: graph.maxParallelism,
-      operators,
-      properties: {},
-    };
+    const { storage, graph, config, stats } = this.#options;
+    const metadata = pending.finalize(graph, Date.now());
     await storage.commitMetadata(pending.location, metadata);
     if (!this.#pending.has(pending.checkpointId)) {
-      // Aborted (timed out) while its metadata was written: it must not stay on disk as completed.
-      this.#housekeeping(`discarding ${pending.kind} ${pending.checkpointId}`, () => storage.discard(pending.location));
+      // Aborted (expired) while its metadata was written: it must not stay behind as completed.
+      this.#cleaner.discard(pending.location);
       return;
     }
-    clearTimeout(pending.timeout);
     this.#pending.delete(pending.checkpointId);
     this.#consecutiveFailures = 0;
     this.#lastCompletionAt = Date.now();
-    pending.stats.status = 'completed';
-    pending.stats.durationMs = this.#lastCompletionAt - pending.triggeredAt;
     const completed: CompletedCheckpoint = { checkpointId: pending.checkpointId, kind: pending.kind, location: pending.location, metadata };
     // A restart restores the latest completed snapshot, savepoints included: a savepoint's
     // transactions are committed, so restoring an older checkpoint would commit its records twice.
-    if (this.latestCompleted === undefined || completed.checkpointId > this.latestCompleted.checkpointId) this.latestCompleted = completed;
+    if (this.#latestCompleted === undefined || completed.checkpointId > this.#latestCompleted.checkpointId) this.#latestCompleted = completed;
     if (pending.kind === 'checkpoint') {
       // Checkpoints below this one are subsumed; pending ones below it can never be needed.
       for (const older of [...this.#pending.values()]) {
-        if (older.checkpointId < pending.checkpointId && older.kind === 'checkpoint')
-          this.#abort(older, `subsumed by checkpoint ${pending.checkpointId}`, false);
+        if (older.checkpointId < pending.checkpointId && older.kind === 'checkpoint') {
+          this.#abort(older, { reason: 'CHECKPOINT_SUBSUMED', message: `subsumed by checkpoint ${pending.checkpointId}` });
+        }
       }
     }
+    this.#trackCommits(completed.checkpointId);
     // The checkpoint exists from its metadata on: tell the tasks before any housekeeping.
-    this.#options.notifyComplete(pending.checkpointId);
-    pending.settle.resolve(completed);
-    if (pending.kind === 'checkpoint')
-      this.#housekeeping(`subsuming checkpoints below ${pending.checkpointId}`, () => new CompletedCheckpointStore(storage).subsume(config.retained));
+    this.#gateway?.notifyCheckpointComplete(pending.checkpointId);
+    stats.reportCompleted(pending.checkpointId, this.#lastCompletionAt);
+    pending.complete(completed);
+    if (pending.kind === 'checkpoint') this.#cleaner.subsume(pending.checkpointId, config.retained);
     this.#scheduleNext();
   }
 
-  #abort(pending: PendingCheckpoint, reason: string, countsAsFailure: boolean): void {
+  #trackCommits(checkpointId: number): void {
+    this.#commits.set(checkpointId, { notified: new Set(), waiters: [] });
+    for (const [id, tracking] of this.#commits) {
+      if (id <= checkpointId - TRACKED_COMMITS && tracking.waiters.length === 0) this.#commits.delete(id);
+    }
+  }
+
+  #abort(pending: PendingCheckpoint, failure: CheckpointFailure): void {
     if (!this.#pending.delete(pending.checkpointId)) return;
-    clearTimeout(pending.timeout);
-    pending.stats.status = 'aborted';
-    pending.stats.durationMs = Date.now() - pending.triggeredAt;
-    pending.stats.reason = reason;
-    const error = new WeirError('CHECKPOINT_ABORTED', `${pending.kind} ${pending.checkpointId} was aborted: ${reason}`, { fault: 'external', retriable: true });
-    pending.settle.reject(error);
-    this.#options.notifyAborted(pending.checkpointId);
-    this.#housekeeping(`discarding ${pending.kind} ${pending.checkpointId}`, () => this.#options.storage.discard(pending.location));
-    if (countsAsFailure) {
+    const now = Date.now();
+    const error = new WeirError('CHECKPOINT_ABORTED', `${pending.kind} ${pending.checkpointId} was aborted: ${failure.message}`, {
+      fault: 'external',
+      retriable: true,
+    });
+    this.#options.stats.reportFailed(pending.checkpointId, failure, now);
+    pending.abort(error);
+    this.#gateway?.notifyCheckpointAborted(pending.checkpointId);
+    this.#cleaner.discard(pending.location);
+    if (pending.kind === 'checkpoint' && countsTowardTolerableFailures(failure.reason)) {
       this.#consecutiveFailures++;
       const tolerable = this.#options.config.tolerableFailures;
       if (this.#consecutiveFailures > tolerable) {
-        this.#options.onFailure(
+        this.#gateway?.failJob(
           new WeirError(
             'TOO_MANY_CHECKPOINT_FAILURES',
             `${this.#consecutiveFailures} checkpoints failed in a row, more than checkpointing.tolerableFailures (${tolerable}); the last: ${error.message}`,
@@ -308,7 +288,13 @@ export class CheckpointCoordinator {
         );
       }
     }
-    this.#lastCompletionAt = Date.now();
+    this.#lastCompletionAt = now;
     this.#scheduleNext();
+  }
+
+  /** A task by name, as errors show it: `map -> sink (2/4)`. */
+  #describe(task: TaskId): string {
+    const vertex = this.#options.graph.vertices[task.vertexId];
+    return `${vertex?.name ?? `vertex ${task.vertexId}`} (${task.subtaskIndex + 1}/${vertex?.parallelism ?? '?'})`;
   }
 }

@@ -1,30 +1,15 @@
+import type { CheckpointFailure } from '../../checkpoint/checkpoint-failure-reason.ts';
 import type { OperatorSubtaskState } from '../../checkpoint/operator-subtask-state.ts';
 import type { StopMode } from '../../checkpoint/stop-mode.ts';
 import type { CheckpointLocation } from '../../checkpoint/storage/checkpoint-location.ts';
-import type { SubtaskStateMetadata } from '../../checkpoint/storage/checkpoint-metadata.ts';
 import type { EnvironmentConfig } from '../../core/config/environment-config.ts';
 import type { SerializedWeirError } from '../../core/errors/weir-error.ts';
 import type { JobGraph } from '../../graph/job-graph.ts';
 import type { TaskMetricsSnapshot } from '../metrics/task-metrics.ts';
 import type { ExecutionPlan } from './execution-plan.ts';
+import type { RestoreInfo } from './restore-info.ts';
 
-/** The state of one operator in the checkpoint a job restores from, as workers need it. */
-export interface RestoredOperatorState {
-  uid: string;
-  parallelism: number;
-  subtasks: SubtaskStateMetadata[];
-}
-
-export interface RestoreInfo {
-  checkpointId: number;
-  /** The checkpoint's (or savepoint's) folder; state handles are relative to it. */
-  folder: string;
-  maxParallelism: number;
-  operators: RestoredOperatorState[];
-  /** A savepoint whose transactions were committed before it was reported: its committables must not be committed again. */
-  transactionsCommitted: boolean;
-}
-
+/** What a worker thread starts from (its workerData, with the ports to the other workers). */
 export interface WorkerInit {
   workerIndex: number;
   jobModuleUrl: string;
@@ -34,11 +19,13 @@ export interface WorkerInit {
   plan: ExecutionPlan;
   attemptNumber: number;
   restore: RestoreInfo | undefined;
-  checkpointFolder: string | undefined;
+  /** The checkpoint storage's root (`checkpointing.storage`), undefined without checkpointing. */
+  checkpointStorage: string | undefined;
 }
 
 /** Main thread to worker. */
 export type ToWorker =
+  | { type: 'run' }
   | { type: 'trigger'; location: CheckpointLocation; stop?: StopMode }
   | { type: 'complete'; checkpointId: number }
   | { type: 'abort'; checkpointId: number }
@@ -48,7 +35,7 @@ export type ToWorker =
 export type FromWorker =
   | { type: 'ready'; workerIndex: number }
   | { type: 'ack'; checkpointId: number; vertexId: number; subtaskIndex: number; operators: OperatorSubtaskState[]; alignmentMs: number; bytes: number }
-  | { type: 'decline'; checkpointId: number; vertexId: number; subtaskIndex: number; reason: string }
+  | { type: 'decline'; checkpointId: number; vertexId: number; subtaskIndex: number; failure: CheckpointFailure }
   | { type: 'failed'; vertexName: string; subtaskIndex: number; error: SerializedWeirError }
   | { type: 'endOfData'; vertexId: number; subtaskIndex: number }
   | { type: 'notified'; checkpointId: number; vertexId: number; subtaskIndex: number }

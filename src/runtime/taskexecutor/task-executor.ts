@@ -37,7 +37,7 @@ export class TaskExecutor {
     const init = this.#init;
     const me = init.workerIndex;
     const job = await loadJobModule(init.jobModuleUrl);
-    const storage = init.checkpointFolder === undefined ? undefined : openCheckpointStorage(init.checkpointFolder);
+    const storage = init.checkpointStorage === undefined ? undefined : openCheckpointStorage(init.checkpointStorage);
     const uids = init.graph.nodes.map((node) => node.uid);
 
     for (const port of this.#peers.values()) {
@@ -113,6 +113,9 @@ export class TaskExecutor {
 
   handle(message: ToWorker): void {
     switch (message.type) {
+      case 'run':
+        this.run();
+        return;
       case 'trigger':
         for (const task of this.#tasks) if (task.env.vertex.isSource) task.triggerCheckpoint(message.location, message.stop);
         return;

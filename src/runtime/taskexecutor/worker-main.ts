@@ -13,10 +13,7 @@ if (port === null) throw new Error('worker-main runs only in a worker thread');
 const toMaster = (message: FromWorker) => port.postMessage(message);
 const executor = new TaskExecutor(init, peers, toMaster);
 
-port.on('message', (message: ToWorker | { type: 'run' }) => {
-  if (message.type === 'run') executor.run();
-  else executor.handle(message);
-});
+port.on('message', (message: ToWorker) => executor.handle(message));
 
 try {
   await executor.start();

@@ -1,0 +1,84 @@
+import { type CheckpointFailure, describeFailureReason } from './checkpoint-failure-reason.ts';
+
+/** One row of the checkpoint history (for the dashboard, the REST API and logs). */
+export interface CheckpointStats {
+  checkpointId: number;
+  kind: 'checkpoint' | 'savepoint';
+  status: 'pending' | 'completed' | 'aborted';
+  triggeredAt: number;
+  durationMs: number | undefined;
+  /** The state the tasks acknowledged, in bytes. */
+  bytes: number;
+  /** The longest barrier alignment of any task. */
+  alignmentMs: number;
+  /** Why it was aborted, in words. */
+  reason?: string;
+  /** Why it was aborted, for code. */
+  failure?: CheckpointFailure;
+}
+
+export interface CheckpointStatsListener {
+  onCompleted?(stats: CheckpointStats): void;
+  onFailed?(stats: CheckpointStats): void;
+}
+
+/** How many rows the history keeps. */
+export const CHECKPOINT_HISTORY_SIZE = 100;
+
+/**
+ * The statistics of a job's checkpoints (Flink's CheckpointStatsTracker): the coordinator reports
+ * each checkpoint as it is triggered, acknowledged, completed or aborted; the history keeps the
+ * latest {@link CHECKPOINT_HISTORY_SIZE} across restarts of the job, and the listener hears of each
+ * completion and failure (the job master logs them and turns them into job events).
+ */
+export class CheckpointStatsTracker {
+  readonly #history: CheckpointStats[] = [];
+  readonly #listener: CheckpointStatsListener;
+
+  constructor(listener: CheckpointStatsListener = {}) {
+    this.#listener = listener;
+  }
+
+  reportPending(checkpointId: number, kind: CheckpointStats['kind'], triggeredAt: number): void {
+    this.#history.push({ checkpointId, kind, status: 'pending', triggeredAt, durationMs: undefined, bytes: 0, alignmentMs: 0 });
+    if (this.#history.length > CHECKPOINT_HISTORY_SIZE) this.#history.shift();
+  }
+
+  reportAcknowledged(checkpointId: number, bytes: number, alignmentMs: number): void {
+    const stats = this.#row(checkpointId);
+    if (stats === undefined) return;
+    stats.bytes += bytes;
+    stats.alignmentMs = Math.max(stats.alignmentMs, alignmentMs);
+  }
+
+  reportCompleted(checkpointId: number, completedAt: number): void {
+    const stats = this.#row(checkpointId);
+    if (stats === undefined) return;
+    stats.status = 'completed';
+    stats.durationMs = completedAt - stats.triggeredAt;
+    this.#listener.onCompleted?.(stats);
+  }
+
+  reportFailed(checkpointId: number, failure: CheckpointFailure, failedAt: number): void {
+    const stats = this.#row(checkpointId);
+    if (stats === undefined) return;
+    stats.status = 'aborted';
+    stats.durationMs = failedAt - stats.triggeredAt;
+    stats.reason = failure.message === '' ? describeFailureReason(failure.reason) : failure.message;
+    stats.failure = failure;
+    this.#listener.onFailed?.(stats);
+  }
+
+  /** The latest rows, oldest first (copies). */
+  history(): CheckpointStats[] {
+    return this.#history.map((stats) => ({ ...stats }));
+  }
+
+  #row(checkpointId: number): CheckpointStats | undefined {
+    for (let i = this.#history.length - 1; i >= 0; i--) {
+      const stats = this.#history[i] as CheckpointStats;
+      if (stats.checkpointId === checkpointId) return stats;
+    }
+    return undefined;
+  }
+}

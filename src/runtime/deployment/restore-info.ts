@@ -1,0 +1,19 @@
+import type { SubtaskStateMetadata } from '../../checkpoint/storage/checkpoint-metadata.ts';
+
+/** The state of one operator in the checkpoint a job restores from, as workers need it. */
+export interface RestoredOperatorState {
+  uid: string;
+  parallelism: number;
+  subtasks: SubtaskStateMetadata[];
+}
+
+/** The checkpoint (or savepoint) an attempt restores, as every task of it needs it (Flink's JobManagerTaskRestore). */
+export interface RestoreInfo {
+  checkpointId: number;
+  /** The checkpoint's (or savepoint's) folder; state handles are relative to it. */
+  folder: string;
+  maxParallelism: number;
+  operators: RestoredOperatorState[];
+  /** A savepoint whose transactions were committed before it was reported: its committables must not be committed again. */
+  transactionsCommitted: boolean;
+}

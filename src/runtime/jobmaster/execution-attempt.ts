@@ -1,0 +1,209 @@
+import { setTimeout as sleep } from 'node:timers/promises';
+import { MessageChannel, type MessagePort, Worker } from 'node:worker_threads';
+import type { CheckpointCoordinator, CheckpointTaskGateway } from '../../checkpoint/checkpoint-coordinator.ts';
+import type { StopMode } from '../../checkpoint/stop-mode.ts';
+import type { CheckpointLocation } from '../../checkpoint/storage/checkpoint-location.ts';
+import type { CheckpointStorage } from '../../checkpoint/storage/checkpoint-storage.ts';
+import type { EnvironmentConfig } from '../../core/config/environment-config.ts';
+import { WeirError } from '../../core/errors/weir-error.ts';
+import type { JobGraph } from '../../graph/job-graph.ts';
+import { buildExecutionPlan } from '../deployment/execution-plan.ts';
+import type { RestoreInfo } from '../deployment/restore-info.ts';
+import type { FromWorker, ToWorker, WorkerInit } from '../deployment/worker-messages.ts';
+import type { JobMetrics } from '../metrics/job-metrics.ts';
+import { injectedFault } from './injected-fault.ts';
+
+export interface ExecutionAttemptOptions {
+  url: string;
+  config: EnvironmentConfig;
+  graph: JobGraph;
+  attemptNumber: number;
+  restore: RestoreInfo | undefined;
+  storage: CheckpointStorage | undefined;
+  /** The job's coordinator (undefined without checkpointing): this attempt attaches its tasks to it. */
+  coordinator: CheckpointCoordinator | undefined;
+  metrics: JobMetrics;
+  log: (line: string) => void;
+  /** Every worker has opened its tasks and they run. */
+  onRunning: () => void;
+}
+
+const WORKER_ENTRY = new URL(`../taskexecutor/worker-main${import.meta.url.endsWith('.ts') ? '.ts' : '.js'}`, import.meta.url);
+
+/**
+ * One run of the job's worker threads (Flink's execution attempt of the whole graph), from start or
+ * restore to its end or first failure: it starts the workers, wires their channels, attaches its
+ * tasks to the checkpoint coordinator and routes the tasks' messages to it, and after a bounded
+ * job's inputs end takes the final checkpoint.
+ */
+export class ExecutionAttempt implements CheckpointTaskGateway {
+  readonly #options: ExecutionAttemptOptions;
+  readonly #workers: Worker[] = [];
+  readonly #done: Promise<void>;
+  #fail!: (error: Error) => void;
+  #finish!: () => void;
+  #stopping = false;
+
+  constructor(options: ExecutionAttemptOptions) {
+    this.#options = options;
+    this.#done = new Promise<void>((resolve, reject) => {
+      this.#fail = reject;
+      this.#finish = resolve;
+    });
+    this.#done.catch(() => {}); // run() reports it
+  }
+
+  /** Runs the attempt: resolves when it finished (bounded input, stop, cancel), rejects with its first failure. */
+  async run(): Promise<void> {
+    const { config, graph, coordinator, log } = this.#options;
+    const plan = buildExecutionPlan(graph, config.workers);
+    let outcome: Error | undefined;
+    try {
+      const finished = this.#startWorkers(plan.workers, plan);
+      log(`running ${graph.vertices.map((vertex) => `${vertex.name} x${vertex.parallelism}`).join(', ')} on ${plan.workers} worker threads`);
+      try {
+        await this.#done;
+      } catch (error) {
+        outcome = error as Error;
+        throw error;
+      }
+      coordinator?.detach('CHECKPOINT_COORDINATOR_SHUTDOWN', new WeirError('JOB_STOPPED', 'the job stopped', { fault: 'internal' }));
+      await coordinator?.settled();
+      this.#stopping = true;
+      this.#broadcast({ type: 'finish' });
+      const deadline = Date.now() + 10_000;
+      while (finished.count < plan.workers && Date.now() < deadline) await sleep(10);
+    } finally {
+      coordinator?.detach(outcome === undefined ? 'CHECKPOINT_COORDINATOR_SHUTDOWN' : 'JOB_FAILOVER', outcome ?? new Error('the job stopped'));
+      await this.#terminate();
+    }
+  }
+
+  /** Ends the attempt as finished (after a stop-with-savepoint or a cancel). */
+  stop(): void {
+    this.#finish();
+  }
+
+  // --- the coordinator's view of this attempt's tasks (CheckpointTaskGateway) -------------
+
+  triggerCheckpoint(location: CheckpointLocation, stop: StopMode | undefined): void {
+    this.#broadcast(stop === undefined ? { type: 'trigger', location } : { type: 'trigger', location, stop });
+  }
+
+  notifyCheckpointComplete(checkpointId: number): void {
+    // The crash tests inject here: the metadata is durable, and no task has been told yet.
+    injectedFault('after-checkpoint-metadata', checkpointId);
+    this.#broadcast({ type: 'complete', checkpointId });
+  }
+
+  notifyCheckpointAborted(checkpointId: number): void {
+    this.#broadcast({ type: 'abort', checkpointId });
+  }
+
+  failJob(error: WeirError): void {
+    this.#fail(error);
+  }
+
+  // --- workers ---------------------------------------------------------------------------
+
+  #startWorkers(count: number, plan: ReturnType<typeof buildExecutionPlan>): { count: number } {
+    const { url, config, graph, attemptNumber, restore, storage } = this.#options;
+    const ports = new Map<number, Map<number, MessagePort>>();
+    for (let a = 0; a < count; a++) ports.set(a, new Map());
+    for (let a = 0; a < count; a++) {
+      for (let b = a + 1; b < count; b++) {
+        const channel = new MessageChannel();
+        ports.get(a)?.set(b, channel.port1);
+        ports.get(b)?.set(a, channel.port2);
+      }
+    }
+    const finished = { count: 0 };
+    const onMessage = this.#router(count, finished);
+    for (let index = 0; index < count; index++) {
+      const peers = ports.get(index) as Map<number, MessagePort>;
+      const init: WorkerInit = {
+        workerIndex: index,
+        jobModuleUrl: url,
+        jobName: graph.jobName,
+        config,
+        graph,
+        plan,
+        attemptNumber,
+        restore,
+        checkpointStorage: storage?.root,
+      };
+      const worker = new Worker(WORKER_ENTRY, { workerData: { init, peers }, transferList: [...peers.values()], execArgv: [] });
+      worker.on('message', onMessage);
+      worker.on('error', (error) => this.#fail(error));
+      worker.on('exit', (code) => {
+        if (!this.#stopping) this.#fail(new WeirError('WORKER_EXITED', `worker thread ${index} exited (code ${code})`, { fault: 'internal' }));
+      });
+      this.#workers.push(worker);
+    }
+    return finished;
+  }
+
+  /** What the workers' tasks tell the job master, routed to the coordinator and the metrics. */
+  #router(workers: number, finished: { count: number }): (message: FromWorker) => void {
+    const { graph, coordinator, metrics, log, onRunning } = this.#options;
+    const totalTasks = graph.vertices.reduce((sum, vertex) => sum + vertex.parallelism, 0);
+    const ended = new Set<string>();
+    let ready = 0;
+    return (message) => {
+      switch (message.type) {
+        case 'ready':
+          if (++ready === workers) {
+            this.#broadcast({ type: 'run' });
+            coordinator?.attach(this);
+            coordinator?.startCheckpointScheduler();
+            onRunning();
+          }
+          return;
+        case 'ack':
+          coordinator?.receiveAcknowledge(message.checkpointId, message, message.operators, message.alignmentMs, message.bytes);
+          return;
+        case 'decline':
+          coordinator?.receiveDecline(message.checkpointId, message, message.failure);
+          return;
+        case 'failed':
+          this.#fail(WeirError.fromSerialized(message.error));
+          return;
+        case 'endOfData':
+          ended.add(`${message.vertexId}/${message.subtaskIndex}`);
+          if (ended.size < totalTasks) return;
+          if (coordinator === undefined) {
+            this.#finish();
+            return;
+          }
+          // Bounded input is done: a final checkpoint lets the two-phase-commit sinks commit the rest.
+          // No periodic checkpoint may overtake (and so subsume) it.
+          coordinator.stopCheckpointScheduler();
+          log('every input has ended: taking the final checkpoint');
+          coordinator
+            .triggerCheckpoint('checkpoint')
+            .then((completed) => coordinator.whenCommitted(completed.checkpointId))
+            .then(() => this.#finish())
+            .catch((error: Error) => this.#fail(error));
+          return;
+        case 'notified':
+          coordinator?.receiveNotified(message.checkpointId, message);
+          return;
+        case 'metrics':
+          metrics.update(message.tasks);
+          return;
+        case 'finished':
+          finished.count++;
+          return;
+      }
+    };
+  }
+
+  #broadcast(message: ToWorker): void {
+    for (const worker of this.#workers) worker.postMessage(message);
+  }
+
+  async #terminate(): Promise<void> {
+    this.#stopping = true;
+    await Promise.all(this.#workers.map((worker) => worker.terminate()));
+  }
+}

@@ -1,0 +1,69 @@
+import type { CompletedCheckpoint } from '../../checkpoint/completed-checkpoint.ts';
+import type { CheckpointStorage, StoredCheckpointMetadata } from '../../checkpoint/storage/checkpoint-storage.ts';
+import { CompletedCheckpointStore } from '../../checkpoint/storage/completed-checkpoint-store.ts';
+import { openCheckpointStorage } from '../../checkpoint/storage/open-checkpoint-storage.ts';
+import { WeirError } from '../../core/errors/weir-error.ts';
+import type { JobGraph } from '../../graph/job-graph.ts';
+import type { RestoreInfo } from '../deployment/restore-info.ts';
+
+/**
+ * Where a job starts from (Flink's SavepointRestoreSettings and restore of the latest checkpoint):
+ * the savepoint or checkpoint it was told to start from, else the latest completed snapshot of its
+ * checkpoint storage (savepoints included), else nothing (`fresh` skips the storage). What it finds
+ * must fit the job: the same maxParallelism, and every operator that has state still there by uid.
+ */
+export async function findRestorePoint(
+  graph: JobGraph,
+  storage: CheckpointStorage | undefined,
+  options: { fromSavepoint?: string | undefined; fresh?: boolean | undefined },
+): Promise<RestoreInfo | undefined> {
+  let restored: StoredCheckpointMetadata | undefined;
+  if (options.fromSavepoint !== undefined) {
+    // readMetadata reads the location it is given; it needs no particular storage root.
+    restored = await (storage ?? openCheckpointStorage(options.fromSavepoint)).readMetadata(options.fromSavepoint);
+  } else if (!options.fresh && storage !== undefined) {
+    restored = await new CompletedCheckpointStore(storage).latest();
+  }
+  if (restored === undefined) return undefined;
+  validateRestore(graph, restored);
+  const committed =
+    restored.kind === 'savepoint' && (await (storage ?? openCheckpointStorage(restored.location.path)).isMarkedCommitted(restored.location.path));
+  return restoreInfoOf(restored, committed);
+}
+
+/** What a restart restores after a failure: the latest snapshot completed in this job's life. */
+export function restoreAfterFailure(latest: CompletedCheckpoint): RestoreInfo {
+  return restoreInfoOf({ ...latest.metadata, location: latest.location }, false);
+}
+
+function restoreInfoOf(metadata: StoredCheckpointMetadata, transactionsCommitted: boolean): RestoreInfo {
+  return {
+    transactionsCommitted,
+    checkpointId: metadata.checkpointId,
+    folder: metadata.location.path,
+    maxParallelism: metadata.maxParallelism,
+    operators: metadata.operators.map((operator) => ({ uid: operator.uid, parallelism: operator.parallelism, subtasks: operator.subtasks })),
+  };
+}
+
+function validateRestore(graph: JobGraph, restored: StoredCheckpointMetadata): void {
+  const what = `${restored.kind} ${restored.checkpointId} (${restored.location.path})`;
+  if (restored.maxParallelism !== graph.maxParallelism) {
+    throw new WeirError(
+      'MAX_PARALLELISM_CHANGED',
+      `${what} was taken with maxParallelism ${restored.maxParallelism}, the job now has ${graph.maxParallelism}`,
+      {
+        hint: `set maxParallelism back to ${restored.maxParallelism}: it is fixed for the life of a job`,
+      },
+    );
+  }
+  const uids = new Set(graph.nodes.map((node) => node.uid));
+  for (const operator of restored.operators) {
+    const hasState = operator.subtasks.some((subtask) => subtask.keyed !== undefined || subtask.operator !== undefined);
+    if (hasState && !uids.has(operator.uid)) {
+      throw new WeirError('UNKNOWN_OPERATOR_STATE', `${what} holds state of operator uid "${operator.uid}" (${operator.name}), which the job does not have`, {
+        hint: 'give the operator that owns this state the same uid again, or start with --fresh to drop all state',
+      });
+    }
+  }
+}

@@ -1,0 +1,63 @@
+import type { CheckpointStorage } from '../../checkpoint/storage/checkpoint-storage.ts';
+import { HeapKeyedStateBackend } from '../../state/heap-keyed-state-backend.ts';
+import { keyGroupRangeIntersection, keyGroupRangeSize } from '../../state/key-group-range.ts';
+import { computeKeyGroupRangeForOperatorIndex } from '../../state/key-group-range-assignment.ts';
+import { OperatorStateBackend } from '../../state/operator-state-backend.ts';
+import type { RestoreInfo } from '../deployment/restore-info.ts';
+
+export interface StateInitializerOptions {
+  maxParallelism: number;
+  parallelism: number;
+  subtaskIndex: number;
+  restore: RestoreInfo | undefined;
+  storage: CheckpointStorage | undefined;
+}
+
+/**
+ * Builds the state backends of a task's operators, restored from the checkpoint the attempt starts
+ * from (Flink's StreamTaskStateInitializer): keyed state by key group, so a subtask reads only the
+ * old subtasks' files whose key-group ranges overlap its own (any parallelism restores any other);
+ * operator state redistributed over the new parallelism.
+ */
+export class StreamTaskStateInitializer {
+  readonly #options: StateInitializerOptions;
+  readonly #restoredUids: ReadonlySet<string>;
+
+  constructor(options: StateInitializerOptions) {
+    this.#options = options;
+    this.#restoredUids = new Set(options.restore?.operators.map((operator) => operator.uid) ?? []);
+  }
+
+  /** Whether the checkpoint the task restores holds this operator (a source then keeps its restored splits). */
+  isRestored(uid: string): boolean {
+    return this.#restoredUids.has(uid);
+  }
+
+  async keyedStateBackend(uid: string, operatorName: string): Promise<HeapKeyedStateBackend> {
+    const { maxParallelism, parallelism, subtaskIndex, restore, storage } = this.#options;
+    const range = computeKeyGroupRangeForOperatorIndex(maxParallelism, parallelism, subtaskIndex);
+    const backend = new HeapKeyedStateBackend({ maxParallelism, keyGroupRange: range, operatorName });
+    const restored = restore?.operators.find((operator) => operator.uid === uid);
+    if (restore === undefined || restored === undefined || storage === undefined) return backend;
+    const snapshots: Uint8Array[] = [];
+    for (const subtask of restored.subtasks) {
+      if (subtask.keyed === undefined) continue;
+      const oldRange = computeKeyGroupRangeForOperatorIndex(restore.maxParallelism, restored.parallelism, subtask.subtaskIndex);
+      if (keyGroupRangeSize(keyGroupRangeIntersection(oldRange, range)) === 0) continue;
+      snapshots.push(await storage.readState(restore.folder, subtask.keyed));
+    }
+    backend.restore(snapshots);
+    return backend;
+  }
+
+  async operatorStateBackend(uid: string): Promise<OperatorStateBackend> {
+    const { parallelism, subtaskIndex, restore, storage } = this.#options;
+    const restored = restore?.operators.find((operator) => operator.uid === uid);
+    if (restore === undefined || restored === undefined || storage === undefined) return new OperatorStateBackend();
+    const snapshots: Uint8Array[] = [];
+    for (const subtask of [...restored.subtasks].sort((a, b) => a.subtaskIndex - b.subtaskIndex)) {
+      if (subtask.operator !== undefined) snapshots.push(await storage.readState(restore.folder, subtask.operator));
+    }
+    return OperatorStateBackend.restoreFor(snapshots, parallelism, subtaskIndex);
+  }
+}
