@@ -6,52 +6,52 @@ import { WeirError } from '../core/errors/weir-error.ts';
  */
 export class DataInputDeserializer {
   readonly source: string;
-  private readonly bytes: Buffer;
+  readonly #bytes: Buffer;
   position: number;
-  private readonly end: number;
+  readonly #end: number;
 
   constructor(bytes: Uint8Array, source: string, start = 0, end = bytes.length) {
-    this.bytes = Buffer.from(bytes.buffer, bytes.byteOffset, bytes.byteLength);
+    this.#bytes = Buffer.from(bytes.buffer, bytes.byteOffset, bytes.byteLength);
     this.source = source;
     this.position = start;
-    this.end = end;
+    this.#end = end;
   }
 
   get remaining(): number {
-    return this.end - this.position;
+    return this.#end - this.position;
   }
 
-  private take(count: number, what: string): number {
+  #take(count: number, what: string): number {
     const at = this.position;
-    if (count > this.end - at) throw this.corrupt(`it ends inside ${what} (at byte ${at}, ${count} bytes needed, ${this.end - at} left)`);
+    if (count > this.#end - at) throw this.corrupt(`it ends inside ${what} (at byte ${at}, ${count} bytes needed, ${this.#end - at} left)`);
     this.position = at + count;
     return at;
   }
 
   readUint8(what: string): number {
-    return this.bytes[this.take(1, what)]!;
+    return this.#bytes[this.#take(1, what)]!;
   }
 
   readUint16(what: string): number {
-    return this.bytes.readUInt16LE(this.take(2, what));
+    return this.#bytes.readUInt16LE(this.#take(2, what));
   }
 
   readUint32(what: string): number {
-    return this.bytes.readUInt32LE(this.take(4, what));
+    return this.#bytes.readUInt32LE(this.#take(4, what));
   }
 
   readInt32(what: string): number {
-    return this.bytes.readInt32LE(this.take(4, what));
+    return this.#bytes.readInt32LE(this.#take(4, what));
   }
 
   readFloat64(what: string): number {
-    return this.bytes.readDoubleLE(this.take(8, what));
+    return this.#bytes.readDoubleLE(this.#take(8, what));
   }
 
   /** A view of the next `count` bytes. */
   readBytes(count: number, what: string): Buffer {
-    const at = this.take(count, what);
-    return this.bytes.subarray(at, at + count);
+    const at = this.#take(count, what);
+    return this.#bytes.subarray(at, at + count);
   }
 
   readString(what: string): string {
@@ -65,7 +65,7 @@ export class DataInputDeserializer {
 
   /** A view of bytes `[start, end)` of the whole input, without moving. */
   slice(start: number, end: number): Buffer {
-    return this.bytes.subarray(start, end);
+    return this.#bytes.subarray(start, end);
   }
 
   /** The error for a snapshot that is not what it should be. */

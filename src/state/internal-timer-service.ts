@@ -45,33 +45,33 @@ function timerId(timestamp: number, namespace: string): number | string {
  */
 export class InternalTimerService {
   readonly domain: TimeDomain;
-  private readonly context: InternalKeyContext;
-  private readonly queue = new HeapPriorityQueue<TimerHeapInternalTimer>(compareTimers);
+  readonly #context: InternalKeyContext;
+  readonly #queue = new HeapPriorityQueue<TimerHeapInternalTimer>(compareTimers);
   /** Indexed by key group minus the range start. */
   readonly groups: (Map<StateKey, Map<number | string, TimerHeapInternalTimer>> | undefined)[];
-  private nextSequence = 0;
-  private readonly description: string;
+  #nextSequence = 0;
+  readonly #description: string;
 
   constructor(domain: TimeDomain, context: InternalKeyContext, keyGroupCount: number) {
     this.domain = domain;
-    this.context = context;
+    this.#context = context;
     this.groups = new Array(keyGroupCount).fill(undefined);
-    this.description = `a ${domain}-time timer`;
+    this.#description = `a ${domain}-time timer`;
   }
 
   get size(): number {
-    return this.queue.size;
+    return this.#queue.size;
   }
 
   /** Registers a timer for the current key; returns false when it already existed. */
   register(timestamp: number, namespace: string = VOID_NAMESPACE): boolean {
     if (typeof timestamp !== 'number' || !Number.isFinite(timestamp)) {
-      throw new WeirError('INVALID_TIMER', `${this.description} of operator "${this.context.operatorName}" was registered for ${timestamp}`, {
+      throw new WeirError('INVALID_TIMER', `${this.#description} of operator "${this.#context.operatorName}" was registered for ${timestamp}`, {
         hint: 'register timers for a finite timestamp in milliseconds',
       });
     }
-    const context = this.context;
-    return this.add(context.currentKey as StateKey, timestamp, namespace, context.requireKeyGroupIndex(this.description));
+    const context = this.#context;
+    return this.add(context.currentKey as StateKey, timestamp, namespace, context.requireKeyGroupIndex(this.#description));
   }
 
   /** Adds a timer for `key` in the key group at `keyGroupIndex`; returns false when it already existed. */
@@ -89,44 +89,44 @@ export class InternalTimerService {
     } else if (timers.has(id)) {
       return false;
     }
-    const timer = new TimerHeapInternalTimer(key, timestamp, namespace, keyGroupIndex, this.nextSequence++);
+    const timer = new TimerHeapInternalTimer(key, timestamp, namespace, keyGroupIndex, this.#nextSequence++);
     timers.set(id, timer);
-    this.queue.add(timer);
+    this.#queue.add(timer);
     return true;
   }
 
   /** Deletes the current key's timer at `timestamp` in `namespace`; returns whether there was one. */
   delete(timestamp: number, namespace: string = VOID_NAMESPACE): boolean {
-    const context = this.context;
-    const index = context.requireKeyGroupIndex(this.description);
+    const context = this.#context;
+    const index = context.requireKeyGroupIndex(this.#description);
     const timers = this.groups[index]?.get(context.currentKey as StateKey);
     const timer = timers?.get(timerId(timestamp, namespace));
     if (timer === undefined) return false;
-    this.forget(timer);
-    this.queue.remove(timer);
+    this.#forget(timer);
+    this.#queue.remove(timer);
     return true;
   }
 
   /** The earliest timestamp of any timer, or undefined. */
   nextTimestamp(): number | undefined {
-    return this.queue.peek()?.timestamp;
+    return this.#queue.peek()?.timestamp;
   }
 
   /** Takes out the earliest timer if its timestamp is at most `time`. */
   pollUpTo(time: number): TimerHeapInternalTimer | undefined {
-    const head = this.queue.peek();
+    const head = this.#queue.peek();
     if (head === undefined || head.timestamp > time) return undefined;
-    this.queue.poll();
-    this.forget(head);
+    this.#queue.poll();
+    this.#forget(head);
     return head;
   }
 
   /** Whether there are no timers. */
   isEmpty(): boolean {
-    return this.queue.size === 0;
+    return this.#queue.size === 0;
   }
 
-  private forget(timer: TimerHeapInternalTimer): void {
+  #forget(timer: TimerHeapInternalTimer): void {
     const group = this.groups[timer.keyGroupIndex]!;
     const timers = group.get(timer.key)!;
     timers.delete(timerId(timer.timestamp, timer.namespace));

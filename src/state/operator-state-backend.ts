@@ -41,47 +41,47 @@ function modeLabel(mode: OperatorStateDistributionMode): string {
  * ```
  */
 export class OperatorStateBackend implements OperatorStateStore {
-  private readonly states = new Map<string, PartitionableListState<unknown>>();
+  readonly #states = new Map<string, PartitionableListState<unknown>>();
   /** Names asked for by getListState / getUnionListState (restored states are not, until asked). */
-  private readonly registered = new Set<string>();
+  readonly #registered = new Set<string>();
 
   /** List state redistributed evenly when the parallelism changes (Flink's SPLIT_DISTRIBUTE). */
   getListState<T>(name: string): ListState<T> {
-    return this.getPartitionable(name, 'split') as PartitionableListState<T>;
+    return this.#getPartitionable(name, 'split') as PartitionableListState<T>;
   }
 
   /** List state every subtask gets in full on restore (Flink's UNION). */
   getUnionListState<T>(name: string): ListState<T> {
-    return this.getPartitionable(name, 'union') as PartitionableListState<T>;
+    return this.#getPartitionable(name, 'union') as PartitionableListState<T>;
   }
 
   /** The names of all states, asked for or restored. */
   stateNames(): string[] {
-    return [...this.states.keys()];
+    return [...this.#states.keys()];
   }
 
-  private getPartitionable(name: string, mode: OperatorStateDistributionMode): PartitionableListState<unknown> {
+  #getPartitionable(name: string, mode: OperatorStateDistributionMode): PartitionableListState<unknown> {
     if (typeof name !== 'string' || name.length === 0) {
       throw new WeirError('INVALID_STATE_NAME', `operator ${modeLabel(mode)} needs a name, got ${JSON.stringify(name)}`, {
         hint: 'give every state a non-empty name, unique within its operator; it identifies the state in checkpoints',
       });
     }
-    const existing = this.states.get(name);
+    const existing = this.#states.get(name);
     if (existing === undefined) {
       const state = new PartitionableListState<unknown>(name, mode);
-      this.states.set(name, state);
-      this.registered.add(name);
+      this.#states.set(name, state);
+      this.#registered.add(name);
       return state;
     }
     if (existing.mode !== mode) {
-      const message = this.registered.has(name)
+      const message = this.#registered.has(name)
         ? `operator state "${name}" is used both as ${modeLabel(existing.mode)} and as ${modeLabel(mode)}`
         : `operator state "${name}" is asked for as ${modeLabel(mode)}, but the restored checkpoint holds it as ${modeLabel(existing.mode)}`;
       throw new WeirError('STATE_KIND_MISMATCH', message, {
-        hint: this.registered.has(name) ? 'give each state its own name' : 'a state keeps its kind for the life of a job; give the new state a new name',
+        hint: this.#registered.has(name) ? 'give each state its own name' : 'a state keeps its kind for the life of a job; give the new state a new name',
       });
     }
-    this.registered.add(name);
+    this.#registered.add(name);
     return existing;
   }
 
@@ -90,8 +90,8 @@ export class OperatorStateBackend implements OperatorStateStore {
     const out = new DataOutputSerializer(256);
     out.writeBytes(OPERATOR_STATE_MAGIC);
     out.writeUint16(OPERATOR_STATE_FORMAT_VERSION);
-    out.writeUint32(this.states.size);
-    for (const state of this.states.values()) {
+    out.writeUint32(this.#states.size);
+    for (const state of this.#states.values()) {
       const entries = state.get();
       out.writeUint8(MODE_CODES[state.mode]);
       out.writeString(state.name);
@@ -138,7 +138,7 @@ export class OperatorStateBackend implements OperatorStateStore {
       if (mode === 'union') entries = perSubtask.flat();
       else if (sameParallelism) entries = perSubtask[subtaskIndex]!;
       else entries = splitShare(perSubtask.flat(), newParallelism, subtaskIndex);
-      backend.states.set(name, new PartitionableListState(name, mode, entries));
+      backend.#states.set(name, new PartitionableListState(name, mode, entries));
     }
     return backend;
   }

@@ -11,31 +11,31 @@ export type OperatorStateDistributionMode = 'split' | 'union';
 export class PartitionableListState<T> implements ListState<T> {
   readonly name: string;
   readonly mode: OperatorStateDistributionMode;
-  private list: T[];
+  #list: T[];
 
   constructor(name: string, mode: OperatorStateDistributionMode, entries: T[] = []) {
     this.name = name;
     this.mode = mode;
-    this.list = entries;
+    this.#list = entries;
   }
 
   get(): T[] {
-    return this.list;
+    return this.#list;
   }
 
   add(value: T): void {
-    this.list.push(value);
+    this.#list.push(value);
   }
 
   addAll(values: T[]): void {
-    for (const value of values) this.list.push(value);
+    for (const value of values) this.#list.push(value);
   }
 
   update(values: T[]): void {
-    this.list = values.slice();
+    this.#list = values.slice();
   }
 
   clear(): void {
-    this.list = [];
+    this.#list = [];
   }
 }

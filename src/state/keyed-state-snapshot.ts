@@ -1,0 +1,274 @@
+import { WeirError } from '../core/errors/weir-error.ts';
+import type { StateKey } from '../core/state/state-key.ts';
+import type { StateKind } from '../core/state/state-types.ts';
+import type { TimeDomain } from '../core/time/time-domain.ts';
+import { DataInputDeserializer } from './data-input-deserializer.ts';
+import { DataOutputSerializer } from './data-output-serializer.ts';
+import { formatKey } from './format-key.ts';
+import type { InternalKeyContext } from './internal-key-context.ts';
+import { type InternalTimerService, VOID_NAMESPACE } from './internal-timer-service.ts';
+import { formatKeyGroupRange, type KeyGroupRange, keyGroupRange, keyGroupRangeContains } from './key-group-range.ts';
+import { assignToKeyGroup } from './key-group-range-assignment.ts';
+import {
+  checksum,
+  deserializeStateValue,
+  KEYED_STATE_FORMAT_VERSION,
+  KEYED_STATE_MAGIC,
+  readSnapshotHeader,
+  serializeStateValue,
+  stateKindCode,
+  stateKindOfCode,
+} from './state-snapshot-format.ts';
+import { StateTable } from './state-table.ts';
+
+/** What the snapshot format reads and writes of a heap keyed state backend. */
+export interface KeyedStateContents {
+  maxParallelism: number;
+  keyGroupRange: KeyGroupRange;
+  operatorName: string;
+  keyGroupCount: number;
+  tables: Map<string, StateTable>;
+  /** Processing-time timers, then event-time timers. */
+  timers: readonly [InternalTimerService, InternalTimerService];
+  context: InternalKeyContext;
+}
+
+const TIME_DOMAINS: readonly TimeDomain[] = ['processing', 'event'];
+const SECTION_INDEX_ENTRY_BYTES = 16;
+
+/**
+ * The keyed state snapshot of one subtask: its state and timers, per key group.
+ *
+ * Snapshot format (version 2, integers little-endian):
+ * ```
+ * "WKSB"                      magic, 4 bytes
+ * uint16                      format version
+ * uint32                      maxParallelism
+ * int32 int32                 key-group range start, end (inclusive) of the backend that wrote it
+ * uint32 S, S x {uint8 kind, uint32 length + UTF-8 name}
+ *                             the states; kind 1 value, 2 list, 3 map, 4 reducing, 5 aggregating
+ * uint32 N, N x {uint32 keyGroup, uint32 offset, uint32 length, uint32 crc32}
+ *                             index of the key-group sections, ascending key group; offset from the
+ *                             start of the snapshot; only key groups holding data have a section
+ * uint32                      crc32 of every byte above
+ * sections, each:
+ *   uint32 M, M x {uint32 state index, uint32 entry count, uint32 length + v8([k0, v0, k1, v1...])}
+ *   2 x {uint32 timer count, uint32 length + v8([k0, t0, n0, k1, t1, n1...]) (length 0 if no timers)}
+ *                             processing-time timers, then event-time timers: key, timestamp and
+ *                             namespace ('' for a process function's own timers, the window for a
+ *                             window operator's)
+ * ```
+ * Version 1 (before timer namespaces) wrote timers as pairs `[k0, t0, ...]`; it is still read, its
+ * timers restored into the void namespace.
+ * Restore reads the header and index, then only the sections of key groups it owns.
+ */
+export function writeKeyedStateSnapshot(contents: KeyedStateContents): Uint8Array {
+  const tables = [...contents.tables.values()];
+  const header = new DataOutputSerializer(256);
+  header.writeBytes(KEYED_STATE_MAGIC);
+  header.writeUint16(KEYED_STATE_FORMAT_VERSION);
+  header.writeUint32(contents.maxParallelism);
+  header.writeInt32(contents.keyGroupRange.start);
+  header.writeInt32(contents.keyGroupRange.end);
+  header.writeUint32(tables.length);
+  for (const table of tables) {
+    header.writeUint8(stateKindCode(table.kind));
+    header.writeString(table.name);
+  }
+
+  const body = new DataOutputSerializer(4096);
+  const sections: { keyGroup: number; offset: number; length: number; crc: number }[] = [];
+  const flat: unknown[] = [];
+  for (let index = 0; index < contents.keyGroupCount; index++) {
+    const start = body.length;
+    let tablesWithData = 0;
+    for (const table of tables) if ((table.groups[index]?.size ?? 0) > 0) tablesWithData++;
+    const timerGroups = [contents.timers[0].groups[index], contents.timers[1].groups[index]];
+    if (tablesWithData === 0 && timerGroups.every((group) => group === undefined || group.size === 0)) continue;
+    body.writeUint32(tablesWithData);
+    for (let t = 0; t < tables.length; t++) {
+      const table = tables[t]!;
+      const group = table.groups[index];
+      if (group === undefined || group.size === 0) continue;
+      flat.length = 0;
+      for (const [key, value] of group) flat.push(key, value);
+      body.writeUint32(t);
+      body.writeUint32(group.size);
+      body.writeBlob(serializeStateValue(flat, `${table.description} of operator "${contents.operatorName}"`));
+    }
+    for (let d = 0; d < TIME_DOMAINS.length; d++) {
+      flat.length = 0;
+      const group = timerGroups[d];
+      if (group !== undefined) for (const [key, timers] of group) for (const timer of timers.values()) flat.push(key, timer.timestamp, timer.namespace);
+      body.writeUint32(flat.length / 3);
+      if (flat.length === 0) body.writeUint32(0);
+      else body.writeBlob(serializeStateValue(flat, `the ${TIME_DOMAINS[d]}-time timers of operator "${contents.operatorName}"`));
+    }
+    const length = body.length - start;
+    sections.push({ keyGroup: index + contents.keyGroupRange.start, offset: start, length, crc: checksum(body.view(start, start + length)) });
+  }
+
+  const headerLength = header.length + 4 + sections.length * SECTION_INDEX_ENTRY_BYTES + 4;
+  if (headerLength + body.length > 0xffffffff) {
+    throw new WeirError('STATE_TOO_LARGE', `operator "${contents.operatorName}": the keyed state snapshot would exceed 4 GiB`, {
+      hint: 'raise the parallelism of the operator so each subtask holds less state',
+    });
+  }
+  header.writeUint32(sections.length);
+  for (const section of sections) {
+    header.writeUint32(section.keyGroup);
+    header.writeUint32(headerLength + section.offset);
+    header.writeUint32(section.length);
+    header.writeUint32(section.crc);
+  }
+  header.writeUint32(checksum(header.view()));
+  const out = new Uint8Array(header.length + body.length);
+  out.set(header.view(), 0);
+  out.set(body.view(), header.length);
+  return out;
+}
+
+/** Loads the key groups the backend owns from snapshots of any earlier parallelism (one per old subtask, in any order). */
+export function restoreKeyedStateSnapshots(contents: KeyedStateContents, snapshots: readonly Uint8Array[]): void {
+  const restoredFrom = new Map<number, number>();
+  for (let s = 0; s < snapshots.length; s++) {
+    const source = `keyed state snapshot ${s + 1} of ${snapshots.length} for operator "${contents.operatorName}"`;
+    restoreOne(contents, new DataInputDeserializer(snapshots[s]!, source), s, restoredFrom);
+  }
+}
+
+function restoreOne(contents: KeyedStateContents, input: DataInputDeserializer, snapshotIndex: number, restoredFrom: Map<number, number>): void {
+  const version = readSnapshotHeader(input, KEYED_STATE_MAGIC, 'keyed state', KEYED_STATE_FORMAT_VERSION);
+  const maxParallelism = input.readUint32('maxParallelism');
+  const start = input.readInt32('the key-group range');
+  const end = input.readInt32('the key-group range');
+  const stateCount = input.readUint32('the state count');
+  const states: { kind: StateKind; name: string }[] = [];
+  for (let i = 0; i < stateCount; i++) {
+    const kind = stateKindOfCode(input.readUint8('a state kind'), input);
+    states.push({ kind, name: input.readString('a state name') });
+  }
+  const sectionCount = input.readUint32('the section count');
+  if (sectionCount * SECTION_INDEX_ENTRY_BYTES > input.remaining) throw input.corrupt(`it ends inside the index of ${sectionCount} key groups`);
+  const index: { keyGroup: number; offset: number; length: number; crc: number }[] = [];
+  for (let i = 0; i < sectionCount; i++) {
+    index.push({
+      keyGroup: input.readUint32('the index'),
+      offset: input.readUint32('the index'),
+      length: input.readUint32('the index'),
+      crc: input.readUint32('the index'),
+    });
+  }
+  const headerEnd = input.position;
+  if (input.readUint32('the header checksum') !== checksum(input.slice(0, headerEnd))) throw input.corrupt('the header checksum does not match');
+
+  if (maxParallelism !== contents.maxParallelism) {
+    throw new WeirError(
+      'MAX_PARALLELISM_CHANGED',
+      `the checkpoint was taken with maxParallelism ${maxParallelism}, the job now has ${contents.maxParallelism}: maxParallelism is fixed for the life of a job`,
+      { hint: `set maxParallelism back to ${maxParallelism} to restore this checkpoint (operator "${contents.operatorName}")` },
+    );
+  }
+  const written = keyGroupRange(start, end);
+  if (end >= start && (start < 0 || end >= maxParallelism)) throw input.corrupt(`its key-group range ${start}-${end} is not inside [0, ${maxParallelism})`);
+
+  const tables = states.map(({ kind, name }) => restoredTable(contents, name, kind, input.source));
+  const snapshotEnd = input.position + input.remaining;
+  for (const { keyGroup, offset, length, crc } of index) {
+    if (!keyGroupRangeContains(written, keyGroup)) throw input.corrupt(`it has key group ${keyGroup}, outside its range ${formatKeyGroupRange(written)}`);
+    if (!keyGroupRangeContains(contents.keyGroupRange, keyGroup)) continue;
+    const earlier = restoredFrom.get(keyGroup);
+    if (earlier !== undefined) {
+      throw new WeirError(
+        'DUPLICATE_KEY_GROUP',
+        `key group ${keyGroup} is in keyed state snapshots ${earlier + 1} and ${snapshotIndex + 1} for operator "${contents.operatorName}"`,
+        {
+          fault: 'internal',
+          hint: 'each key group must come from exactly one snapshot of the checkpoint',
+        },
+      );
+    }
+    restoredFrom.set(keyGroup, snapshotIndex);
+    if (offset < headerEnd + 4 || offset + length > snapshotEnd)
+      throw input.corrupt(`key group ${keyGroup}'s section (${offset}+${length}) is outside the snapshot`);
+    if (checksum(input.slice(offset, offset + length)) !== crc) throw input.corrupt(`the checksum of key group ${keyGroup} does not match`);
+    const section = new DataInputDeserializer(input.slice(0, snapshotEnd), input.source, offset, offset + length);
+    restoreSection(contents, section, keyGroup, tables, version);
+    if (section.remaining !== 0) throw section.corrupt(`key group ${keyGroup} has ${section.remaining} bytes too many`);
+  }
+}
+
+function restoredTable(contents: KeyedStateContents, name: string, kind: StateKind, source: string): StateTable {
+  const table = contents.tables.get(name);
+  if (table === undefined) {
+    const created = new StateTable(name, kind, contents.context, contents.keyGroupCount);
+    contents.tables.set(name, created);
+    return created;
+  }
+  if (table.kind !== kind) {
+    throw new WeirError('STATE_KIND_MISMATCH', `${source} holds state "${name}" as ${kind} state, but the operator uses it as ${table.kind} state`, {
+      hint: 'a state keeps its kind for the life of a job; give the new state a new name',
+    });
+  }
+  return table;
+}
+
+function restoreSection(contents: KeyedStateContents, input: DataInputDeserializer, keyGroup: number, tables: StateTable[], version: number): void {
+  const index = keyGroup - contents.keyGroupRange.start;
+  const tableCount = input.readUint32('a section');
+  for (let i = 0; i < tableCount; i++) {
+    const table = tables[input.readUint32('a section')];
+    if (table === undefined) throw input.corrupt(`key group ${keyGroup} refers to a state that is not in its header`);
+    const count = input.readUint32('a section');
+    const flat = readFlat(input, count, `${table.description} in key group ${keyGroup}`);
+    const group = new Map<StateKey, unknown>();
+    for (let e = 0; e < flat.length; e += 2) {
+      const key = checkRestoredKey(contents, flat[e], keyGroup, input);
+      const value = flat[e + 1];
+      if ((table.kind === 'list' && !Array.isArray(value)) || (table.kind === 'map' && !(value instanceof Map)) || value === undefined) {
+        throw input.corrupt(`${table.description} has a value of the wrong shape in key group ${keyGroup}`);
+      }
+      group.set(key, value);
+    }
+    table.groups[index] = group;
+  }
+  for (const timers of [contents.timers[0], contents.timers[1]]) {
+    const count = input.readUint32('a section');
+    const what = `the ${timers.domain}-time timers of key group ${keyGroup}`;
+    if (count === 0) {
+      if (input.readUint32(what) !== 0) throw input.corrupt(`${what} are not empty`);
+      continue;
+    }
+    // Version 1 wrote [key, timestamp] pairs (no namespaces); version 2 writes [key, timestamp, namespace].
+    const width = version === 1 ? 2 : 3;
+    const flat = readFlat(input, count, what, width);
+    for (let e = 0; e < flat.length; e += width) {
+      const timestamp = flat[e + 1];
+      if (typeof timestamp !== 'number' || !Number.isFinite(timestamp)) throw input.corrupt(`${what} hold a timestamp that is not a number`);
+      const namespace = width === 2 ? VOID_NAMESPACE : flat[e + 2];
+      if (typeof namespace !== 'string') throw input.corrupt(`${what} hold a namespace that is not a string`);
+      timers.add(checkRestoredKey(contents, flat[e], keyGroup, input), timestamp, namespace, index);
+    }
+  }
+}
+
+function readFlat(input: DataInputDeserializer, count: number, what: string, width = 2): unknown[] {
+  const flat = deserializeStateValue(input.readBlob(what), input, what);
+  if (!Array.isArray(flat) || flat.length !== count * width) throw input.corrupt(`${what} do not hold ${count} entries`);
+  return flat;
+}
+
+function checkRestoredKey(contents: KeyedStateContents, key: unknown, keyGroup: number, input: DataInputDeserializer): StateKey {
+  const type = typeof key;
+  if (type !== 'string' && type !== 'number' && type !== 'bigint' && type !== 'boolean')
+    throw input.corrupt(`key group ${keyGroup} holds a key of type ${type}`);
+  const actual = assignToKeyGroup(key as StateKey, contents.maxParallelism);
+  if (actual !== keyGroup) {
+    throw new WeirError(
+      'KEY_GROUP_MISMATCH',
+      `${input.source}: key ${formatKey(key as StateKey)} was stored in key group ${keyGroup} but hashes to key group ${actual}`,
+      { fault: 'internal', hint: 'the key hash must never change between Weir versions; report this as a bug' },
+    );
+  }
+  return key as StateKey;
+}
