@@ -10,8 +10,8 @@
  */
 import { setTimeout as sleep } from 'node:timers/promises';
 import { type MessageToProduce, Producer } from '@platformatic/kafka';
-import { type BrokerAddress, formatBootstrap } from '../../src/connectors/kafka/bootstrap.ts';
 import { ClusterConnections, type TopicInfo } from '../../src/connectors/kafka/cluster-connections.ts';
+import { type BrokerAddress, formatBootstrap } from '../../src/connectors/kafka/kafka-connection-options.ts';
 import { EARLIEST_OFFSET, fetchPartitions, LATEST_OFFSET, listOffsets } from '../../src/connectors/kafka/partition-fetcher.ts';
 import { readTopic } from '../../src/connectors/kafka/topic-reader.ts';
 

@@ -14,7 +14,7 @@ import { tmpdir } from 'node:os';
 import { join, relative } from 'node:path';
 import { parseArgs } from 'node:util';
 import { Admin } from '@platformatic/kafka';
-import { type BrokerAddress, formatBootstrap, parseBootstrap } from '../../src/connectors/kafka/bootstrap.ts';
+import { type BrokerAddress, formatBootstrap, parseBootstrap } from '../../src/connectors/kafka/kafka-connection-options.ts';
 import { startLocalBroker, stopLocalBroker } from '../../src/local-kafka/local-broker.ts';
 import { freePort, isPortFree } from '../../src/local-kafka/ports.ts';
 import { auditOutput, fillInput, PARTITIONS, waitForTopics } from './kafka-io.ts';

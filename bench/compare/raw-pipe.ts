@@ -12,8 +12,8 @@
  */
 import { isMainThread, Worker, workerData } from 'node:worker_threads';
 import { murmur2 } from '@platformatic/kafka';
-import { parseBootstrap } from '../../src/connectors/kafka/bootstrap.ts';
 import { ClusterConnections, type TopicInfo } from '../../src/connectors/kafka/cluster-connections.ts';
+import { parseBootstrap } from '../../src/connectors/kafka/kafka-connection-options.ts';
 import { EARLIEST_OFFSET, fetchPartitions, LATEST_OFFSET, listOffsets } from '../../src/connectors/kafka/partition-fetcher.ts';
 import { TransactionDriver } from '../../src/connectors/kafka/transaction-driver.ts';
 

@@ -1,6 +1,7 @@
 /** Writes the chaos input and audits the kafka-count job's output, read back read_committed. */
-import type { BrokerAddress } from '../../src/connectors/kafka/bootstrap.ts';
+
 import { ClusterConnections } from '../../src/connectors/kafka/cluster-connections.ts';
+import type { BrokerAddress } from '../../src/connectors/kafka/kafka-connection-options.ts';
 import { readTopic } from '../../src/connectors/kafka/topic-reader.ts';
 import { committableOf, TransactionDriver } from '../../src/connectors/kafka/transaction-driver.ts';
 import type { CountOutput } from '../fixtures/jobs/kafka-count-job.ts';

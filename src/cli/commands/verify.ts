@@ -1,7 +1,6 @@
 import { Command, Option } from 'commander';
-import { type BrokerAddress, formatBootstrap } from '../../connectors/kafka/bootstrap.ts';
 import { ClusterConnections } from '../../connectors/kafka/cluster-connections.ts';
-import { resolveBootstrap } from '../../connectors/kafka/kafka-source.ts';
+import { type BrokerAddress, formatBootstrap, resolveBootstrap } from '../../connectors/kafka/kafka-connection-options.ts';
 import { describeOpenTransactions, type OpenPartitionTransaction } from '../../connectors/kafka/open-transactions.ts';
 import { readTopic } from '../../connectors/kafka/topic-reader.ts';
 import { WeirError } from '../../core/errors/weir-error.ts';

@@ -1,60 +1,16 @@
-import type { ConnectionOptions, MessageRecord } from '@platformatic/kafka';
+import type { MessageRecord } from '@platformatic/kafka';
 import { murmur2 } from '@platformatic/kafka';
 import type { Preflightable, PreflightContext, PreflightFinding } from '../../core/connector/preflight.ts';
-import type { DeliveryGuarantee, Sink } from '../../core/connector/sink.ts';
+import type { Sink } from '../../core/connector/sink.ts';
 import { WeirError } from '../../core/errors/weir-error.ts';
 import type { OperatorContext } from '../../core/operator/stream-operator.ts';
 import { StreamOperator } from '../../core/operator/stream-operator.ts';
 import { type RecoveryContext, type TwoPhaseCommitLogic, TwoPhaseCommitSinkOperator } from '../two-phase-commit-sink.ts';
 import { ClusterConnections } from './cluster-connections.ts';
+import { resolveBootstrap } from './kafka-connection-options.ts';
 import { brokerTransactionMaxTimeout, missingTopics, transactionTimeoutFindings, unreachableFinding } from './kafka-preflight.ts';
-import { DEFAULT_TRANSACTION_TIMEOUT_MS, parseKafkaSinkOptions } from './kafka-sink-options.ts';
-import { resolveBootstrap } from './kafka-source.ts';
+import { DEFAULT_TRANSACTION_TIMEOUT_MS, type KafkaSinkOptions, parseKafkaSinkOptions } from './kafka-sink-options.ts';
 import { committableOf, type KafkaCommittable, type OpenTransaction, TransactionDriver } from './transaction-driver.ts';
-
-/** One record to write. Strings are written as UTF-8. */
-export interface KafkaProducerRecord {
-  /** Default: the sink's topic. */
-  topic?: string;
-  key?: string | Buffer | null;
-  value: string | Buffer | null;
-  headers?: Record<string, string | Buffer>;
-  /** Default: the partitioner's choice. */
-  partition?: number;
-  timestamp?: number;
-}
-
-export interface KafkaSinkOptions<T> {
-  /** host:port list; default KAFKA_BROKERS. */
-  bootstrap?: string | string[];
-  /** The topic of records whose serializer names none. */
-  topic?: string;
-  serializer: (record: T) => KafkaProducerRecord;
-  deliveryGuarantee: DeliveryGuarantee;
-  /**
-   * Prefix of the transactional ids (exactly-once). Default `weir-<job name>-<sink uid>`: stable
-   * across restarts of the same job, distinct between jobs and sinks. Two running jobs must never
-   * share a prefix.
-   */
-  transactionalIdPrefix?: string;
-  /**
-   * The transactions' transaction.timeout.ms: at most the brokers' transaction.max.timeout.ms, and
-   * longer than a checkpoint plus a recovery (the preflight checks both). Default 15 minutes.
-   */
-  transactionTimeout?: number | string;
-  /**
-   * The longest you expect between a crash and the restarted job committing, beyond the restart
-   * strategy's delay: restarting the process, start-up. Part of the preflight's transaction timeout
-   * check. Default 1 minute.
-   */
-  recoveryBudget?: number | string;
-  /** Picks a partition for a record without one; default: murmur2 of the key (as Kafka's Java client), round-robin without a key. */
-  partitioner?: (key: Buffer | null, partitions: number) => number;
-  /** TLS and SASL options passed to every connection. */
-  connection?: ConnectionOptions;
-}
-
-export { DEFAULT_RECOVERY_BUDGET_MS, DEFAULT_TRANSACTION_TIMEOUT_MS } from './kafka-sink-options.ts';
 
 /**
  * Kafka sink (Flink's KafkaSink). In exactly-once mode, a two-phase-commit sink: one Kafka

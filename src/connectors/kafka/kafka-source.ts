@@ -1,57 +1,14 @@
 import { setTimeout as sleep } from 'node:timers/promises';
-import { Admin, type ConnectionOptions } from '@platformatic/kafka';
+import { Admin } from '@platformatic/kafka';
 import type { Preflightable, PreflightContext, PreflightFinding } from '../../core/connector/preflight.ts';
 import type { Source, SourceBatch, SourceReader, SourceReaderContext } from '../../core/connector/source.ts';
 import { WeirError } from '../../core/errors/weir-error.ts';
 import { keyHash } from '../../state/key-group-range-assignment.ts';
-import { type BrokerAddress, formatBootstrap, parseBootstrap } from './bootstrap.ts';
 import { ClusterConnections, type TopicInfo } from './cluster-connections.ts';
+import { type BrokerAddress, formatBootstrap, resolveBootstrap } from './kafka-connection-options.ts';
 import { missingTopics, unreachableFinding } from './kafka-preflight.ts';
-import { type ParsedKafkaSourceOptions, parseKafkaSourceOptions } from './kafka-source-options.ts';
+import { type KafkaSourceOptions, type ParsedKafkaSourceOptions, parseKafkaSourceOptions } from './kafka-source-options.ts';
 import { EARLIEST_OFFSET, fetchPartitions, type IsolationLevel, LATEST_OFFSET, listOffsets, type TopicRecord } from './partition-fetcher.ts';
-
-/** Where a partition starts when the job starts without a checkpoint. */
-export type StartingOffsets =
-  | 'earliest'
-  | 'latest'
-  /** The consumer group's committed offset, else the fallback. */
-  | { committed: { fallback: 'earliest' | 'latest' } }
-  /** The first offset whose record timestamp is at or after this time (ms since the epoch). */
-  | { timestamp: number }
-  /** Explicit offsets by "topic:partition"; partitions not listed start at the fallback. */
-  | { offsets: Record<string, number | bigint>; fallback?: 'earliest' | 'latest' };
-
-/**
- * The options of {@link kafkaSource}. They are validated by the zod schema in
- * kafka-source-options.ts (which also documents them in docs/configuration.md); the two must agree,
- * and the typecheck says so when they do not.
- */
-export interface KafkaSourceOptions<T> {
-  /** host:port list; default KAFKA_BROKERS. */
-  bootstrap?: string | string[];
-  /** Topic names, or a pattern every matching topic is read from (topics created later included, unless bounded). */
-  topics: string[] | RegExp;
-  startingOffsets?: StartingOffsets;
-  /** Stop at the (last stable) offsets each partition has when the job first starts: for tests and benchmarks. */
-  bounded?: boolean;
-  /** Default read_committed: records of aborted and open transactions are never read. */
-  isolation?: IsolationLevel;
-  /** Turns a Kafka record into the job's record; see {@link kafkaDeserializers}. */
-  deserializer: (record: TopicRecord) => T;
-  /** Offsets are committed to this consumer group when a checkpoint completes, for monitoring only (the checkpoint is what counts). */
-  groupId?: string;
-  /** TLS and SASL options passed to every connection. */
-  connection?: ConnectionOptions;
-  /** How long a fetch waits on the broker for data. Default 100 ms. */
-  maxWaitMs?: number;
-  /** The most bytes one fetch takes of a partition. Default 1 MiB. */
-  maxBytesPerPartition?: number;
-  /**
-   * How often new partitions (and, with a pattern, new topics) are looked for; new ones are read
-   * from their earliest offset. Default 30 s; 0 turns discovery off. Bounded sources never discover.
-   */
-  partitionDiscoveryInterval?: number | string;
-}
 
 /** A split: one topic partition and the next offset to read. */
 export interface KafkaSplit {
@@ -68,17 +25,6 @@ export const kafkaDeserializers = {
   json: <T>(record: TopicRecord): T => JSON.parse(record.value?.toString('utf8') ?? 'null') as T,
   bytes: (record: TopicRecord): Buffer | null => record.value,
 };
-
-/** The brokers a connector uses: its option, else KAFKA_BROKERS; one clear error when neither is set. */
-export function resolveBootstrap(option: string | string[] | undefined, connector: string): BrokerAddress[] {
-  const value = option ?? process.env.KAFKA_BROKERS;
-  if (value === undefined || (typeof value === 'string' && value.trim() === '')) {
-    throw new WeirError('NO_BOOTSTRAP', `${connector} has no brokers: neither its bootstrap option nor KAFKA_BROKERS is set`, {
-      hint: 'pass bootstrap: "host:port" to the connector, or set KAFKA_BROKERS',
-    });
-  }
-  return parseBootstrap(value, option === undefined ? 'KAFKA_BROKERS' : `${connector} bootstrap`);
-}
 
 /**
  * Kafka source (Flink's KafkaSource): topic partitions are the splits, spread over the source's

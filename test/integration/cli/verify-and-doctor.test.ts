@@ -5,8 +5,8 @@
 import assert from 'node:assert/strict';
 import { join } from 'node:path';
 import { test } from 'node:test';
-import { formatBootstrap } from '../../../src/connectors/kafka/bootstrap.ts';
 import { ClusterConnections } from '../../../src/connectors/kafka/cluster-connections.ts';
+import { formatBootstrap } from '../../../src/connectors/kafka/kafka-connection-options.ts';
 import { committableOf, TransactionDriver } from '../../../src/connectors/kafka/transaction-driver.ts';
 import { repositoryRoot, weir } from '../../harness/cli.ts';
 import { createTestTopic, testBrokers } from '../../harness/kafka.ts';

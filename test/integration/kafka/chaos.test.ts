@@ -11,7 +11,7 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { after, describe, test } from 'node:test';
 import { setTimeout as sleep } from 'node:timers/promises';
-import { formatBootstrap } from '../../../src/connectors/kafka/bootstrap.ts';
+import { formatBootstrap } from '../../../src/connectors/kafka/kafka-connection-options.ts';
 import { startJobProcess } from '../../harness/job-process.ts';
 import { createTestTopic, testBrokers } from '../../harness/kafka.ts';
 import { auditCounts, writeChaosInput } from '../../harness/kafka-count-audit.ts';

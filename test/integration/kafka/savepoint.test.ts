@@ -12,7 +12,7 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { test } from 'node:test';
 import { setTimeout as sleep } from 'node:timers/promises';
-import { formatBootstrap } from '../../../src/connectors/kafka/bootstrap.ts';
+import { formatBootstrap } from '../../../src/connectors/kafka/kafka-connection-options.ts';
 import { readTopic } from '../../../src/connectors/kafka/topic-reader.ts';
 import { startJob } from '../../../src/runtime/jobmaster/job-master.ts';
 import { repositoryRoot, weir } from '../../harness/cli.ts';
