@@ -11,6 +11,7 @@ import { resolveBootstrap } from './kafka-connection-options.ts';
 import { brokerTransactionMaxTimeout, missingTopics, transactionTimeoutFindings, unreachableFinding } from './kafka-preflight.ts';
 import { DEFAULT_TRANSACTION_TIMEOUT_MS, type KafkaSinkOptions, parseKafkaSinkOptions } from './kafka-sink-options.ts';
 import { committableOf, type KafkaCommittable, type OpenTransaction, TransactionDriver } from './transaction-driver.ts';
+import { defaultTransactionalIdPrefix, parseTransactionalId, transactionalId } from './transactional-id.ts';
 
 /**
  * Kafka sink (Flink's KafkaSink). In exactly-once mode, a two-phase-commit sink: one Kafka
@@ -19,7 +20,7 @@ import { committableOf, type KafkaCommittable, type OpenTransaction, Transaction
  * checkpoint, committed when the checkpoint completes, re-committed on restore. At-least-once
  * writes are acknowledged before each barrier passes; `none` sends and does not wait.
  *
- * Transactional ids come from a small pool per subtask: `<prefix>-<subtask>-<slot>`. A slot goes
+ * Transactional ids come from a small pool per subtask: `<prefix>-<subtask>-<slot>` (transactional-id.ts). A slot goes
  * back to the pool only once its transaction is committed AND a checkpoint taken after that commit
  * has completed, so no checkpoint that could still be restored lists a reused id, and a fenced
  * answer to a re-commit always means the data is gone. The pool holds about maxConcurrent + 2 ids.
@@ -140,7 +141,7 @@ class ExactlyOnceKafkaWriter<T> implements TwoPhaseCommitLogic<T, KafkaTransacti
     this.#connections = new ClusterConnections(resolveBootstrap(this.#options.bootstrap, 'kafkaSink'), { clientId: 'weir-sink', ...this.#options.connection });
     this.#driver = new TransactionDriver(this.#connections, { transactionTimeoutMs: this.#transactionTimeoutMs });
     this.#serializer = new RecordSerializer(this.#options, this.#connections);
-    this.#prefix = this.#options.transactionalIdPrefix ?? `weir-${sanitize(context.jobName)}-${sanitize(context.uid)}`;
+    this.#prefix = this.#options.transactionalIdPrefix ?? defaultTransactionalIdPrefix(context.jobName, context.uid);
     this.#subtaskIndex = context.subtaskIndex;
   }
 
@@ -153,7 +154,7 @@ class ExactlyOnceKafkaWriter<T> implements TwoPhaseCommitLogic<T, KafkaTransacti
 
   async write(transaction: KafkaTransaction, batch: T[]): Promise<void> {
     const messages = await this.#serializer.serialize(batch);
-    transaction.open ??= await this.#driver.initTransaction(this.#transactionalId(transaction.slot));
+    transaction.open ??= await this.#driver.initTransaction(transactionalId(this.#prefix, this.#subtaskIndex, transaction.slot));
     await this.#driver.send(transaction.open, messages);
   }
 
@@ -197,7 +198,8 @@ class ExactlyOnceKafkaWriter<T> implements TwoPhaseCommitLogic<T, KafkaTransacti
     // The ids the restored checkpoint holds were just committed again: keep them out of use until a
     // checkpoint taken after that commit completes. Every other open transaction of this sink's
     // ids that this subtask is responsible for (old subtask s with s % parallelism === this one)
-    // is a crashed run's lingering transaction: fence it, which aborts it.
+    // is a crashed run's lingering transaction: fence it, which aborts it. Ids of other sinks whose
+    // prefix merely starts with this one are not this sink's (parseTransactionalId).
     const held = new Set(context.allRestoredCommittables.map((committable) => committable.transactionalId));
     for (const id of held) {
       const slot = this.#ownSlot(id);
@@ -205,8 +207,8 @@ class ExactlyOnceKafkaWriter<T> implements TwoPhaseCommitLogic<T, KafkaTransacti
     }
     let aborted = 0;
     for (const id of await this.#driver.listOpenTransactions(`${this.#prefix}-`)) {
-      const subtask = Number(/-(\d+)-\d+$/.exec(id)?.[1] ?? -1);
-      if (subtask < 0 || subtask % context.parallelism !== context.subtaskIndex || held.has(id)) continue;
+      const parts = parseTransactionalId(this.#prefix, id);
+      if (parts === undefined || parts.subtask % context.parallelism !== context.subtaskIndex || held.has(id)) continue;
       await this.#driver.abortLingering(id);
       aborted++;
     }
@@ -218,15 +220,10 @@ class ExactlyOnceKafkaWriter<T> implements TwoPhaseCommitLogic<T, KafkaTransacti
     this.#slots[slot] = state;
   }
 
-  #transactionalId(slot: number): string {
-    return `${this.#prefix}-${this.#subtaskIndex}-${slot}`;
-  }
-
-  #ownSlot(transactionalId: string): number | undefined {
-    const own = `${this.#prefix}-${this.#subtaskIndex}-`;
-    if (!transactionalId.startsWith(own)) return undefined;
-    const slot = Number(transactionalId.slice(own.length));
-    return Number.isInteger(slot) && slot >= 0 ? slot : undefined;
+  /** The slot of one of this subtask's transactional ids; undefined for any other id. */
+  #ownSlot(id: string): number | undefined {
+    const parts = parseTransactionalId(this.#prefix, id);
+    return parts !== undefined && parts.subtask === this.#subtaskIndex ? parts.slot : undefined;
   }
 }
 
@@ -267,8 +264,4 @@ class AtLeastOnceKafkaWriter<T> extends StreamOperator<T, never> {
 function toBuffer(value: string | Buffer | null | undefined): Buffer | null {
   if (value === undefined || value === null) return null;
   return typeof value === 'string' ? Buffer.from(value) : value;
-}
-
-function sanitize(text: string): string {
-  return text.replace(/[^A-Za-z0-9._-]+/g, '-');
 }
