@@ -9,7 +9,8 @@ import { type RecoveryContext, type TwoPhaseCommitLogic, TwoPhaseCommitSinkOpera
 import { ClusterConnections } from './cluster-connections.ts';
 import { resolveBootstrap } from './kafka-connection-options.ts';
 import { brokerTransactionMaxTimeout, missingTopics, transactionTimeoutFindings, unreachableFinding } from './kafka-preflight.ts';
-import { DEFAULT_TRANSACTION_TIMEOUT_MS, type KafkaSinkOptions, parseKafkaSinkOptions } from './kafka-sink-options.ts';
+import { type KafkaSinkOptions, parseKafkaSinkOptions } from './kafka-sink-options.ts';
+import { PlainProducer } from './plain-producer.ts';
 import { committableOf, type KafkaCommittable, type OpenTransaction, TransactionDriver } from './transaction-driver.ts';
 import { defaultTransactionalIdPrefix, parseTransactionalId, transactionalId } from './transactional-id.ts';
 
@@ -232,7 +233,7 @@ class AtLeastOnceKafkaWriter<T> extends StreamOperator<T, never> {
   readonly #options: KafkaSinkOptions<T>;
   #connections!: ClusterConnections;
   #serializer!: RecordSerializer<T>;
-  #driver!: TransactionDriver;
+  #producer!: PlainProducer;
   #pending: Promise<unknown>[] = [];
 
   constructor(options: KafkaSinkOptions<T>) {
@@ -243,12 +244,12 @@ class AtLeastOnceKafkaWriter<T> extends StreamOperator<T, never> {
   override open(): void {
     this.#connections = new ClusterConnections(resolveBootstrap(this.#options.bootstrap, 'kafkaSink'), { clientId: 'weir-sink', ...this.#options.connection });
     this.#serializer = new RecordSerializer(this.#options, this.#connections);
-    this.#driver = new TransactionDriver(this.#connections, { transactionTimeoutMs: DEFAULT_TRANSACTION_TIMEOUT_MS });
+    this.#producer = new PlainProducer(this.#connections);
   }
 
   async processBatch(batch: T[]): Promise<never[]> {
     const messages = await this.#serializer.serialize(batch);
-    const sent = this.#driver.sendPlain(messages, this.#options.deliveryGuarantee === 'at-least-once' ? -1 : 1);
+    const sent = this.#producer.send(messages, this.#options.deliveryGuarantee === 'at-least-once' ? -1 : 1);
     if (this.#options.deliveryGuarantee === 'at-least-once') await sent;
     else this.#pending.push(sent.catch(() => {}));
     if (this.#pending.length > 64) this.#pending = this.#pending.slice(-64);
