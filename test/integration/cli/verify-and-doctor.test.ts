@@ -49,6 +49,11 @@ test('weir verify: a duplicated and a missing record fail it; a clean topic pass
     assert.match(passing.stdout, /^topic .*: 10 records read_committed, identified by seq$/m);
     assert.match(passing.stdout, /^OK$/m);
 
+    const beyond = await weir(['verify', '--topic', clean.topic, '--field', 'seq', '--expect', '5'], env);
+    assert.equal(beyond.code, 1, 'ids outside 0..n-1 fail --expect n');
+    assert.match(beyond.stdout, /^unexpected: 5 \(/m);
+    assert.match(beyond.stderr, /^weir: .*: 5 unexpected$/m);
+
     const noField = await weir(['verify', '--topic', clean.topic, '--field', 'nope'], env);
     assert.equal(noField.code, 1);
     assert.match(noField.stderr, /has no field "nope"/);
