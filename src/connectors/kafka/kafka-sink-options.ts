@@ -50,15 +50,14 @@ export interface KafkaSinkOptions<T> {
   connection?: ConnectionOptions;
 }
 
-/*
- * The Kafka sink's options as a zod schema: validated once when `kafkaSink(...)` is called, and
- * the source of the sink's table in docs/configuration.md (scripts/gen-config-reference.ts).
- */
-
 /** The sink's transaction.timeout.ms when it sets none: Kafka's default transaction.max.timeout.ms. */
 export const DEFAULT_TRANSACTION_TIMEOUT_MS = 15 * 60 * 1000;
 export const DEFAULT_RECOVERY_BUDGET_MS = 60 * 1000;
 
+/**
+ * The Kafka sink's options as a zod schema: validated once when `kafkaSink(...)` is called, and
+ * the source of the sink's table in docs/configuration.md (scripts/gen-config-reference.ts).
+ */
 export const kafkaSinkOptionsSchema = z.strictObject({
   bootstrap: bootstrapOption('kafkaSink'),
   topic: z

@@ -46,11 +46,6 @@ export interface KafkaSourceOptions<T> {
   partitionDiscoveryInterval?: number | string;
 }
 
-/*
- * The Kafka source's options as a zod schema: validated once when `kafkaSource(...)` is called,
- * and the source of the options table in docs/configuration.md (scripts/gen-config-reference.ts).
- * Every option carries its OptionMeta (connector-options.ts).
- */
 const offsetsFallback = z.enum(['earliest', 'latest'], { error: "must be 'earliest' or 'latest'" });
 // Whole numbers are checked by a refinement, not .int(): inside a union, a failed refinement is
 // reported for the form the value has, where a failed type check only says no form matched.
@@ -77,6 +72,11 @@ export const startingOffsetsSchema = z.union(
   },
 );
 
+/**
+ * The Kafka source's options as a zod schema: validated once when `kafkaSource(...)` is called,
+ * and the source of the options table in docs/configuration.md (scripts/gen-config-reference.ts).
+ * Every option carries its OptionMeta (connector-options.ts).
+ */
 export const kafkaSourceOptionsSchema = z
   .strictObject({
     bootstrap: bootstrapOption('kafkaSource'),
