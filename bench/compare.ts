@@ -26,7 +26,7 @@ import { join, relative } from 'node:path';
 import { setTimeout as sleep } from 'node:timers/promises';
 import { parseArgs } from 'node:util';
 import { Admin } from '@platformatic/kafka';
-import { type BrokerAddress, formatBootstrap, parseBootstrap } from '../src/connectors/kafka/bootstrap.ts';
+import { type BrokerAddress, formatBootstrap, parseBootstrap } from '../src/connectors/kafka/kafka-connection-options.ts';
 import { startLocalBroker, stopLocalBroker } from '../src/local-kafka/local-broker.ts';
 import { freePort, isPortFree } from '../src/local-kafka/ports.ts';
 import { type Audit, auditOutput, fillInput, OutputWatcher, PARTITIONS, SteadyProducer, topicSize, WrittenSampler, waitForTopics } from './compare/kafka-io.ts';

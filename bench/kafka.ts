@@ -16,10 +16,10 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { setTimeout as sleep } from 'node:timers/promises';
 import { Admin } from '@platformatic/kafka';
-import { formatBootstrap } from '../src/connectors/kafka/bootstrap.ts';
 import { ClusterConnections, type TopicInfo } from '../src/connectors/kafka/cluster-connections.ts';
+import { formatBootstrap } from '../src/connectors/kafka/kafka-connection-options.ts';
 import { EARLIEST_OFFSET, fetchPartitions, LATEST_OFFSET, listOffsets } from '../src/connectors/kafka/partition-fetcher.ts';
-import { TransactionDriver } from '../src/connectors/kafka/transaction-driver.ts';
+import { PlainProducer } from '../src/connectors/kafka/plain-producer.ts';
 import { ensureBroker } from '../src/local-kafka/ensure-broker.ts';
 import { runJob, startJob } from '../src/runtime/jobmaster/job-master.ts';
 
@@ -50,10 +50,10 @@ const message = (topic: string, seq: number, ts: number) => ({
 
 async function fill(topic: string, count: number): Promise<void> {
   const connections = new ClusterConnections(brokers);
-  const driver = new TransactionDriver(connections, { transactionTimeoutMs: 60_000 });
+  const producer = new PlainProducer(connections);
   const now = Date.now();
   for (let first = 0; first < count; first += 5000) {
-    await driver.sendPlain(
+    await producer.send(
       Array.from({ length: Math.min(5000, count - first) }, (_, i) => message(topic, first + i, now)),
       -1,
     );
@@ -64,14 +64,14 @@ async function fill(topic: string, count: number): Promise<void> {
 /** Produces at a steady rate for `seconds`, each record carrying its produce time. Returns the count. */
 async function produceSteadily(topic: string): Promise<number> {
   const connections = new ClusterConnections(brokers);
-  const driver = new TransactionDriver(connections, { transactionTimeoutMs: 60_000 });
+  const producer = new PlainProducer(connections);
   const started = Date.now();
   let sent = 0;
   while (Date.now() - started < seconds * 1000) {
     const due = Math.floor(((Date.now() - started) / 1000) * rate);
     if (due > sent) {
       const now = Date.now();
-      await driver.sendPlain(
+      await producer.send(
         Array.from({ length: due - sent }, (_, i) => message(topic, sent + i, now)),
         -1,
       );
@@ -113,7 +113,7 @@ async function measureLatency(topic: string, expected: () => number, timeoutMs: 
 
 async function rawPipe(input: string, output: string, bounded: boolean, stopAt: () => boolean): Promise<number> {
   const connections = new ClusterConnections(brokers);
-  const driver = new TransactionDriver(connections, { transactionTimeoutMs: 60_000 });
+  const producer = new PlainProducer(connections);
   const info = await connections.topic(input);
   const topics = new Map<string, TopicInfo>([[input, info]]);
   const positions = await listOffsets(connections, info, info.partitions, 'read_committed', EARLIEST_OFFSET);
@@ -140,7 +140,7 @@ async function rawPipe(input: string, output: string, bounded: boolean, stopAt: 
       }),
     );
     for (const result of results) positions.set(result.partition, result.nextOffset);
-    if (out.length > 0) await driver.sendPlain(out, -1);
+    if (out.length > 0) await producer.send(out, -1);
     moved += out.length;
   }
   await connections.close();

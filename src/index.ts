@@ -35,8 +35,11 @@ export { TumblingEventTimeWindows, TumblingProcessingTimeWindows } from './api/w
 export { type DataGenOptions, type DataGenRecord, dataGenSource } from './connectors/datagen/datagen-source.ts';
 export { discardingSink } from './connectors/discarding-sink.ts';
 export { type FileSinkOptions, fileSink } from './connectors/file/file-sink.ts';
-export { type KafkaProducerRecord, type KafkaSinkOptions, kafkaSink } from './connectors/kafka/kafka-sink.ts';
-export { type KafkaSourceOptions, kafkaDeserializers, kafkaSource, type StartingOffsets } from './connectors/kafka/kafka-source.ts';
+export { kafkaDeserializers } from './connectors/kafka/kafka-deserializers.ts';
+export { kafkaSink } from './connectors/kafka/kafka-sink.ts';
+export type { KafkaProducerRecord, KafkaSinkOptions } from './connectors/kafka/kafka-sink-options.ts';
+export { kafkaSource } from './connectors/kafka/kafka-source.ts';
+export type { KafkaSourceOptions, StartingOffsets } from './connectors/kafka/kafka-source-options.ts';
 export type { TopicRecord } from './connectors/kafka/partition-fetcher.ts';
 export { readTopic } from './connectors/kafka/topic-reader.ts';
 export { dataLoss, type TwoPhaseCommitLogic, twoPhaseCommitSink } from './connectors/two-phase-commit-sink.ts';

@@ -10,10 +10,10 @@
  */
 import { setTimeout as sleep } from 'node:timers/promises';
 import { type MessageToProduce, Producer } from '@platformatic/kafka';
-import { type BrokerAddress, formatBootstrap } from '../../src/connectors/kafka/bootstrap.ts';
+import { auditTopic } from '../../src/audit/audit-topic.ts';
 import { ClusterConnections, type TopicInfo } from '../../src/connectors/kafka/cluster-connections.ts';
+import { type BrokerAddress, formatBootstrap } from '../../src/connectors/kafka/kafka-connection-options.ts';
 import { EARLIEST_OFFSET, fetchPartitions, LATEST_OFFSET, listOffsets } from '../../src/connectors/kafka/partition-fetcher.ts';
-import { readTopic } from '../../src/connectors/kafka/topic-reader.ts';
 
 export const PARTITIONS = 4;
 export const KEYS = 1000;
@@ -299,22 +299,24 @@ export interface Audit {
  * reader; every input record seq 0..total-1 must appear exactly once, with its key's exact running count.
  */
 export async function auditOutput(brokers: BrokerAddress[], topic: string, total: number): Promise<Audit> {
-  const records = await readTopic({ bootstrap: brokers, topic, timeoutMs: 120_000 });
-  const seen = new Uint8Array(total);
-  let duplicates = 0;
-  let wrongCounts = 0;
-  let unknown = 0;
-  for (const record of records) {
-    const value = JSON.parse(String(record.value)) as { seq: number; key: string; count: number };
-    if (!Number.isInteger(value.seq) || value.seq < 0 || value.seq >= total) {
-      unknown++;
-      continue;
-    }
-    if (seen[value.seq] === 1) duplicates++;
-    seen[value.seq] = 1;
-    if (value.count !== expectedCount(value.seq) || value.key !== keyOf(value.seq) || String(record.key) !== value.key) wrongCounts++;
-  }
-  let missing = 0;
-  for (let seq = 0; seq < total; seq++) if (seen[seq] === 0) missing++;
-  return { ok: duplicates === 0 && missing === 0 && wrongCounts === 0 && unknown === 0, records: records.length, duplicates, missing, wrongCounts, unknown };
+  const audit = await auditTopic({
+    bootstrap: brokers,
+    topic,
+    timeoutMs: 120_000,
+    parse: (record) => {
+      const value = JSON.parse(String(record.value)) as { seq: number; key: string; count: number };
+      return { seq: value.seq, key: value.key, count: value.count, recordKey: String(record.key) };
+    },
+    idOf: (output) => output.seq,
+    expected: { kind: 'sequence', count: total },
+    check: (output, seq) => output.count === expectedCount(seq) && output.key === keyOf(seq) && output.recordKey === output.key,
+  });
+  return {
+    ok: audit.ok,
+    records: audit.records,
+    duplicates: audit.duplicates.copies,
+    missing: audit.missing.ids,
+    wrongCounts: audit.wrong.records,
+    unknown: audit.unexpected.records,
+  };
 }

@@ -14,7 +14,7 @@ import { tmpdir } from 'node:os';
 import { join, relative } from 'node:path';
 import { parseArgs } from 'node:util';
 import { Admin } from '@platformatic/kafka';
-import { type BrokerAddress, formatBootstrap, parseBootstrap } from '../../src/connectors/kafka/bootstrap.ts';
+import { type BrokerAddress, formatBootstrap, parseBootstrap } from '../../src/connectors/kafka/kafka-connection-options.ts';
 import { startLocalBroker, stopLocalBroker } from '../../src/local-kafka/local-broker.ts';
 import { freePort, isPortFree } from '../../src/local-kafka/ports.ts';
 import { auditOutput, fillInput, PARTITIONS, waitForTopics } from './kafka-io.ts';
@@ -78,11 +78,15 @@ const STAGES: [string, (frame: Frame, leaf: boolean) => boolean][] = [
   ['socket writes (write syscalls to the broker)', (f, leaf) => leaf && f.url === '' && (f.functionName === 'writeBuffer' || f.functionName === 'writev')],
   ['Kafka client: encode produce requests (record batches)', (f) => f.url.includes('/apis/producer/produce-v11')],
   ['Kafka client: decode fetch responses (record batches)', (f) => f.url.includes('/apis/consumer/fetch-v17')],
-  ['source: JSON.parse of values (the deserializer)', (f) => f.functionName === 'json' && f.url.endsWith('kafka-source.ts')],
-  ['sink: serialize (JSON.stringify, key/value Buffers, murmur2)', (f) => f.functionName === 'serialize' && f.url.endsWith('kafka-sink.ts')],
+  ['source: JSON.parse of values (the deserializer)', (f) => f.functionName === 'json' && f.url.endsWith('kafka-deserializers.ts')],
+  ['sink: serialize (JSON.stringify, key/value Buffers, murmur2)', (f) => f.functionName === 'serialize' && f.url.endsWith('kafka-record-serializer.ts')],
   ['raw pipe loop (JSON, count Map, Buffers, murmur2)', (f) => f.url.endsWith('raw-pipe.ts')],
-  ['source: fetched records to splits and batches', (f) => /kafka-source\.ts$|partition-fetcher\.ts$|aborted-transaction-filter\.ts$/.test(f.url)],
-  ['sink: transaction driver and two-phase commit', (f) => /transaction-driver\.ts$|kafka-sink\.ts$|two-phase-commit-sink\.ts$/.test(f.url)],
+  ['source: fetched records to splits and batches', (f) => /kafka-source(-reader)?\.ts$|partition-fetcher\.ts$|aborted-transaction-filter\.ts$/.test(f.url)],
+  [
+    'sink: transaction driver and two-phase commit',
+    (f) =>
+      /(transaction-driver|kafka-sink|kafka-writer|plain-producer|partition-leaders|record-chunks|retry-kafka-request|two-phase-commit-sink)\.ts$/.test(f.url),
+  ],
   ['keyed process function and state', (f) => /keyed-process-operator\.ts$|\/src\/state\//.test(f.url) || f.url.endsWith('compare-weir-job.ts')],
   ['exchange between threads (channels, postMessage)', (f) => f.functionName === 'postMessage' || /runtime\/(channels|task-executor)\.ts$/.test(f.url)],
   ['start-up: module loading, client schema compilation', (f) => /internal\/modules\/|internal\/bootstrap\/|\/ajv\/|amaro/.test(f.url)],

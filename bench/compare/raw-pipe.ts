@@ -1,7 +1,7 @@
 /**
  * The raw client pipe of the side-by-side benchmark: the same job (read read_committed, parse,
  * running count per key, write) with the same client Weir uses (its protocol code over
- * @platformatic/kafka: partition-fetcher.ts, transaction-driver.ts), and no engine. It is the limit
+ * @platformatic/kafka: partition-fetcher.ts, plain-producer.ts), and no engine. It is the limit
  * of this machine, not a peer: no transactions (plain produce, acks=all), no checkpoints, no state
  * kept anywhere but a Map, so a restart would count from zero. Each of `parallelism` worker
  * threads owns the input partitions p with p % parallelism === its index (the input is keyed so
@@ -12,10 +12,10 @@
  */
 import { isMainThread, Worker, workerData } from 'node:worker_threads';
 import { murmur2 } from '@platformatic/kafka';
-import { parseBootstrap } from '../../src/connectors/kafka/bootstrap.ts';
 import { ClusterConnections, type TopicInfo } from '../../src/connectors/kafka/cluster-connections.ts';
+import { parseBootstrap } from '../../src/connectors/kafka/kafka-connection-options.ts';
 import { EARLIEST_OFFSET, fetchPartitions, LATEST_OFFSET, listOffsets } from '../../src/connectors/kafka/partition-fetcher.ts';
-import { TransactionDriver } from '../../src/connectors/kafka/transaction-driver.ts';
+import { PlainProducer } from '../../src/connectors/kafka/plain-producer.ts';
 
 interface LoopSettings {
   bootstrap: string;
@@ -34,7 +34,7 @@ interface In {
 
 async function loop(settings: LoopSettings): Promise<number> {
   const connections = new ClusterConnections(parseBootstrap(settings.bootstrap, 'bootstrap'), { clientId: `weir-raw-pipe-${settings.index}` });
-  const driver = new TransactionDriver(connections, { transactionTimeoutMs: 60_000 });
+  const producer = new PlainProducer(connections);
   const input = await connections.topic(settings.input);
   const outputPartitions = (await connections.topic(settings.output)).partitions.length;
   const topics = new Map<string, TopicInfo>([[input.name, input]]);
@@ -73,7 +73,7 @@ async function loop(settings: LoopSettings): Promise<number> {
       }
     }
     await producing;
-    if (out.length > 0) producing = driver.sendPlain(out, -1);
+    if (out.length > 0) producing = producer.send(out, -1);
     moved += out.length;
   }
   await producing;

@@ -5,8 +5,9 @@
  * KAFKA_BROKERS, BC_BOUNDED (1: stop at the input's end, for profiling); parallelism, checkpoint interval and storage come from `weir run` options.
  */
 import { defineJob } from '../../src/api/define-job.ts';
+import { kafkaDeserializers } from '../../src/connectors/kafka/kafka-deserializers.ts';
 import { kafkaSink } from '../../src/connectors/kafka/kafka-sink.ts';
-import { kafkaDeserializers, kafkaSource } from '../../src/connectors/kafka/kafka-source.ts';
+import { kafkaSource } from '../../src/connectors/kafka/kafka-source.ts';
 import { valueState } from '../../src/core/state/state-descriptors.ts';
 import type { ValueState } from '../../src/core/state/state-types.ts';
 

@@ -4,8 +4,9 @@
  * Records are JSON {seq, key, ts}; the map adds a field and keeps ts (the produce time of the input).
  */
 import { defineJob } from '../../src/api/define-job.ts';
+import { kafkaDeserializers } from '../../src/connectors/kafka/kafka-deserializers.ts';
 import { kafkaSink } from '../../src/connectors/kafka/kafka-sink.ts';
-import { kafkaDeserializers, kafkaSource } from '../../src/connectors/kafka/kafka-source.ts';
+import { kafkaSource } from '../../src/connectors/kafka/kafka-source.ts';
 import type { DeliveryGuarantee } from '../../src/core/connector/sink.ts';
 
 interface BenchRecord {

@@ -5,10 +5,10 @@ import { join } from 'node:path';
 import { setTimeout as sleep } from 'node:timers/promises';
 import { fileURLToPath } from 'node:url';
 import { Admin } from '@platformatic/kafka';
-import { type BrokerAddress, formatBootstrap } from '../connectors/kafka/bootstrap.ts';
+import { auditTopic } from '../audit/audit-topic.ts';
 import { ClusterConnections } from '../connectors/kafka/cluster-connections.ts';
+import { type BrokerAddress, formatBootstrap } from '../connectors/kafka/kafka-connection-options.ts';
 import { LATEST_OFFSET, listOffsets } from '../connectors/kafka/partition-fetcher.ts';
-import { readTopic } from '../connectors/kafka/topic-reader.ts';
 import { committableOf, TransactionDriver } from '../connectors/kafka/transaction-driver.ts';
 import type { BalanceUpdate, MinuteTotal, Payment } from './payments-job.ts';
 
@@ -39,6 +39,8 @@ export interface PaymentsAudit {
   outputs: number;
   duplicates: number;
   missing: number;
+  /** Balance updates whose seq is neither a committed nor an aborted payment. */
+  unexpected: number;
   fromAborted: number;
   wrongBalances: number;
   accounts: number;
@@ -270,60 +272,54 @@ export async function auditMinuteTotals(brokers: BrokerAddress[], topic: string,
     window.payments++;
     expected.set(key, window);
   }
-  const seen = new Map<string, MinuteTotal[]>();
-  for (const record of await readTopic({ bootstrap: brokers, topic, timeoutMs: 120_000 })) {
-    const total = JSON.parse(String(record.value)) as MinuteTotal;
-    const key = `${total.account}@${total.minute}`;
-    seen.set(key, [...(seen.get(key) ?? []), total]);
-  }
-  let windowsMissing = 0;
-  let windowsDuplicated = 0;
-  let windowsWrong = 0;
-  for (const [key, want] of expected) {
-    const got = seen.get(key) ?? [];
-    if (got.length === 0) windowsMissing++;
-    if (got.length > 1) windowsDuplicated += got.length - 1;
-    if (got.some((total) => total.total !== want.total || total.payments !== want.payments)) windowsWrong++;
-  }
-  for (const key of seen.keys()) if (!expected.has(key)) windowsWrong++; // a window no committed payment falls in
-  return { windows: expected.size, windowsMissing, windowsDuplicated, windowsWrong };
+  const audit = await auditTopic({
+    bootstrap: brokers,
+    topic,
+    timeoutMs: 120_000,
+    parse: (record) => JSON.parse(String(record.value)) as MinuteTotal,
+    idOf: (total) => `${total.account}@${total.minute}`,
+    expected: { kind: 'set', ids: new Set(expected.keys()) },
+    check: (total, key) => {
+      const want = expected.get(key);
+      return want !== undefined && total.total === want.total && total.payments === want.payments;
+    },
+  });
+  return {
+    windows: expected.size,
+    windowsMissing: audit.missing.ids,
+    windowsDuplicated: audit.duplicates.copies,
+    // A window with a wrong total, or one no committed payment falls in.
+    windowsWrong: audit.wrong.ids + audit.unexpected.ids,
+  };
 }
 
 /** Reads the balances read_committed and checks them against the committed payments. */
 export async function auditBalances(brokers: BrokerAddress[], output: string, records: number, accounts: number) {
-  const updates = (await readTopic({ bootstrap: brokers, topic: output, timeoutMs: 120_000 })).map(
-    (record) => JSON.parse(String(record.value)) as BalanceUpdate,
-  );
-  const seen = new Map<number, number>();
-  let fromAborted = 0;
-  for (const update of updates) {
-    if (update.seq >= ABORTED_BASE) fromAborted++;
-    seen.set(update.seq, (seen.get(update.seq) ?? 0) + 1);
-  }
-  let duplicates = 0;
-  for (const times of seen.values()) if (times > 1) duplicates += times - 1;
-  let missing = 0;
   const expected = new Map<string, number>();
   for (let seq = 0; seq < records; seq++) {
-    if (!seen.has(seq)) missing++;
     const account = accountOf(seq, accounts);
     expected.set(account, (expected.get(account) ?? 0) + amountOf(seq));
   }
-  // Each account's balances must rise by exactly each payment's amount and end at the sum of its payments.
-  const byAccount = new Map<string, BalanceUpdate[]>();
-  for (const update of updates) byAccount.set(update.account, [...(byAccount.get(update.account) ?? []), update]);
-  let wrongBalances = 0;
-  for (const [account, total] of expected) {
-    const list = (byAccount.get(account) ?? []).sort((a, b) => a.balance - b.balance);
-    let previous = 0;
-    let exact = true;
-    for (const update of list) {
-      if (update.balance - previous !== update.amount) exact = false;
-      previous = update.balance;
-    }
-    if (!exact || previous !== total) wrongBalances++;
-  }
-  return { outputs: updates.length, duplicates, missing, fromAborted, wrongBalances, accounts: expected.size };
+  const audit = await auditTopic({
+    bootstrap: brokers,
+    topic: output,
+    timeoutMs: 120_000,
+    parse: (record) => JSON.parse(String(record.value)) as BalanceUpdate,
+    idOf: (update) => update.seq,
+    expected: { kind: 'sequence', count: records },
+    fromAborted: (seq) => seq >= ABORTED_BASE,
+    // Each account's balances must rise by exactly each payment's amount and end at the sum of its payments.
+    running: { keyOf: (update) => update.account, valueOf: (update) => update.balance, deltaOf: (update) => update.amount, expectedFinal: expected },
+  });
+  return {
+    outputs: audit.records,
+    duplicates: audit.duplicates.copies,
+    missing: audit.missing.ids,
+    unexpected: audit.unexpected.records,
+    fromAborted: audit.fromAborted.records,
+    wrongBalances: audit.wrongKeys.length,
+    accounts: expected.size,
+  };
 }
 
 function portFree(port: number): Promise<boolean> {

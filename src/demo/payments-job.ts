@@ -11,8 +11,9 @@
  */
 import { defineJob } from '../api/define-job.ts';
 import { TumblingEventTimeWindows } from '../api/windowing/tumbling-windows.ts';
+import { kafkaDeserializers } from '../connectors/kafka/kafka-deserializers.ts';
 import { kafkaSink } from '../connectors/kafka/kafka-sink.ts';
-import { kafkaDeserializers, kafkaSource } from '../connectors/kafka/kafka-source.ts';
+import { kafkaSource } from '../connectors/kafka/kafka-source.ts';
 import { WatermarkStrategy } from '../core/event-time/watermark-strategy.ts';
 import type { Collector } from '../core/functions/process-functions.ts';
 import { valueState } from '../core/state/state-descriptors.ts';

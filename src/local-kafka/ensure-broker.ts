@@ -1,5 +1,5 @@
-import { type BrokerAddress, parseBootstrap } from '../connectors/kafka/bootstrap.ts';
 import { describeCluster } from '../connectors/kafka/cluster-info.ts';
+import { type BrokerAddress, parseBootstrap } from '../connectors/kafka/kafka-connection-options.ts';
 import { bootstrapOf, localBrokerStatus, startLocalBroker, stopLocalBroker } from './local-broker.ts';
 
 export interface EnsuredBroker {

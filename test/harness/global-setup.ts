@@ -16,8 +16,8 @@ import { execFileSync } from 'node:child_process';
 import { existsSync } from 'node:fs';
 import { rm } from 'node:fs/promises';
 import { join } from 'node:path';
-import { parseBootstrap } from '../../src/connectors/kafka/bootstrap.ts';
 import { describeCluster } from '../../src/connectors/kafka/cluster-info.ts';
+import { parseBootstrap } from '../../src/connectors/kafka/kafka-connection-options.ts';
 import { bootstrapOf, startLocalBroker, stopLocalBroker } from '../../src/local-kafka/local-broker.ts';
 import { freePort } from '../../src/local-kafka/ports.ts';
 

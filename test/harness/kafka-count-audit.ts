@@ -1,7 +1,8 @@
 /** Writes the chaos input and audits the kafka-count job's output, read back read_committed. */
-import type { BrokerAddress } from '../../src/connectors/kafka/bootstrap.ts';
+import { auditTopic } from '../../src/audit/audit-topic.ts';
+
 import { ClusterConnections } from '../../src/connectors/kafka/cluster-connections.ts';
-import { readTopic } from '../../src/connectors/kafka/topic-reader.ts';
+import type { BrokerAddress } from '../../src/connectors/kafka/kafka-connection-options.ts';
 import { committableOf, TransactionDriver } from '../../src/connectors/kafka/transaction-driver.ts';
 import type { CountOutput } from '../fixtures/jobs/kafka-count-job.ts';
 
@@ -48,31 +49,32 @@ export interface CountAudit {
   outputs: number;
   duplicates: number;
   missing: number;
+  /** Outputs whose seq is neither a committed nor an aborted input. */
+  unexpected: number;
   fromAborted: number;
   wrongCounts: number;
 }
 
+/** Every committed seq exactly once, none from aborted input, and per key the counts exactly 1..n, n the key's number of inputs. */
 export async function auditCounts(brokers: readonly BrokerAddress[], topic: string, count: number): Promise<CountAudit> {
-  const outputs = (await readTopic({ bootstrap: brokers, topic, timeoutMs: 120_000 })).map((record) => JSON.parse(String(record.value)) as CountOutput);
-  const seen = new Map<number, number>();
-  let fromAborted = 0;
-  for (const output of outputs) {
-    if (output.seq >= ABORTED_SEQ_BASE) fromAborted++;
-    seen.set(output.seq, (seen.get(output.seq) ?? 0) + 1);
-  }
-  let duplicates = 0;
-  for (const times of seen.values()) if (times > 1) duplicates += times - 1;
-  let missing = 0;
-  for (let seq = 0; seq < count; seq++) if (!seen.has(seq)) missing++;
-  // Per key the counts must be exactly 1..n, n the key's number of inputs.
-  let wrongCounts = 0;
-  for (let key = 0; key < KEYS; key++) {
-    const counts = outputs
-      .filter((output) => output.key === `key-${key}`)
-      .map((output) => output.count)
-      .sort((a, b) => a - b);
-    const expected = Math.floor(count / KEYS) + (key < count % KEYS ? 1 : 0);
-    if (counts.length !== expected || counts.some((value, index) => value !== index + 1)) wrongCounts++;
-  }
-  return { outputs: outputs.length, duplicates, missing, fromAborted, wrongCounts };
+  const expectedCounts = new Map<string, number>();
+  for (let key = 0; key < KEYS; key++) expectedCounts.set(`key-${key}`, Math.floor(count / KEYS) + (key < count % KEYS ? 1 : 0));
+  const audit = await auditTopic({
+    bootstrap: brokers,
+    topic,
+    timeoutMs: 120_000,
+    parse: (record) => JSON.parse(String(record.value)) as CountOutput,
+    idOf: (output) => output.seq,
+    expected: { kind: 'sequence', count },
+    fromAborted: (seq) => seq >= ABORTED_SEQ_BASE,
+    running: { keyOf: (output) => output.key, valueOf: (output) => output.count, deltaOf: () => 1, expectedFinal: expectedCounts },
+  });
+  return {
+    outputs: audit.records,
+    duplicates: audit.duplicates.copies,
+    missing: audit.missing.ids,
+    unexpected: audit.unexpected.records,
+    fromAborted: audit.fromAborted.records,
+    wrongCounts: audit.wrongKeys.length,
+  };
 }

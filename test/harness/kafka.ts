@@ -1,7 +1,7 @@
 /** Helpers for integration tests against the real broker the global setup provides. */
 import { randomBytes } from 'node:crypto';
 import { Admin, type ConnectionOptions } from '@platformatic/kafka';
-import { type BrokerAddress, parseBootstrap } from '../../src/connectors/kafka/bootstrap.ts';
+import { type BrokerAddress, parseBootstrap } from '../../src/connectors/kafka/kafka-connection-options.ts';
 
 /** The brokers to test against; `transactionVersion` picks a cluster running that version. A missing broker FAILS the test. */
 export function testBrokers(transactionVersion?: 1 | 2): BrokerAddress[] {

@@ -9,7 +9,7 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { test } from 'node:test';
 import { promisify } from 'node:util';
-import { formatBootstrap } from '../../src/connectors/kafka/bootstrap.ts';
+import { formatBootstrap } from '../../src/connectors/kafka/kafka-connection-options.ts';
 import { readTopic } from '../../src/connectors/kafka/topic-reader.ts';
 import { testBrokers } from '../harness/kafka.ts';
 

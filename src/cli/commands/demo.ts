@@ -51,6 +51,7 @@ export function demoCommand(): Command {
         log(`  outputs:       ${audit.outputs} balance updates for ${audit.accounts} accounts`);
         log(`  duplicates:    ${audit.duplicates}`);
         log(`  missing:       ${audit.missing}`);
+        if (audit.unexpected > 0) log(`  unexpected:    ${audit.unexpected} (neither a committed nor an aborted payment)`);
         log(`  from aborted:  ${audit.fromAborted}`);
         log(
           `  balances:      ${audit.wrongBalances === 0 ? 'every balance equals the sum of its committed payments' : `${audit.wrongBalances} accounts wrong`}`,
@@ -61,7 +62,10 @@ export function demoCommand(): Command {
         log(`  job kills:     ${audit.kills} (SIGKILL, resumed each time from the latest checkpoint)`);
         log(`  time:          ${audit.seconds.toFixed(1)} s`);
         const windowErrors = audit.windowsMissing + audit.windowsDuplicated + audit.windowsWrong;
-        if (audit.duplicates + audit.missing + audit.fromAborted + audit.wrongBalances + windowErrors > 0 || audit.outputs !== audit.committedInputs) {
+        if (
+          audit.duplicates + audit.missing + audit.unexpected + audit.fromAborted + audit.wrongBalances + windowErrors > 0 ||
+          audit.outputs !== audit.committedInputs
+        ) {
           throw new WeirError('AUDIT_FAILED', 'the output is not exactly the committed input', { fault: 'internal' });
         }
         log('exactly once: OK');

@@ -1,11 +1,10 @@
 import { resolve } from 'node:path';
 import { pathToFileURL } from 'node:url';
 import { Command } from 'commander';
-import { formatBootstrap } from '../../connectors/kafka/bootstrap.ts';
 import { ClusterConnections } from '../../connectors/kafka/cluster-connections.ts';
 import { describeCluster } from '../../connectors/kafka/cluster-info.ts';
+import { formatBootstrap, resolveBootstrap } from '../../connectors/kafka/kafka-connection-options.ts';
 import { brokerTransactionMaxTimeout } from '../../connectors/kafka/kafka-preflight.ts';
-import { resolveBootstrap } from '../../connectors/kafka/kafka-source.ts';
 import { TransactionDriver } from '../../connectors/kafka/transaction-driver.ts';
 import { parseEnvironmentConfig } from '../../core/config/environment-config.ts';
 import { WeirError } from '../../core/errors/weir-error.ts';

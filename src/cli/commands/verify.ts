@@ -1,9 +1,8 @@
 import { Command, Option } from 'commander';
-import { type BrokerAddress, formatBootstrap } from '../../connectors/kafka/bootstrap.ts';
-import { ClusterConnections } from '../../connectors/kafka/cluster-connections.ts';
-import { resolveBootstrap } from '../../connectors/kafka/kafka-source.ts';
-import { describeOpenTransactions, type OpenPartitionTransaction } from '../../connectors/kafka/open-transactions.ts';
-import { readTopic } from '../../connectors/kafka/topic-reader.ts';
+import { auditTopic } from '../../audit/audit-topic.ts';
+import { type BrokerAddress, formatBootstrap, resolveBootstrap } from '../../connectors/kafka/kafka-connection-options.ts';
+import type { OpenPartitionTransaction } from '../../connectors/kafka/open-transactions.ts';
+import type { TopicRecord } from '../../connectors/kafka/partition-fetcher.ts';
 import { WeirError } from '../../core/errors/weir-error.ts';
 import { positiveIntegerArgument } from '../arguments.ts';
 
@@ -13,23 +12,32 @@ export interface TopicAudit {
   by: string;
   duplicates: { id: string; times: number }[];
   missing: number[];
+  /** With --expect: ids outside 0..n-1. */
+  unexpected: string[];
   openTransactions: OpenPartitionTransaction[];
 }
 
 /**
  * Reads a topic read_committed (up to its last stable offset: what a reader sees now) and looks
- * for duplicates by a JSON field or by key, for gaps in a sequence field, and for transactions
- * left open on its partitions (which hold every read_committed reader back).
+ * for duplicates by a JSON field or by key, for gaps in a sequence field (0..n-1 with --expect,
+ * else between the smallest and the largest), and for transactions left open on its partitions
+ * (which hold every read_committed reader back).
  */
-export async function auditTopic(options: { bootstrap: BrokerAddress[]; topic: string; field?: string; byKey: boolean; expect?: number }): Promise<TopicAudit> {
-  const records = await readTopic({ bootstrap: options.bootstrap, topic: options.topic, until: 'last-stable-offset' });
+export async function verifyTopic(options: {
+  bootstrap: BrokerAddress[];
+  topic: string;
+  field?: string;
+  byKey: boolean;
+  expect?: number;
+}): Promise<TopicAudit> {
   const field = options.field;
-  const idOf = (value: Buffer | null, key: Buffer | null, offset: string): string => {
-    if (options.byKey) return key === null ? `(no key at ${offset})` : key.toString('utf8');
-    if (field === undefined) return value === null ? '' : value.toString('base64');
+  const idText = (record: TopicRecord): string => {
+    const offset = `${record.partition}/${record.offset}`;
+    if (options.byKey) return record.key === null ? `(no key at ${offset})` : record.key.toString('utf8');
+    if (field === undefined) return record.value === null ? '' : record.value.toString('base64');
     let parsed: unknown;
     try {
-      parsed = JSON.parse(String(value));
+      parsed = JSON.parse(String(record.value));
     } catch {
       throw new WeirError('VERIFY_NOT_JSON', `the record at ${offset} of "${options.topic}" is not JSON, so --field ${field} cannot be read`, {
         hint: 'leave out --field to compare whole values, or use --by-key',
@@ -43,29 +51,29 @@ export async function auditTopic(options: { bootstrap: BrokerAddress[]; topic: s
     }
     return String(id);
   };
-  const counts = new Map<string, number>();
-  for (const record of records) {
-    const id = idOf(record.value, record.key, `${record.partition}/${record.offset}`);
-    counts.set(id, (counts.get(id) ?? 0) + 1);
-  }
-  const duplicates = [...counts].filter(([, times]) => times > 1).map(([id, times]) => ({ id, times }));
-  const missing: number[] = [];
-  if (options.expect !== undefined) {
-    for (let seq = 0; seq < options.expect; seq++) if (!counts.has(String(seq))) missing.push(seq);
-  } else if (field !== undefined) {
-    const numbers = [...counts.keys()].map(Number).filter(Number.isInteger);
-    if (numbers.length === counts.size && numbers.length > 0) {
-      const seen = new Set(numbers);
-      for (let seq = Math.min(...numbers); seq <= Math.max(...numbers); seq++) if (!seen.has(seq)) missing.push(seq);
-    }
-  }
-  const connections = new ClusterConnections(options.bootstrap, { clientId: 'weir-verify' });
-  try {
-    const openTransactions = await describeOpenTransactions(connections, await connections.topic(options.topic));
-    return { topic: options.topic, records: records.length, by: options.byKey ? 'key' : (field ?? 'value'), duplicates, missing, openTransactions };
-  } finally {
-    await connections.close();
-  }
+  const audit = await auditTopic({
+    bootstrap: options.bootstrap,
+    topic: options.topic,
+    until: 'last-stable-offset',
+    openTransactions: true,
+    parse: (record) => record,
+    // Ids are compared as text; one that is an integer's own text is that integer, so --expect's 0..n-1 find it.
+    idOf: (record) => {
+      const text = idText(record);
+      return /^(0|-?[1-9]\d*)$/.test(text) && Number.isSafeInteger(Number(text)) ? Number(text) : text;
+    },
+    expected: options.expect !== undefined ? { kind: 'sequence', count: options.expect } : field !== undefined ? { kind: 'contiguous' } : undefined,
+    sampleSize: Number.POSITIVE_INFINITY,
+  });
+  return {
+    topic: options.topic,
+    records: audit.records,
+    by: options.byKey ? 'key' : (field ?? 'value'),
+    duplicates: audit.duplicates.sample.map(({ id, times }) => ({ id: String(id), times })),
+    missing: audit.missing.sample.map(Number),
+    unexpected: audit.unexpected.sample.map(String),
+    openTransactions: audit.openTransactions ?? [],
+  };
 }
 
 export function verifyCommand(): Command {
@@ -77,12 +85,12 @@ export function verifyCommand(): Command {
     .option('--brokers <host:port,...>', 'the cluster (default KAFKA_BROKERS)')
     .option('--field <name>', 'the JSON field that identifies a record (a sequence number for gap detection)')
     .option('--by-key', 'identify records by their key instead', false)
-    .addOption(new Option('--expect <n>', 'the sequence numbers 0..n-1 must each be there exactly once').argParser(positiveIntegerArgument))
+    .addOption(new Option('--expect <n>', 'the sequence numbers 0..n-1 must each be there exactly once, and no other id').argParser(positiveIntegerArgument))
     .option('--json', 'print the report as JSON', false)
     .action(async (options: { topic: string; brokers?: string; field?: string; byKey: boolean; expect?: number; json: boolean }) => {
       const bootstrap = resolveBootstrap(options.brokers, 'weir verify --brokers');
       process.stderr.write(`reading ${options.topic} read_committed from ${formatBootstrap(bootstrap)}...\n`);
-      const audit = await auditTopic({
+      const audit = await verifyTopic({
         bootstrap,
         topic: options.topic,
         byKey: options.byKey,
@@ -98,6 +106,9 @@ export function verifyCommand(): Command {
           `duplicates: ${audit.duplicates.length}${audit.duplicates.length > 0 ? ` (${sample(audit.duplicates.map((entry) => `${entry.id} x${entry.times}`))})` : ''}`,
         );
         console.log(`missing: ${audit.missing.length}${audit.missing.length > 0 ? ` (${sample(audit.missing)})` : ''}`);
+        if (options.expect !== undefined) {
+          console.log(`unexpected: ${audit.unexpected.length}${audit.unexpected.length > 0 ? ` (${sample(audit.unexpected)})` : ''}`);
+        }
         console.log(
           `open transactions: ${audit.openTransactions.length}${audit.openTransactions
             .map(
@@ -110,6 +121,7 @@ export function verifyCommand(): Command {
       const violations = [
         audit.duplicates.length > 0 ? `${audit.duplicates.length} duplicated` : '',
         audit.missing.length > 0 ? `${audit.missing.length} missing` : '',
+        audit.unexpected.length > 0 ? `${audit.unexpected.length} unexpected` : '',
         audit.openTransactions.length > 0 ? `${audit.openTransactions.length} open transactions` : '',
       ].filter(Boolean);
       if (violations.length > 0) {

@@ -1,6 +1,6 @@
 import { type Connection, type ConnectionOptions, ConnectionPool, metadataV12 } from '@platformatic/kafka';
 import { WeirError } from '../../core/errors/weir-error.ts';
-import { type BrokerAddress, formatBootstrap } from './bootstrap.ts';
+import { type BrokerAddress, formatBootstrap } from './kafka-connection-options.ts';
 import { hasKafkaError } from './kafka-error-ids.ts';
 
 export interface PartitionInfo {

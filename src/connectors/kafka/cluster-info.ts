@@ -1,7 +1,7 @@
 import { apiVersionsV3 } from '@platformatic/kafka';
 import { WeirError } from '../../core/errors/weir-error.ts';
-import { type BrokerAddress, formatBootstrap } from './bootstrap.ts';
 import { ClusterConnections } from './cluster-connections.ts';
+import { type BrokerAddress, formatBootstrap } from './kafka-connection-options.ts';
 
 export interface ClusterInfo {
   clusterId: string | null;

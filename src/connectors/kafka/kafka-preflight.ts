@@ -3,8 +3,8 @@ import { maxRestartDelay } from '../../core/config/max-restart-delay.ts';
 import type { PreflightContext, PreflightFinding } from '../../core/connector/preflight.ts';
 import { WeirError } from '../../core/errors/weir-error.ts';
 import { formatDuration } from '../../core/time/duration.ts';
-import { type BrokerAddress, formatBootstrap } from './bootstrap.ts';
 import { ClusterConnections } from './cluster-connections.ts';
+import { type BrokerAddress, formatBootstrap } from './kafka-connection-options.ts';
 
 /** Kafka's default transaction.max.timeout.ms. */
 export const KAFKA_DEFAULT_TRANSACTION_MAX_TIMEOUT_MS = 15 * 60 * 1000;

@@ -1,16 +1,63 @@
+import type { ConnectionOptions } from '@platformatic/kafka';
 import { z } from 'zod';
-import type { KafkaProducerRecord, KafkaSinkOptions } from './kafka-sink.ts';
-import { bootstrapOption, connectionOption, durationOption, functionOption, type OptionMeta, parseConnectorOptions } from './kafka-source-options.ts';
+import type { DeliveryGuarantee } from '../../core/connector/sink.ts';
+import { durationOption, functionOption, type OptionMeta, parseConnectorOptions, type Same } from '../connector-options.ts';
+import { bootstrapOption, connectionOption } from './kafka-connection-options.ts';
+
+/** One record to write. Strings are written as UTF-8. */
+export interface KafkaProducerRecord {
+  /** Default: the sink's topic. */
+  topic?: string;
+  key?: string | Buffer | null;
+  value: string | Buffer | null;
+  headers?: Record<string, string | Buffer>;
+  /** Default: the partitioner's choice. */
+  partition?: number;
+  timestamp?: number;
+}
 
 /**
- * The Kafka sink's options as a zod schema: validated once when `kafkaSink(...)` is called, and
- * the source of the sink's table in docs/configuration.md (scripts/gen-config-reference.ts).
+ * The options of `kafkaSink`. They are validated by the zod schema below (which also documents
+ * them in docs/configuration.md); the two must agree, and the typecheck says so when they do not.
  */
+export interface KafkaSinkOptions<T> {
+  /** host:port list; default KAFKA_BROKERS. */
+  bootstrap?: string | string[];
+  /** The topic of records whose serializer names none. */
+  topic?: string;
+  serializer: (record: T) => KafkaProducerRecord;
+  deliveryGuarantee: DeliveryGuarantee;
+  /**
+   * Prefix of the transactional ids (exactly-once). Default `weir-<job name>-<sink uid>`: stable
+   * across restarts of the same job, distinct between jobs and sinks. Two running jobs must never
+   * share a prefix.
+   */
+  transactionalIdPrefix?: string;
+  /**
+   * The transactions' transaction.timeout.ms: at most the brokers' transaction.max.timeout.ms, and
+   * longer than a checkpoint plus a recovery (the preflight checks both). Default 15 minutes.
+   */
+  transactionTimeout?: number | string;
+  /**
+   * The longest you expect between a crash and the restarted job committing, beyond the restart
+   * strategy's delay: restarting the process, start-up. Part of the preflight's transaction timeout
+   * check. Default 1 minute.
+   */
+  recoveryBudget?: number | string;
+  /** Picks a partition for a record without one; default: murmur2 of the key (as Kafka's Java client), round-robin without a key. */
+  partitioner?: (key: Buffer | null, partitions: number) => number;
+  /** TLS and SASL options passed to every connection. */
+  connection?: ConnectionOptions;
+}
 
 /** The sink's transaction.timeout.ms when it sets none: Kafka's default transaction.max.timeout.ms. */
 export const DEFAULT_TRANSACTION_TIMEOUT_MS = 15 * 60 * 1000;
 export const DEFAULT_RECOVERY_BUDGET_MS = 60 * 1000;
 
+/**
+ * The Kafka sink's options as a zod schema: validated once when `kafkaSink(...)` is called, and
+ * the source of the sink's table in docs/configuration.md (scripts/gen-config-reference.ts).
+ */
 export const kafkaSinkOptionsSchema = z.strictObject({
   bootstrap: bootstrapOption('kafkaSink'),
   topic: z
@@ -83,8 +130,7 @@ export function parseKafkaSinkOptions<T>(options: KafkaSinkOptions<T>): ParsedKa
   return parseConnectorOptions(kafkaSinkOptionsSchema, options, 'kafkaSink', 'INVALID_SINK') as ParsedKafkaSinkOptions<T>;
 }
 
-// The TypeScript interface in kafka-sink.ts (with its docs) and the schema must agree; typecheck fails when they drift.
-type Same<A, B> = [A] extends [B] ? ([B] extends [A] ? true : false) : false;
+// The interface above and the schema must agree; typecheck fails when they drift.
 type SinkInput = z.input<typeof kafkaSinkOptionsSchema>;
 export type KafkaSinkOptionsMatchSchema =
   Same<Omit<KafkaSinkOptions<never>, 'serializer'>, Omit<SinkInput, 'serializer'>> extends true

@@ -1,86 +1,49 @@
 import type { ConnectionOptions } from '@platformatic/kafka';
 import { z } from 'zod';
-import { WeirError } from '../../core/errors/weir-error.ts';
-import { parseDuration } from '../../core/time/duration.ts';
-import { parseBootstrap } from './bootstrap.ts';
-import type { KafkaSourceOptions } from './kafka-source.ts';
-import type { TopicRecord } from './partition-fetcher.ts';
+import { durationOption, functionOption, type OptionMeta, type ProblemParams, parseConnectorOptions, type Same } from '../connector-options.ts';
+import { bootstrapOption, connectionOption } from './kafka-connection-options.ts';
+import type { IsolationLevel, TopicRecord } from './partition-fetcher.ts';
+
+/** Where a partition starts when the job starts without a checkpoint. */
+export type StartingOffsets =
+  | 'earliest'
+  | 'latest'
+  /** The consumer group's committed offset, else the fallback. */
+  | { committed: { fallback: 'earliest' | 'latest' } }
+  /** The first offset whose record timestamp is at or after this time (ms since the epoch). */
+  | { timestamp: number }
+  /** Explicit offsets by "topic:partition"; partitions not listed start at the fallback. */
+  | { offsets: Record<string, number | bigint>; fallback?: 'earliest' | 'latest' };
 
 /**
- * The Kafka source's options as a zod schema: validated once when `kafkaSource(...)` is called,
- * and the source of the options table in docs/configuration.md (scripts/gen-config-reference.ts).
- *
- * Every option carries metadata: `description` (the docs), `hint` (the fix an error names),
- * and where the schema cannot say it, `typeText` and `defaultText` (the docs' type and default).
- * The helpers below are shared with the sink's options (kafka-sink-options.ts).
+ * The options of `kafkaSource`. They are validated by the zod schema below (which also documents
+ * them in docs/configuration.md); the two must agree, and the typecheck says so when they do not.
  */
-export interface OptionMeta {
-  description: string;
-  /** What to do when the option is wrong: the hint of the error. */
-  hint?: string;
-  /** The type as the docs show it, where the schema's own (a function, a class) says too little. */
-  typeText?: string;
-  /** The default as the docs show it, where it is not a value of the schema (KAFKA_BROKERS, a derived name). */
-  defaultText?: string;
-}
-
-/** A problem a check found, with its own error code and hint (an issue's `params`). */
-interface ProblemParams {
-  code?: string;
-  hint?: string;
-}
-
-/** A duration option: milliseconds, or text such as `500ms`, `10s`, `15m`; `setting` names it in the error. */
-export function durationOption(setting: string) {
-  return z.union([z.number(), z.string()], { error: 'must be a duration: milliseconds or text such as 500ms, 10s, 15m or 1h' }).transform((value, context) => {
-    try {
-      return parseDuration(value, setting);
-    } catch (error) {
-      const weir = error as WeirError;
-      context.addIssue({ code: 'custom', message: weir.message, input: value, params: { code: weir.code, hint: weir.hint } satisfies ProblemParams });
-      return z.NEVER;
-    }
-  });
-}
-
-/** The `bootstrap` option: a `host:port` list, checked now so a typo fails when the job is built. */
-export function bootstrapOption(connector: string) {
-  return z
-    .union([z.string(), z.array(z.string())], { error: 'must be "host:port[,host:port...]" or an array of "host:port"' })
-    .superRefine((value, context) => {
-      try {
-        parseBootstrap(value, `${connector} bootstrap`);
-      } catch (error) {
-        const weir = error as WeirError;
-        context.addIssue({ code: 'custom', message: weir.message, input: value, params: { code: weir.code, hint: weir.hint } satisfies ProblemParams });
-      }
-    })
-    .optional()
-    .meta({
-      description: 'The brokers: `host:port[,host:port...]`, or an array of `host:port`.',
-      hint: 'give host:port[,host:port...], for example 127.0.0.1:9092',
-      defaultText: 'KAFKA_BROKERS',
-    } satisfies OptionMeta);
-}
-
-/** The `connection` option: passed unchanged to every connection (@platformatic/kafka's ConnectionOptions). */
-export function connectionOption() {
-  return z
-    .custom<ConnectionOptions>((value) => typeof value === 'object' && value !== null && !Array.isArray(value), { error: 'must be an object' })
-    .optional()
-    .meta({
-      description: 'TLS (`tls`) and SASL (`sasl`: PLAIN, SCRAM-SHA-256, SCRAM-SHA-512, ...) options, passed unchanged to every connection.',
-      hint: "pass @platformatic/kafka's connection options, for example { tls: {...} } or { sasl: { mechanism: 'PLAIN', username, password } }",
-      typeText: 'ConnectionOptions',
-    } satisfies OptionMeta);
-}
-
-/** A function option; `signature` is how the docs and the errors show it. */
-export function functionOption<F>(signature: string) {
-  return z.custom<F>((value) => typeof value === 'function', {
-    error: (issue) =>
-      issue.input === undefined ? `is required: a function ${signature}` : `must be a function ${signature}, not ${describeValue(issue.input)}`,
-  });
+export interface KafkaSourceOptions<T> {
+  /** host:port list; default KAFKA_BROKERS. */
+  bootstrap?: string | string[];
+  /** Topic names, or a pattern every matching topic is read from (topics created later included, unless bounded). */
+  topics: string[] | RegExp;
+  startingOffsets?: StartingOffsets;
+  /** Stop at the (last stable) offsets each partition has when the job first starts: for tests and benchmarks. */
+  bounded?: boolean;
+  /** Default read_committed: records of aborted and open transactions are never read. */
+  isolation?: IsolationLevel;
+  /** Turns a Kafka record into the job's record; see `kafkaDeserializers`. */
+  deserializer: (record: TopicRecord) => T;
+  /** Offsets are committed to this consumer group when a checkpoint completes, for monitoring only (the checkpoint is what counts). */
+  groupId?: string;
+  /** TLS and SASL options passed to every connection. */
+  connection?: ConnectionOptions;
+  /** How long a fetch waits on the broker for data. Default 100 ms. */
+  maxWaitMs?: number;
+  /** The most bytes one fetch takes of a partition. Default 1 MiB. */
+  maxBytesPerPartition?: number;
+  /**
+   * How often new partitions (and, with a pattern, new topics) are looked for; new ones are read
+   * from their earliest offset. Default 30 s; 0 turns discovery off. Bounded sources never discover.
+   */
+  partitionDiscoveryInterval?: number | string;
 }
 
 const offsetsFallback = z.enum(['earliest', 'latest'], { error: "must be 'earliest' or 'latest'" });
@@ -109,6 +72,11 @@ export const startingOffsetsSchema = z.union(
   },
 );
 
+/**
+ * The Kafka source's options as a zod schema: validated once when `kafkaSource(...)` is called,
+ * and the source of the options table in docs/configuration.md (scripts/gen-config-reference.ts).
+ * Every option carries its OptionMeta (connector-options.ts).
+ */
 export const kafkaSourceOptionsSchema = z
   .strictObject({
     bootstrap: bootstrapOption('kafkaSource'),
@@ -202,118 +170,7 @@ export function parseKafkaSourceOptions<T>(options: KafkaSourceOptions<T>): Pars
   return parseConnectorOptions(kafkaSourceOptionsSchema, options, 'kafkaSource', 'INVALID_SOURCE') as ParsedKafkaSourceOptions<T>;
 }
 
-// The TypeScript interface users see (with its docs) and the schema must agree; typecheck fails when they drift.
-type Same<A, B> = [A] extends [B] ? ([B] extends [A] ? true : false) : false;
+// The interface above and the schema must agree; typecheck fails when they drift.
 export type KafkaSourceOptionsMatchSchema = Same<KafkaSourceOptions<unknown>, z.input<typeof kafkaSourceOptionsSchema>> extends true ? true : never;
 const sourceOptionsMatch: KafkaSourceOptionsMatchSchema = true;
 void sourceOptionsMatch;
-
-/**
- * Parses a connector's options with its schema and turns every problem into one line:
- * `<connector> <option>: <problem>` (or the check's own full sentence), with the option's hint.
- */
-export function parseConnectorOptions<S extends z.ZodType>(schema: S, input: unknown, connector: string, code: string): z.output<S> {
-  if (typeof input !== 'object' || input === null || Array.isArray(input)) {
-    throw new WeirError(code, `${connector} needs an options object, not ${describeValue(input)}`, {
-      hint: `call ${connector}({ ... }) with its options; docs/configuration.md lists them`,
-    });
-  }
-  const result = schema.safeParse(input, { error: issueMessage, reportInput: true });
-  if (result.success) return result.data;
-  const shape = shapeOf(schema);
-  const problems = result.error.issues.map((issue) => {
-    const params = (issue.code === 'custom' ? issue.params : undefined) as ProblemParams | undefined;
-    const option = issue.path[0];
-    const meta = (typeof option === 'string' ? z.globalRegistry.get(shape[option] as z.ZodType) : undefined) as OptionMeta | undefined;
-    if (issue.code === 'unrecognized_keys' && issue.path.length > 0) {
-      return {
-        code,
-        message: `${connector} ${pathText(issue.path)}: unknown key${issue.keys.length > 1 ? 's' : ''} ${issue.keys.map((key) => `"${key}"`).join(', ')}`,
-        hint: meta?.hint ?? 'docs/configuration.md lists every option',
-      };
-    }
-    if (issue.code === 'unrecognized_keys') {
-      return {
-        code,
-        message: `${connector} has no option${issue.keys.length > 1 ? 's' : ''} ${issue.keys.map((key) => `"${key}"`).join(', ')}`,
-        hint: `the options are ${Object.keys(shape).join(', ')}`,
-      };
-    }
-    const message = issue.message.startsWith(`${connector} `) ? issue.message : `${connector} ${pathText(issue.path)}: ${issue.message}`;
-    return { code: params?.code ?? code, message, hint: params?.hint ?? meta?.hint ?? 'docs/configuration.md lists every option' };
-  });
-  const [first] = problems as [(typeof problems)[number]];
-  throw new WeirError(first.code, problems.map((problem) => problem.message).join('; '), {
-    hint: [...new Set(problems.map((problem) => problem.hint))].join('; '),
-  });
-}
-
-function shapeOf(schema: z.ZodType): Record<string, z.ZodType> {
-  let inner: z.ZodType = schema;
-  while (!(inner instanceof z.ZodObject)) {
-    const def = inner._zod.def as { innerType?: z.ZodType; in?: z.ZodType };
-    const next = def.innerType ?? def.in;
-    if (next === undefined) return {};
-    inner = next;
-  }
-  return inner.shape as Record<string, z.ZodType>;
-}
-
-function pathText(path: readonly PropertyKey[]): string {
-  return path.map((part, index) => (typeof part === 'number' ? `[${part}]` : `${index === 0 ? '' : '.'}${String(part)}`)).join('');
-}
-
-/** Messages for zod's own issues (the schemas' own messages take precedence). */
-function issueMessage(issue: z.core.$ZodRawIssue): string | undefined {
-  const input = issue.input;
-  switch (issue.code) {
-    case 'invalid_type':
-      if (input === undefined) return 'is required';
-      return `must be ${issue.expected === 'int' ? 'a whole number' : withArticle(issue.expected)}, not ${describeValue(input)}`;
-    case 'too_small': {
-      const minimum = String(issue.minimum);
-      if (issue.origin === 'string') return issue.minimum === 1 ? 'must not be empty' : `must have at least ${minimum} characters`;
-      if (issue.origin === 'array') return `needs at least ${minimum} ${issue.minimum === 1 ? 'entry' : 'entries'}`;
-      return `must be ${issue.inclusive ? 'at least' : 'above'} ${minimum}, not ${describeValue(input)}`;
-    }
-    case 'too_big':
-      return `must be ${issue.inclusive ? 'at most' : 'below'} ${String(issue.maximum)}, not ${describeValue(input)}`;
-    case 'invalid_value': {
-      const values = issue.values.map((value) => (typeof value === 'string' ? `'${value}'` : String(value)));
-      const choices = values.length > 1 ? `${values.slice(0, -1).join(', ')} or ${values.at(-1)}` : String(values[0]);
-      return input === undefined ? `is required: ${choices}` : `must be ${choices}, not ${describeValue(input)}`;
-    }
-    case 'invalid_format':
-      return issue.format === 'regex' && 'pattern' in issue ? `${describeValue(input)} does not match ${String(issue.pattern)}` : undefined;
-    default:
-      return undefined;
-  }
-}
-
-function withArticle(noun: string): string {
-  return /^[aeiou]/.test(noun) ? `an ${noun}` : `a ${noun}`;
-}
-
-/** A value as an error shows it: strings quoted, objects by kind. */
-export function describeValue(value: unknown): string {
-  if (value === null) return 'null';
-  if (Array.isArray(value)) return 'an array';
-  if (value instanceof RegExp) return String(value);
-  switch (typeof value) {
-    case 'undefined':
-      return 'undefined';
-    case 'string':
-      return JSON.stringify(value);
-    case 'number':
-    case 'boolean':
-      return String(value);
-    case 'bigint':
-      return `${value}n`;
-    case 'function':
-      return 'a function';
-    case 'symbol':
-      return 'a symbol';
-    default:
-      return 'an object';
-  }
-}

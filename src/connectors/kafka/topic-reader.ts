@@ -1,7 +1,7 @@
 import { setTimeout as sleep } from 'node:timers/promises';
 import { WeirError } from '../../core/errors/weir-error.ts';
-import type { BrokerAddress } from './bootstrap.ts';
 import { ClusterConnections } from './cluster-connections.ts';
+import type { BrokerAddress } from './kafka-connection-options.ts';
 import { EARLIEST_OFFSET, fetchPartitions, type IsolationLevel, LATEST_OFFSET, listOffsets, type TopicRecord } from './partition-fetcher.ts';
 
 export type { IsolationLevel, TopicRecord } from './partition-fetcher.ts';

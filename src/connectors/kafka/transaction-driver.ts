@@ -1,4 +1,3 @@
-import { setTimeout as sleep } from 'node:timers/promises';
 import {
   addPartitionsToTxnV3,
   type Connection,
@@ -13,7 +12,10 @@ import {
 import { WeirError } from '../../core/errors/weir-error.ts';
 import { dataLoss } from '../two-phase-commit-sink.ts';
 import type { ClusterConnections } from './cluster-connections.ts';
-import { hasKafkaError, kafkaErrorIds, RETRIABLE_TRANSACTION_ERRORS } from './kafka-error-ids.ts';
+import { hasKafkaError, kafkaErrorIds } from './kafka-error-ids.ts';
+import { PartitionLeaders } from './partition-leaders.ts';
+import { chunksBelowBatchLimit } from './record-chunks.ts';
+import { retryKafkaRequest } from './retry-kafka-request.ts';
 
 /**
  * The request versions this driver pins: classic transaction semantics (no epoch bump per EndTxn,
@@ -71,12 +73,17 @@ export class TransactionDriver {
   readonly #connections: ClusterConnections;
   readonly #options: Required<TransactionDriverOptions>;
   readonly #coordinators = new Map<string, number>();
-  /** Partition leaders by "topic:partition", forgotten whenever a request needs a retry. */
-  readonly #leaders = new Map<string, number>();
+  readonly #leaders: PartitionLeaders;
+  /** Before a retry: the coordinator or a leader may have moved. */
+  readonly #forgetRoutes = () => {
+    this.#coordinators.clear();
+    this.#leaders.forget();
+  };
 
   constructor(connections: ClusterConnections, options: TransactionDriverOptions) {
     this.#connections = connections;
     this.#options = { retryTimeoutMs: 60_000, ...options };
+    this.#leaders = new PartitionLeaders(connections);
   }
 
   /**
@@ -138,7 +145,7 @@ export class TransactionDriver {
     // One produce request per leader and chunk; each partition's batch carries the next sequence
     // number, so a chunk's sequences are counted before the next chunk is built.
     for (const chunk of chunksBelowBatchLimit(records)) {
-      const byLeader = await this.#groupByLeader(chunk);
+      const byLeader = await this.#leaders.groupByLeader(chunk);
       await Promise.all(
         [...byLeader].map(([leader, group]) =>
           this.#retry(`Produce for "${transaction.transactionalId}"`, async () =>
@@ -184,18 +191,6 @@ export class TransactionDriver {
           : "most likely the broker's transaction timeout expired before the commit (a checkpoint or a recovery took longer than the sink's transactionTimeout): raise transactionTimeout (within the broker's transaction.max.timeout.ms) or make checkpoints faster; or another producer used the same transactional id (two jobs sharing a transactionalIdPrefix)",
       );
     });
-  }
-
-  /** Writes records outside any transaction (at-least-once and none): acks -1 waits for every in-sync replica. */
-  async sendPlain(records: MessageRecord[], acks: -1 | 1): Promise<void> {
-    for (const chunk of chunksBelowBatchLimit(records)) {
-      const byLeader = await this.#groupByLeader(chunk);
-      await Promise.all(
-        [...byLeader].map(([leader, group]) =>
-          this.#retry('Produce', async () => produceV11.api.async(await this.#connections.node(leader), acks, 30_000, group, {})),
-        ),
-      );
-    }
   }
 
   /** Aborts an open transaction of this process. */
@@ -250,90 +245,7 @@ export class TransactionDriver {
     return this.#connections.node(nodeId);
   }
 
-  async #groupByLeader(records: MessageRecord[]): Promise<Map<number, MessageRecord[]>> {
-    const byLeader = new Map<number, MessageRecord[]>();
-    for (const record of records) {
-      const key = `${record.topic}:${record.partition}`;
-      let leader = this.#leaders.get(key);
-      if (leader === undefined) {
-        const info = await this.#connections.topic(record.topic);
-        for (const entry of info.partitions) if (entry.leaderId >= 0) this.#leaders.set(`${record.topic}:${entry.partition}`, entry.leaderId);
-        leader = this.#leaders.get(key);
-        if (leader === undefined) throw Object.assign(new Error(`partition ${key} has no leader`), { apiId: 'LEADER_NOT_AVAILABLE' });
-      }
-      const group = byLeader.get(leader);
-      if (group === undefined) byLeader.set(leader, [record]);
-      else group.push(record);
-    }
-    return byLeader;
+  #retry<T>(what: string, request: () => Promise<T>): Promise<T> {
+    return retryKafkaRequest(what, request, this.#options.retryTimeoutMs, this.#forgetRoutes);
   }
-
-  /**
-   * Runs a request, retrying (with the coordinator found again) on retriable Kafka errors and on
-   * network errors (a broker restarting), until retryTimeoutMs has passed.
-   */
-  async #retry<T>(what: string, request: () => Promise<T>): Promise<T> {
-    const deadline = Date.now() + this.#options.retryTimeoutMs;
-    for (let attempt = 0; ; attempt++) {
-      try {
-        return await request();
-      } catch (error) {
-        const ids = kafkaErrorIds(error);
-        const retriable = ids.length === 0 ? isNetworkError(error) : ids.every((id) => RETRIABLE_TRANSACTION_ERRORS.includes(id));
-        if (!retriable || Date.now() > deadline) {
-          if (error instanceof WeirError) throw error;
-          throw Object.assign(
-            new WeirError(
-              'KAFKA_REQUEST_FAILED',
-              `${what} failed${ids.length > 0 ? ` with ${ids.join(', ')}` : ''}: ${error instanceof Error ? error.message : String(error)}`,
-              {
-                fault: 'external',
-                retriable,
-                cause: error,
-              },
-            ),
-            { apiId: ids[0] },
-          );
-        }
-        this.#coordinators.clear();
-        this.#leaders.clear();
-        await sleep(Math.min(1000, 50 * 2 ** Math.min(attempt, 5)));
-      }
-    }
-  }
-}
-
-/**
- * Splits records into runs of at most BATCH_BYTES_LIMIT bytes, so no partition's batch in a
- * produce request exceeds the brokers' default max.message.bytes (1 MiB).
- */
-export const BATCH_BYTES_LIMIT = 768 * 1024;
-
-function* chunksBelowBatchLimit(records: MessageRecord[]): Generator<MessageRecord[]> {
-  let chunk: MessageRecord[] = [];
-  let bytes = 0;
-  for (const record of records) {
-    let size = 32 + (record.key?.length ?? 0) + (record.value?.length ?? 0);
-    if (record.headers !== undefined) for (const [name, value] of record.headers) size += name.length + value.length + 8;
-    if (bytes + size > BATCH_BYTES_LIMIT && chunk.length > 0) {
-      yield chunk;
-      chunk = [];
-      bytes = 0;
-    }
-    chunk.push(record);
-    bytes += size;
-  }
-  if (chunk.length > 0) yield chunk;
-}
-
-function isNetworkError(error: unknown): boolean {
-  const code = (error as { code?: string } | undefined)?.code;
-  return (
-    code === 'PLT_KFK_NETWORK' ||
-    code === 'PLT_KFK_TIMEOUT' ||
-    code === 'ECONNREFUSED' ||
-    code === 'ECONNRESET' ||
-    code === 'BROKER_UNREACHABLE' ||
-    code === 'EPIPE'
-  );
 }

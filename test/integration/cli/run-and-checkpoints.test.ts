@@ -41,7 +41,7 @@ test('weir run runs a job with options over its config; weir checkpoints lists a
   assert.equal(result.code, 0, result.stderr);
   assert.match(result.stdout, /^job "keyed-sum" finished in [\d.]+s: \d+ checkpoints, 0 restarts, last checkpoint \d+$/m);
   assert.match(result.stderr, /checkpoint \d+ completed in \d+ ms/);
-  assert.deepEqual(auditKeyedSum(join(folder, 'out'), 6000), { records: 6000, duplicates: 0, missing: 0, wrongSums: [] });
+  assert.deepEqual(auditKeyedSum(join(folder, 'out'), 6000), { records: 6000, duplicates: 0, missing: 0, unexpected: 0, wrongSums: [] });
 
   const list = await weir(['checkpoints', 'list', storage]);
   assert.equal(list.code, 0, list.stderr);
@@ -62,7 +62,7 @@ test('weir run runs a job with options over its config; weir checkpoints lists a
   );
   assert.equal(again.code, 0, again.stderr);
   assert.match(again.stderr, /starting job "keyed-sum" from checkpoint \d+/);
-  assert.deepEqual(auditKeyedSum(join(folder, 'out'), 6000), { records: 6000, duplicates: 0, missing: 0, wrongSums: [] });
+  assert.deepEqual(auditKeyedSum(join(folder, 'out'), 6000), { records: 6000, duplicates: 0, missing: 0, unexpected: 0, wrongSums: [] });
 });
 
 test('errors: a module without a job, a bad option value, no checkpoint folder, an exactly-once sink without checkpointing', async () => {

@@ -5,8 +5,8 @@
 import assert from 'node:assert/strict';
 import { join } from 'node:path';
 import { test } from 'node:test';
-import { formatBootstrap } from '../../../src/connectors/kafka/bootstrap.ts';
 import { ClusterConnections } from '../../../src/connectors/kafka/cluster-connections.ts';
+import { formatBootstrap } from '../../../src/connectors/kafka/kafka-connection-options.ts';
 import { committableOf, TransactionDriver } from '../../../src/connectors/kafka/transaction-driver.ts';
 import { repositoryRoot, weir } from '../../harness/cli.ts';
 import { createTestTopic, testBrokers } from '../../harness/kafka.ts';
@@ -48,6 +48,11 @@ test('weir verify: a duplicated and a missing record fail it; a clean topic pass
     assert.equal(passing.code, 0, passing.stderr);
     assert.match(passing.stdout, /^topic .*: 10 records read_committed, identified by seq$/m);
     assert.match(passing.stdout, /^OK$/m);
+
+    const beyond = await weir(['verify', '--topic', clean.topic, '--field', 'seq', '--expect', '5'], env);
+    assert.equal(beyond.code, 1, 'ids outside 0..n-1 fail --expect n');
+    assert.match(beyond.stdout, /^unexpected: 5 \(/m);
+    assert.match(beyond.stderr, /^weir: .*: 5 unexpected$/m);
 
     const noField = await weir(['verify', '--topic', clean.topic, '--field', 'nope'], env);
     assert.equal(noField.code, 1);

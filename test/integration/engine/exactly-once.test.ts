@@ -46,7 +46,7 @@ describe('exactly-once across failures, without Kafka', () => {
     assert.equal(exit.code, 0, run.stderr);
     assert.match(run.stdout, /restarting/);
     assert.match(run.stdout, /finished after 1 restarts/);
-    assert.deepEqual(auditKeyedSum(join(folder, 'out'), count), { records: count, duplicates: 0, missing: 0, wrongSums: [] });
+    assert.deepEqual(auditKeyedSum(join(folder, 'out'), count), { records: count, duplicates: 0, missing: 0, unexpected: 0, wrongSums: [] });
   });
 
   test('SIGKILL of the whole process at random moments, and between "checkpoint complete" and the commit: output exact', async () => {
@@ -73,7 +73,7 @@ describe('exactly-once across failures, without Kafka', () => {
     const exit = await last.exit;
     assert.equal(exit.code, 0, last.stderr);
     assert.match(last.stderr, /starting job "keyed-sum" from checkpoint \d+/);
-    assert.deepEqual(auditKeyedSum(join(folder, 'out'), count), { records: count, duplicates: 0, missing: 0, wrongSums: [] });
+    assert.deepEqual(auditKeyedSum(join(folder, 'out'), count), { records: count, duplicates: 0, missing: 0, unexpected: 0, wrongSums: [] });
   });
 
   test('at-least-once mode under the same kills: nothing lost (duplicates allowed)', async () => {

@@ -47,7 +47,7 @@ test('stop with a savepoint at parallelism 2, resume it at 1, and at 3 then (ano
   process.env.KS_OUTPUT = join(folder, 'out-at-1');
   const direct = await startJob({ job: jobModule, config: config(1), fromSavepoint: savepoint1.location.path });
   await direct.result;
-  assert.deepEqual(auditKeyedSum(join(folder, 'out-at-1'), count), { records: count, duplicates: 0, missing: 0, wrongSums: [] });
+  assert.deepEqual(auditKeyedSum(join(folder, 'out-at-1'), count), { records: count, duplicates: 0, missing: 0, unexpected: 0, wrongSums: [] });
   process.env.KS_OUTPUT = join(folder, 'out');
 
   const second = await startJob({ job: jobModule, config: config(3), fromSavepoint: savepoint1.location.path });
@@ -58,5 +58,5 @@ test('stop with a savepoint at parallelism 2, resume it at 1, and at 3 then (ano
 
   const third = await startJob({ job: jobModule, config: config(1), fromSavepoint: savepoint2.location.path });
   await third.result;
-  assert.deepEqual(auditKeyedSum(join(folder, 'out'), count), { records: count, duplicates: 0, missing: 0, wrongSums: [] });
+  assert.deepEqual(auditKeyedSum(join(folder, 'out'), count), { records: count, duplicates: 0, missing: 0, unexpected: 0, wrongSums: [] });
 });

@@ -4,7 +4,7 @@ import { mkdtemp, rm } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { test } from 'node:test';
-import { formatBootstrap } from '../../../src/connectors/kafka/bootstrap.ts';
+import { formatBootstrap } from '../../../src/connectors/kafka/kafka-connection-options.ts';
 import { readTopic } from '../../../src/connectors/kafka/topic-reader.ts';
 import { runJob } from '../../../src/runtime/jobmaster/job-master.ts';
 import { createTestTopic, testBrokers } from '../../harness/kafka.ts';

@@ -1,6 +1,7 @@
 import assert from 'node:assert/strict';
 import { test } from 'node:test';
-import { kafkaDeserializers, kafkaSource } from '../../../../src/connectors/kafka/kafka-source.ts';
+import { kafkaDeserializers } from '../../../../src/connectors/kafka/kafka-deserializers.ts';
+import { kafkaSource } from '../../../../src/connectors/kafka/kafka-source.ts';
 import { parseKafkaSourceOptions } from '../../../../src/connectors/kafka/kafka-source-options.ts';
 import { clearWeirError } from '../../../harness/weir-error.ts';
 

@@ -1,0 +1,132 @@
+import type { OperatorContext } from '../../core/operator/stream-operator.ts';
+import type { RecoveryContext, TwoPhaseCommitLogic } from '../two-phase-commit-sink.ts';
+import { ClusterConnections } from './cluster-connections.ts';
+import { resolveBootstrap } from './kafka-connection-options.ts';
+import { KafkaRecordSerializer } from './kafka-record-serializer.ts';
+import type { KafkaSinkOptions } from './kafka-sink-options.ts';
+import { committableOf, type KafkaCommittable, type OpenTransaction, TransactionDriver } from './transaction-driver.ts';
+import { defaultTransactionalIdPrefix, parseTransactionalId, transactionalId } from './transactional-id.ts';
+
+/** A transaction of the sink: the slot of its transactional id, and the Kafka transaction once a record was written. */
+export interface KafkaTransaction {
+  slot: number;
+  open: OpenTransaction | undefined;
+}
+
+type SlotState = { state: 'free' } | { state: 'in-use' } | { state: 'cooling'; snapshotAfterCommit: number | undefined };
+
+/**
+ * The Kafka sink's two-phase-commit logic for `exactly-once` (run by TwoPhaseCommitSinkOperator):
+ * one Kafka transaction per subtask per checkpoint, pre-committed on the barrier, committed when
+ * the checkpoint completes.
+ *
+ * Transactional ids come from a small pool per subtask: `<prefix>-<subtask>-<slot>`
+ * (transactional-id.ts). A slot goes back to the pool only once its transaction is committed AND a
+ * checkpoint taken after that commit has completed, so no checkpoint that could still be restored
+ * lists a reused id, and a fenced answer to a re-commit always means the data is gone. The pool
+ * holds about maxConcurrent + 2 ids.
+ */
+export class ExactlyOnceKafkaWriter<T> implements TwoPhaseCommitLogic<T, KafkaTransaction, KafkaCommittable> {
+  readonly #options: KafkaSinkOptions<T>;
+  readonly #transactionTimeoutMs: number;
+  #connections!: ClusterConnections;
+  #driver!: TransactionDriver;
+  #serializer!: KafkaRecordSerializer<T>;
+  #prefix = '';
+  #subtaskIndex = 0;
+  readonly #slots: SlotState[] = [];
+
+  constructor(options: KafkaSinkOptions<T>, transactionTimeoutMs: number) {
+    this.#options = options;
+    this.#transactionTimeoutMs = transactionTimeoutMs;
+  }
+
+  open(context: OperatorContext): void {
+    this.#connections = new ClusterConnections(resolveBootstrap(this.#options.bootstrap, 'kafkaSink'), { clientId: 'weir-sink', ...this.#options.connection });
+    this.#driver = new TransactionDriver(this.#connections, { transactionTimeoutMs: this.#transactionTimeoutMs });
+    this.#serializer = new KafkaRecordSerializer(this.#options, this.#connections);
+    this.#prefix = this.#options.transactionalIdPrefix ?? defaultTransactionalIdPrefix(context.jobName, context.uid);
+    this.#subtaskIndex = context.subtaskIndex;
+  }
+
+  beginTransaction(): KafkaTransaction {
+    let slot = this.#slots.findIndex((entry) => entry.state === 'free');
+    if (slot < 0) slot = this.#slots.push({ state: 'free' }) - 1;
+    this.#slots[slot] = { state: 'in-use' };
+    return { slot, open: undefined }; // InitProducerId waits for the first record: empty transactions cost nothing
+  }
+
+  async write(transaction: KafkaTransaction, batch: T[]): Promise<void> {
+    const messages = await this.#serializer.serialize(batch);
+    transaction.open ??= await this.#driver.initTransaction(transactionalId(this.#prefix, this.#subtaskIndex, transaction.slot));
+    await this.#driver.send(transaction.open, messages);
+  }
+
+  preCommit(transaction: KafkaTransaction, checkpointId: number): KafkaCommittable | null {
+    // Slots committed before this snapshot are free once this checkpoint completes.
+    for (const slot of this.#slots) if (slot.state === 'cooling' && slot.snapshotAfterCommit === undefined) slot.snapshotAfterCommit = checkpointId;
+    // Every send was awaited in write(): all produce and AddPartitionsToTxn requests are acknowledged.
+    if (transaction.open === undefined || transaction.open.records === 0) {
+      this.#slots[transaction.slot] = { state: 'free' };
+      return null; // never checkpoint an empty transaction
+    }
+    return committableOf(transaction.open);
+  }
+
+  async commit(committable: KafkaCommittable): Promise<void> {
+    await this.#driver.commit(committable);
+    const slot = this.#ownSlot(committable.transactionalId);
+    if (slot !== undefined) this.#setSlot(slot, { state: 'cooling', snapshotAfterCommit: undefined });
+  }
+
+  notifyCheckpointComplete(checkpointId: number): void {
+    for (let i = 0; i < this.#slots.length; i++) {
+      const slot = this.#slots[i] as SlotState;
+      if (slot.state === 'cooling' && slot.snapshotAfterCommit !== undefined && slot.snapshotAfterCommit <= checkpointId) this.#slots[i] = { state: 'free' };
+    }
+  }
+
+  async abort(transaction: KafkaTransaction): Promise<void> {
+    if (transaction.open !== undefined) await this.#driver.abort(transaction.open);
+  }
+
+  isEmpty(transaction: KafkaTransaction): boolean {
+    return transaction.open === undefined || transaction.open.records === 0;
+  }
+
+  async close(): Promise<void> {
+    await this.#connections?.close().catch(() => {});
+  }
+
+  async abortLingering(context: RecoveryContext<KafkaCommittable>): Promise<number> {
+    // The ids the restored checkpoint holds were just committed again: keep them out of use until a
+    // checkpoint taken after that commit completes. Every other open transaction of this sink's
+    // ids that this subtask is responsible for (old subtask s with s % parallelism === this one)
+    // is a crashed run's lingering transaction: fence it, which aborts it. Ids of other sinks whose
+    // prefix merely starts with this one are not this sink's (parseTransactionalId).
+    const held = new Set(context.allRestoredCommittables.map((committable) => committable.transactionalId));
+    for (const id of held) {
+      const slot = this.#ownSlot(id);
+      if (slot !== undefined) this.#setSlot(slot, { state: 'cooling', snapshotAfterCommit: undefined });
+    }
+    let aborted = 0;
+    for (const id of await this.#driver.listOpenTransactions(`${this.#prefix}-`)) {
+      const parts = parseTransactionalId(this.#prefix, id);
+      if (parts === undefined || parts.subtask % context.parallelism !== context.subtaskIndex || held.has(id)) continue;
+      await this.#driver.abortLingering(id);
+      aborted++;
+    }
+    return aborted;
+  }
+
+  #setSlot(slot: number, state: SlotState): void {
+    while (this.#slots.length <= slot) this.#slots.push({ state: 'free' });
+    this.#slots[slot] = state;
+  }
+
+  /** The slot of one of this subtask's transactional ids; undefined for any other id. */
+  #ownSlot(id: string): number | undefined {
+    const parts = parseTransactionalId(this.#prefix, id);
+    return parts !== undefined && parts.subtask === this.#subtaskIndex ? parts.slot : undefined;
+  }
+}

@@ -1,0 +1,84 @@
+import type { ConnectionOptions } from '@platformatic/kafka';
+import { z } from 'zod';
+import { WeirError } from '../../core/errors/weir-error.ts';
+import { addWeirIssue, type OptionMeta } from '../connector-options.ts';
+
+/**
+ * How Weir reaches a Kafka cluster, in one place: the bootstrap list (`host:port[,host:port...]`,
+ * from a connector's `bootstrap` option or KAFKA_BROKERS) and the TLS/SASL `connection` options,
+ * with their zod schemas for the connectors' option tables.
+ */
+export interface BrokerAddress {
+  host: string;
+  port: number;
+}
+
+const BOOTSTRAP_HINT = 'give host:port[,host:port...], for example 127.0.0.1:9092';
+
+/**
+ * Parses a bootstrap list such as `127.0.0.1:9092,broker2:9092`. `setting` names where the list
+ * came from (an option or KAFKA_BROKERS) for the error.
+ */
+export function parseBootstrap(list: string | readonly string[], setting: string): BrokerAddress[] {
+  const entries = (typeof list === 'string' ? list.split(',') : [...list]).map((entry) => entry.trim()).filter(Boolean);
+  if (entries.length === 0) {
+    throw new WeirError('INVALID_BOOTSTRAP', `${setting} is empty`, { hint: BOOTSTRAP_HINT });
+  }
+  return entries.map((entry) => {
+    const match = /^(\[[^\]]+\]|[^:\s]+):(\d{1,5})$/.exec(entry);
+    const port = match ? Number(match[2]) : Number.NaN;
+    if (!match || port < 1 || port > 65535) {
+      throw new WeirError('INVALID_BOOTSTRAP', `${setting}: "${entry}" is not host:port`, { hint: BOOTSTRAP_HINT });
+    }
+    return { host: (match[1] as string).replace(/^\[|\]$/g, ''), port };
+  });
+}
+
+export function formatBootstrap(brokers: readonly BrokerAddress[]): string {
+  return brokers.map((broker) => `${broker.host.includes(':') ? `[${broker.host}]` : broker.host}:${broker.port}`).join(',');
+}
+
+/**
+ * The brokers a connector (or a command) uses: its option, else KAFKA_BROKERS; one clear error
+ * when neither is set. `connector` names the option in the errors.
+ */
+export function resolveBootstrap(option: string | string[] | undefined, connector: string): BrokerAddress[] {
+  const value = option ?? process.env.KAFKA_BROKERS;
+  if (value === undefined || (typeof value === 'string' && value.trim() === '')) {
+    throw new WeirError('NO_BOOTSTRAP', `${connector} has no brokers: neither its bootstrap option nor KAFKA_BROKERS is set`, {
+      hint: 'pass bootstrap: "host:port" to the connector, or set KAFKA_BROKERS',
+    });
+  }
+  return parseBootstrap(value, option === undefined ? 'KAFKA_BROKERS' : `${connector} bootstrap`);
+}
+
+/** The `bootstrap` option: a `host:port` list, checked now so a typo fails when the job is built. */
+export function bootstrapOption(connector: string) {
+  return z
+    .union([z.string(), z.array(z.string())], { error: 'must be "host:port[,host:port...]" or an array of "host:port"' })
+    .superRefine((value, context) => {
+      try {
+        parseBootstrap(value, `${connector} bootstrap`);
+      } catch (error) {
+        addWeirIssue(context, value, error);
+      }
+    })
+    .optional()
+    .meta({
+      description: 'The brokers: `host:port[,host:port...]`, or an array of `host:port`.',
+      hint: BOOTSTRAP_HINT,
+      defaultText: 'KAFKA_BROKERS',
+    } satisfies OptionMeta);
+}
+
+/** The `connection` option: passed unchanged to every connection (@platformatic/kafka's ConnectionOptions). */
+export function connectionOption() {
+  return z
+    .custom<ConnectionOptions>((value) => typeof value === 'object' && value !== null && !Array.isArray(value), { error: 'must be an object' })
+    .optional()
+    .meta({
+      description: 'TLS (`tls`) and SASL (`sasl`: PLAIN, SCRAM-SHA-256, SCRAM-SHA-512, ...) options, passed unchanged to every connection.',
+      hint: "pass @platformatic/kafka's connection options, for example { tls: {...} } or { sasl: { mechanism: 'PLAIN', username, password } }",
+      typeText: 'ConnectionOptions',
+    } satisfies OptionMeta);
+}

@@ -1,0 +1,256 @@
+import { setTimeout as sleep } from 'node:timers/promises';
+import { Admin } from '@platformatic/kafka';
+import type { SourceBatch, SourceReader, SourceReaderContext } from '../../core/connector/source.ts';
+import { WeirError } from '../../core/errors/weir-error.ts';
+import { keyHash } from '../../state/key-group-range-assignment.ts';
+import { ClusterConnections, type TopicInfo } from './cluster-connections.ts';
+import { type BrokerAddress, formatBootstrap, resolveBootstrap } from './kafka-connection-options.ts';
+import type { ParsedKafkaSourceOptions } from './kafka-source-options.ts';
+import type { KafkaSplit } from './kafka-split.ts';
+import { EARLIEST_OFFSET, fetchPartitions, type IsolationLevel, LATEST_OFFSET, listOffsets, type TopicRecord } from './partition-fetcher.ts';
+import { subscribedTopics } from './subscribed-topics.ts';
+
+const RETRIABLE_FETCH_ERRORS = new Set([3, 5, 6, 7, 74, 75, 100]); // unknown partition, leader not available, not leader, timeout, fenced/unknown leader epoch, unknown topic id
+
+/**
+ * A Kafka source subtask's reader: its splits (topic partitions) with their next offsets, fetched
+ * read_committed with Weir's own aborted-transaction filtering, emitted round-robin over the
+ * partitions; the offsets are its checkpointed state. Finds new partitions (partition discovery),
+ * retries fetches while a leader moves, and commits the checkpointed offsets to the consumer
+ * group (for monitoring only) when a checkpoint completes.
+ */
+export class KafkaSourceReader<T> implements SourceReader<T, KafkaSplit> {
+  readonly #options: ParsedKafkaSourceOptions<T>;
+  readonly #isolation: IsolationLevel;
+  readonly #bootstrap: BrokerAddress[];
+  #connections!: ClusterConnections;
+  #splits: KafkaSplit[] = [];
+  #topics = new Map<string, TopicInfo>();
+  #failingSince: number | undefined;
+  /** Records fetched but not emitted yet, by split, with the offset to go on from once they are. */
+  readonly #queues = new Map<KafkaSplit, { records: TopicRecord[]; next: number; nextOffset: bigint }>();
+  #buffered = 0;
+  /** The splits each checkpoint took, until it completes (offsets committed to the group then). */
+  readonly #snapshots = new Map<number, KafkaSplit[]>();
+  #admin: Admin | undefined;
+
+  readonly #context: SourceReaderContext;
+  readonly #discoveryMs: number;
+  /** "topic:partition" of every split any subtask reads or has read. */
+  readonly #known = new Set<string>();
+  #nextDiscovery = 0;
+
+  constructor(options: ParsedKafkaSourceOptions<T>, context: SourceReaderContext, discoveryMs: number) {
+    this.#options = options;
+    this.#context = context;
+    this.#discoveryMs = discoveryMs;
+    this.#isolation = options.isolation;
+    this.#bootstrap = resolveBootstrap(options.bootstrap, 'kafkaSource');
+  }
+
+  async open(splits: KafkaSplit[], allSplits: KafkaSplit[]): Promise<void> {
+    this.#connections = new ClusterConnections(this.#bootstrap, { clientId: 'weir-source', ...this.#options.connection });
+    this.#splits = splits.map((split) => ({ ...split }));
+    for (const split of [...allSplits, ...splits]) this.#known.add(`${split.topic}:${split.partition}`);
+    this.#nextDiscovery = Date.now() + this.#discoveryMs;
+    await this.#refreshMetadata();
+    await this.#resolveStartingOffsets();
+    for (const split of this.#splits) {
+      if (split.end !== undefined) continue;
+      const info = this.#topics.get(split.topic) as TopicInfo;
+      const ends = await listOffsets(
+        this.#connections,
+        info,
+        info.partitions.filter((entry) => entry.partition === split.partition),
+        this.#isolation,
+        LATEST_OFFSET,
+      );
+      split.end = ends.get(split.partition) ?? 0n;
+    }
+  }
+
+  async pollNext(max: number): Promise<T[] | null> {
+    return this.#poll(max, undefined, undefined);
+  }
+
+  /** With each record's partition ("topic:partition") and Kafka timestamp, for event time. */
+  async pollNextBatch(max: number): Promise<SourceBatch<T> | null> {
+    const splitIds: string[] | undefined = this.#context.tracksSplits === true ? [] : undefined;
+    const timestamps: number[] = [];
+    const records = await this.#poll(max, splitIds, timestamps);
+    return records === null ? null : { records, splitIds, timestamps };
+  }
+
+  async #poll(max: number, splitIds: string[] | undefined, timestamps: number[] | undefined): Promise<T[] | null> {
+    if (this.#discoveryMs > 0 && Date.now() >= this.#nextDiscovery) await this.#discoverPartitions();
+    const live = this.#splits.filter((split) => split.end === null || (split.offset as bigint) < (split.end as bigint));
+    if (live.length === 0) return this.#options.bounded ? null : [];
+    if (this.#buffered === 0) await this.#fetch(live);
+    // Emit at most `max` records, round-robin over the partitions' fetched records. A split's offset
+    // moves with every record emitted, so a snapshot always names the next record not yet emitted.
+    const out: T[] = [];
+    const deserialize = this.#options.deserializer;
+    for (let progressed = true; progressed && out.length < max; ) {
+      progressed = false;
+      for (const split of live) {
+        const queue = this.#queues.get(split);
+        if (queue === undefined) continue;
+        const take = Math.min(queue.records.length - queue.next, Math.max(1, Math.floor((max - out.length) / live.length)));
+        const splitId = splitIds === undefined ? '' : `${split.topic}:${split.partition}`;
+        for (let i = 0; i < take && out.length < max; i++) {
+          const record = queue.records[queue.next++] as TopicRecord;
+          out.push(deserialize(record));
+          splitIds?.push(splitId);
+          timestamps?.push(record.timestamp >= 0n ? Number(record.timestamp) : Number.NaN); // -1: the record has no timestamp
+          split.offset = record.offset + 1n;
+          this.#buffered--;
+          progressed = true;
+        }
+        if (queue.next >= queue.records.length) {
+          split.offset = queue.nextOffset; // past the markers and aborted batches of that fetch too
+          this.#queues.delete(split);
+        }
+      }
+    }
+    return out;
+  }
+
+  async #fetch(live: KafkaSplit[]): Promise<void> {
+    let results: Awaited<ReturnType<typeof fetchPartitions>>;
+    try {
+      results = await fetchPartitions(
+        this.#connections,
+        this.#topics,
+        live.map((split) => ({ topic: split.topic, partition: split.partition, offset: split.offset as bigint })),
+        { isolation: this.#isolation, maxWaitMs: this.#options.maxWaitMs, maxBytesPerPartition: this.#options.maxBytesPerPartition },
+      );
+      this.#failingSince = undefined;
+    } catch (error) {
+      await this.#onFetchError(error);
+      return;
+    }
+    for (const result of results) {
+      const split = live.find((entry) => entry.topic === result.topic && entry.partition === result.partition) as KafkaSplit;
+      const end = split.end;
+      const records = end === null || end === undefined ? result.records : result.records.filter((record) => record.offset < end);
+      const nextOffset = end !== null && end !== undefined && result.nextOffset > end ? end : result.nextOffset;
+      if (records.length === 0) split.offset = nextOffset;
+      else {
+        this.#queues.set(split, { records, next: 0, nextOffset });
+        this.#buffered += records.length;
+      }
+    }
+  }
+
+  snapshotState(checkpointId: number): KafkaSplit[] {
+    const splits = this.#splits.map((split) => ({ ...split }));
+    if (this.#options.groupId !== undefined) this.#snapshots.set(checkpointId, splits);
+    return splits;
+  }
+
+  async notifyCheckpointComplete(checkpointId: number): Promise<void> {
+    // For monitoring only (as in Flink): lag tools see the offsets of the completed checkpoint; the
+    // checkpoint itself holds the offsets a restore uses, and a failed commit here never fails the job.
+    const splits = this.#snapshots.get(checkpointId);
+    for (const id of this.#snapshots.keys()) if (id <= checkpointId) this.#snapshots.delete(id);
+    const groupId = this.#options.groupId;
+    if (groupId === undefined || splits === undefined || splits.length === 0) return;
+    this.#admin ??= new Admin({ clientId: 'weir-source-offsets', bootstrapBrokers: [formatBootstrap(this.#bootstrap)], ...this.#options.connection });
+    const byTopic = new Map<string, { partition: number; offset: bigint }[]>();
+    for (const split of splits) byTopic.set(split.topic, [...(byTopic.get(split.topic) ?? []), { partition: split.partition, offset: split.offset as bigint }]);
+    await this.#admin
+      .alterConsumerGroupOffsets({ groupId, topics: [...byTopic].map(([name, partitionOffsets]) => ({ name, partitionOffsets })) })
+      .catch(() => {});
+  }
+
+  async close(): Promise<void> {
+    await this.#admin?.close().catch(() => {});
+    await this.#connections?.close().catch(() => {});
+  }
+
+  /**
+   * New partitions (of the subscribed topics, or of new topics matching the pattern): each one is
+   * taken by the subtask a stable hash of its name picks, from its earliest offset; the others
+   * just remember it. The split then lives in that subtask's checkpointed state like any other.
+   */
+  async #discoverPartitions(): Promise<void> {
+    this.#nextDiscovery = Date.now() + this.#discoveryMs;
+    let topics: TopicInfo[];
+    try {
+      topics = await subscribedTopics(this.#connections, this.#options.topics);
+    } catch {
+      return; // discovery is retried at the next interval
+    }
+    for (const info of topics) {
+      for (const partition of info.partitions) {
+        const key = `${info.name}:${partition.partition}`;
+        if (this.#known.has(key)) continue;
+        this.#known.add(key);
+        if (keyHash(key) % this.#context.parallelism !== this.#context.subtaskIndex) continue;
+        this.#topics.set(info.name, info);
+        const start = await listOffsets(this.#connections, info, [partition], this.#isolation, EARLIEST_OFFSET);
+        this.#splits.push({ topic: info.name, partition: partition.partition, offset: start.get(partition.partition) ?? 0n, end: null });
+      }
+    }
+  }
+
+  async #refreshMetadata(): Promise<void> {
+    for (const topic of new Set(this.#splits.map((split) => split.topic))) this.#topics.set(topic, await this.#connections.topic(topic));
+  }
+
+  async #resolveStartingOffsets(): Promise<void> {
+    const unresolved = this.#splits.filter((split) => split.offset === null);
+    if (unresolved.length === 0) return;
+    const starting = this.#options.startingOffsets;
+    let committed = new Map<string, bigint>();
+    if (typeof starting === 'object' && 'committed' in starting) committed = await this.#committedOffsets();
+    for (const split of unresolved) {
+      const info = this.#topics.get(split.topic) as TopicInfo;
+      const partitions = info.partitions.filter((entry) => entry.partition === split.partition);
+      const list = async (timestamp: bigint) =>
+        (await listOffsets(this.#connections, info, partitions, this.#isolation, timestamp)).get(split.partition) as bigint;
+      const key = `${split.topic}:${split.partition}`;
+      if (starting === 'earliest') split.offset = await list(EARLIEST_OFFSET);
+      else if (starting === 'latest') split.offset = await list(LATEST_OFFSET);
+      else if ('committed' in starting)
+        split.offset = committed.get(key) ?? (await list(starting.committed.fallback === 'latest' ? LATEST_OFFSET : EARLIEST_OFFSET));
+      else if ('timestamp' in starting) {
+        const offset = await list(BigInt(starting.timestamp));
+        split.offset = offset >= 0n ? offset : await list(LATEST_OFFSET); // no record that late: start at the end
+      } else {
+        const explicit = starting.offsets[key];
+        split.offset = explicit !== undefined ? BigInt(explicit) : await list(starting.fallback === 'latest' ? LATEST_OFFSET : EARLIEST_OFFSET);
+      }
+    }
+  }
+
+  async #committedOffsets(): Promise<Map<string, bigint>> {
+    const groupId = this.#options.groupId as string; // parseKafkaSourceOptions requires it with { committed }
+    const admin = new Admin({ clientId: 'weir-source-offsets', bootstrapBrokers: [formatBootstrap(this.#bootstrap)], ...this.#options.connection });
+    try {
+      const groups = await admin.listConsumerGroupOffsets({ groups: [groupId] });
+      const offsets = new Map<string, bigint>();
+      for (const group of groups) {
+        for (const topic of group.topics) {
+          for (const partition of topic.partitions)
+            if (partition.committedOffset >= 0n) offsets.set(`${topic.name}:${partition.partitionIndex}`, partition.committedOffset);
+        }
+      }
+      return offsets;
+    } finally {
+      await admin.close().catch(() => {});
+    }
+  }
+
+  async #onFetchError(error: unknown): Promise<void> {
+    const code = (error as { kafkaErrorCode?: number }).kafkaErrorCode;
+    const network = code === undefined && !(error instanceof WeirError && error.code !== 'BROKER_UNREACHABLE');
+    if (code !== undefined && !RETRIABLE_FETCH_ERRORS.has(code)) throw error;
+    if (!network && code === undefined) throw error;
+    // A leader moved or a broker restarts: find the leaders again and retry, for up to a minute.
+    this.#failingSince ??= Date.now();
+    if (Date.now() - this.#failingSince > 60_000) throw error;
+    await sleep(200);
+    await this.#refreshMetadata().catch(() => {});
+  }
+}

@@ -1,0 +1,51 @@
+import { setTimeout as sleep } from 'node:timers/promises';
+import { WeirError } from '../../core/errors/weir-error.ts';
+import { kafkaErrorIds, RETRIABLE_TRANSACTION_ERRORS } from './kafka-error-ids.ts';
+
+/**
+ * Runs a request, retrying with backoff (50 ms doubling up to 1 s) on retriable Kafka errors and
+ * on network errors (a broker restarting), until `retryTimeoutMs` has passed; `beforeRetry` forgets
+ * what may have moved (coordinators, leaders). The last error is thrown as KAFKA_REQUEST_FAILED
+ * naming `what` and the Kafka error ids, unless it already is a WeirError.
+ */
+export async function retryKafkaRequest<T>(what: string, request: () => Promise<T>, retryTimeoutMs: number, beforeRetry: () => void): Promise<T> {
+  const deadline = Date.now() + retryTimeoutMs;
+  for (let attempt = 0; ; attempt++) {
+    try {
+      return await request();
+    } catch (error) {
+      const ids = kafkaErrorIds(error);
+      const retriable = ids.length === 0 ? isNetworkError(error) : ids.every((id) => RETRIABLE_TRANSACTION_ERRORS.includes(id));
+      if (!retriable || Date.now() > deadline) {
+        if (error instanceof WeirError) throw error;
+        throw Object.assign(
+          new WeirError(
+            'KAFKA_REQUEST_FAILED',
+            `${what} failed${ids.length > 0 ? ` with ${ids.join(', ')}` : ''}: ${error instanceof Error ? error.message : String(error)}`,
+            {
+              fault: 'external',
+              retriable,
+              cause: error,
+            },
+          ),
+          { apiId: ids[0] },
+        );
+      }
+      beforeRetry();
+      await sleep(Math.min(1000, 50 * 2 ** Math.min(attempt, 5)));
+    }
+  }
+}
+
+/** Whether an error without a Kafka error id is a network failure worth retrying (a broker restarting, a connection reset). */
+export function isNetworkError(error: unknown): boolean {
+  const code = (error as { code?: string } | undefined)?.code;
+  return (
+    code === 'PLT_KFK_NETWORK' ||
+    code === 'PLT_KFK_TIMEOUT' ||
+    code === 'ECONNREFUSED' ||
+    code === 'ECONNRESET' ||
+    code === 'BROKER_UNREACHABLE' ||
+    code === 'EPIPE'
+  );
+}
