@@ -1,4 +1,5 @@
 import { z } from 'zod';
+import type { ErrorCode } from '../core/errors/error-code.ts';
 import { WeirError } from '../core/errors/weir-error.ts';
 import { parseDuration } from '../core/time/duration.ts';
 
@@ -26,7 +27,7 @@ export interface OptionMeta {
 
 /** A problem a check found, with its own error code and hint (an issue's `params`). */
 export interface ProblemParams {
-  code?: string;
+  code?: ErrorCode;
   hint?: string;
 }
 
@@ -63,7 +64,7 @@ export function functionOption<F>(signature: string) {
  * Parses a connector's options with its schema and turns every problem into one line:
  * `<connector> <option>: <problem>` (or the check's own full sentence), with the option's hint.
  */
-export function parseConnectorOptions<S extends z.ZodType>(schema: S, input: unknown, connector: string, code: string): z.output<S> {
+export function parseConnectorOptions<S extends z.ZodType>(schema: S, input: unknown, connector: string, code: ErrorCode): z.output<S> {
   if (typeof input !== 'object' || input === null || Array.isArray(input)) {
     throw new WeirError(code, `${connector} needs an options object, not ${describeValue(input)}`, {
       hint: `call ${connector}({ ... }) with its options; docs/configuration.md lists them`,

@@ -1,3 +1,4 @@
+import type { ErrorCode } from '../../core/errors/error-code.ts';
 import { WeirError } from '../../core/errors/weir-error.ts';
 
 /** The setting every storage problem points at. */
@@ -12,7 +13,7 @@ export function errorMessage(error: unknown): string {
 }
 
 /** A disk problem: names the path and what the operating system said. */
-export function storageIoError(code: string, what: string, cause: unknown, retriable = false): WeirError {
+export function storageIoError(code: ErrorCode, what: string, cause: unknown, retriable = false): WeirError {
   const full = hasCode(cause, 'ENOSPC', 'EDQUOT');
   return new WeirError(code, `${what}: ${errorMessage(cause)}`, {
     fault: 'external',

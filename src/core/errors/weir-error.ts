@@ -1,3 +1,5 @@
+import type { ErrorCode } from './error-code.ts';
+
 /**
  * Weir's one error type. Every error says whose fault it is, whether a retry can help, and how to
  * fix it, so the CLI can print one clear line plus a hint and exit non-zero.
@@ -20,7 +22,7 @@ export interface WeirErrorOptions {
 
 export interface SerializedWeirError {
   name: string;
-  code: string;
+  code: ErrorCode;
   message: string;
   hint: string | undefined;
   fault: Fault;
@@ -29,12 +31,13 @@ export interface SerializedWeirError {
 }
 
 export class WeirError extends Error {
-  readonly code: string;
+  /** What happened, from the one list of codes ({@link ErrorCode}). */
+  readonly code: ErrorCode;
   readonly hint: string | undefined;
   readonly fault: Fault;
   readonly retriable: boolean;
 
-  constructor(code: string, message: string, options: WeirErrorOptions = {}) {
+  constructor(code: ErrorCode, message: string, options: WeirErrorOptions = {}) {
     super(message, options.cause === undefined ? undefined : { cause: options.cause });
     this.name = 'WeirError';
     this.code = code;

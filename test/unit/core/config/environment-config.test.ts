@@ -1,7 +1,7 @@
 import assert from 'node:assert/strict';
 import { test } from 'node:test';
-import { parseEnvironmentConfig } from '../../../src/core/config/environment-config.ts';
-import { WeirError } from '../../../src/core/errors/weir-error.ts';
+import { parseEnvironmentConfig } from '../../../../src/core/config/environment-config.ts';
+import { WeirError } from '../../../../src/core/errors/weir-error.ts';
 
 const fails = (input: unknown, pattern: RegExp) =>
   assert.throws(

@@ -1,8 +1,8 @@
 import assert from 'node:assert/strict';
 import { test } from 'node:test';
-import { WatermarkStrategy } from '../../../src/core/event-time/watermark-strategy.ts';
-import { SourceWatermarks } from '../../../src/runtime/watermarks/source-watermarks.ts';
-import type { WatermarkEvent } from '../../../src/runtime/watermarks/status-watermark-valve.ts';
+import { WatermarkStrategy } from '../../../../src/core/event-time/watermark-strategy.ts';
+import { SourceWatermarks } from '../../../../src/runtime/watermarks/source-watermarks.ts';
+import type { WatermarkEvent } from '../../../../src/runtime/watermarks/status-watermark-valve.ts';
 
 interface Event {
   ts: number;

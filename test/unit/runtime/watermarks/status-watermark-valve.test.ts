@@ -1,6 +1,6 @@
 import assert from 'node:assert/strict';
 import { test } from 'node:test';
-import { StatusWatermarkValve, type WatermarkEvent } from '../../../src/runtime/watermarks/status-watermark-valve.ts';
+import { StatusWatermarkValve, type WatermarkEvent } from '../../../../src/runtime/watermarks/status-watermark-valve.ts';
 
 function run(_valve: StatusWatermarkValve, action: (out: WatermarkEvent[]) => void): WatermarkEvent[] {
   const out: WatermarkEvent[] = [];

@@ -1,7 +1,7 @@
 import assert from 'node:assert/strict';
 import { test } from 'node:test';
-import { WeirError } from '../../../src/core/errors/weir-error.ts';
-import { parseDuration } from '../../../src/core/time/duration.ts';
+import { WeirError } from '../../../../src/core/errors/weir-error.ts';
+import { parseDuration } from '../../../../src/core/time/duration.ts';
 
 test('durations with units and plain milliseconds', () => {
   assert.equal(parseDuration('500ms', 'x'), 500);

@@ -1,7 +1,7 @@
 import assert from 'node:assert/strict';
 import { test } from 'node:test';
-import { parseEnvironmentConfig } from '../../../src/core/config/environment-config.ts';
-import { RestartStrategy } from '../../../src/runtime/jobmaster/restart-strategy.ts';
+import { parseEnvironmentConfig } from '../../../../src/core/config/environment-config.ts';
+import { RestartStrategy } from '../../../../src/runtime/jobmaster/restart-strategy.ts';
 
 const strategy = (restartStrategy: unknown) => new RestartStrategy(parseEnvironmentConfig({ restartStrategy }).restartStrategy);
 

@@ -1,0 +1,142 @@
+/**
+ * Every code a {@link WeirError} carries: one list, so a misspelt code does not compile, and a
+ * caller can switch over the codes it handles. Grouped by where they arise; a code names what
+ * happened, the message says it in words and the hint says what to do.
+ */
+export const ERROR_CODES = [
+  // The job's definition and configuration (the user's).
+  'INVALID_CONFIG',
+  'INVALID_DURATION',
+  'INVALID_TIME_SETTING',
+  'INVALID_PARALLELISM',
+  'INVALID_MAX_PARALLELISM',
+  'DUPLICATE_UID',
+  'EMPTY_JOB',
+  'NOT_A_JOB',
+  'JOB_MODULE_FAILED',
+  'PREFLIGHT_FAILED',
+  // The DataStream API: keys, state, timers, event time, windows, joins.
+  'INVALID_KEY',
+  'NOT_KEYED',
+  'NO_CURRENT_KEY',
+  'INVALID_STATE_DESCRIPTOR',
+  'INVALID_STATE_NAME',
+  'STATE_KIND_MISMATCH',
+  'STATE_NOT_SERIALIZABLE',
+  'STATE_TOO_LARGE',
+  'INVALID_TIMER',
+  'INVALID_TIME_DOMAIN',
+  'TIMERS_NEED_KEYED_STREAM',
+  'INVALID_TIMESTAMP',
+  'NO_TIMESTAMPS',
+  'TIMESTAMP_MISMATCH',
+  'INVALID_WATERMARK_STRATEGY',
+  'NO_TIMESTAMP_ASSIGNER',
+  'NO_WATERMARKS',
+  'INVALID_OUTPUT_TAG',
+  'INVALID_WINDOW',
+  'INVALID_WINDOW_FUNCTION',
+  'INVALID_TRIGGER',
+  'AGGREGATE_MERGE_MISSING',
+  'INVALID_JOIN_BOUNDS',
+  // Keyed and operator state: key groups and snapshots.
+  'INVALID_KEY_GROUP_RANGE',
+  'INVALID_OPERATOR_INDEX',
+  'KEY_GROUP_OUT_OF_RANGE',
+  'KEY_GROUP_MISMATCH',
+  'DUPLICATE_KEY_GROUP',
+  'RESTORE_INTO_USED_BACKEND',
+  'STATE_SNAPSHOT_CORRUPT',
+  'STATE_SNAPSHOT_VERSION',
+  'UNSUPPORTED_STATE_VERSION',
+  // Checkpoints, savepoints and their storage.
+  'NO_CHECKPOINTING',
+  'NO_CHECKPOINT_STORAGE',
+  'NO_CHECKPOINT_FOLDER',
+  'INVALID_CHECKPOINT_STORAGE',
+  'CHECKPOINT_STORAGE_NOT_A_FOLDER',
+  'CHECKPOINT_STORAGE_NOT_WRITABLE',
+  'CHECKPOINT_STORAGE_FAILED',
+  'INVALID_CHECKPOINT_ID',
+  'INVALID_RETAINED_CHECKPOINTS',
+  'INVALID_STATE_WRITE',
+  'INVALID_STATE_HANDLE',
+  'STATE_WRITE_FAILED',
+  'STATE_READ_FAILED',
+  'STATE_FILE_EXISTS',
+  'STATE_FILE_MISSING',
+  'STATE_FILE_CORRUPT',
+  'OPERATOR_UID_COLLISION',
+  'INVALID_CHECKPOINT_METADATA',
+  'CHECKPOINT_ALREADY_COMPLETED',
+  'CHECKPOINT_COMMIT_FAILED',
+  'CHECKPOINT_READ_FAILED',
+  'CHECKPOINT_DISCARD_FAILED',
+  'DISCARD_REFUSED',
+  'NOT_A_CHECKPOINT',
+  'CHECKPOINT_NOT_FOUND',
+  'CHECKPOINT_NOT_COMPLETED',
+  'CHECKPOINT_METADATA_CORRUPT',
+  'CHECKPOINT_METADATA_TOO_NEW',
+  'CHECKPOINT_ABORTED',
+  'CHECKPOINT_FAILED',
+  'CHECKPOINT_NOT_TRACKED',
+  'TOO_MANY_CHECKPOINT_FAILURES',
+  'MAX_PARALLELISM_CHANGED',
+  'UNKNOWN_OPERATOR_STATE',
+  // Running a job: tasks, workers, stop and cancel.
+  'TASK_FAILED',
+  'WORKER_EXITED',
+  'JOB_NOT_RUNNING',
+  'JOB_STOPPED',
+  'STOP_FAILED',
+  // Exactly-once: a transaction lost before its commit. Never retried, never skipped.
+  'DATA_LOSS',
+  // Connectors: sources, sinks, Kafka.
+  'INVALID_SOURCE',
+  'INVALID_SINK',
+  'INVALID_BOOTSTRAP',
+  'NO_BOOTSTRAP',
+  'BROKER_UNREACHABLE',
+  'UNKNOWN_BROKER',
+  'UNKNOWN_TOPIC',
+  'UNKNOWN_PARTITION',
+  'TOPIC_METADATA_FAILED',
+  'KAFKA_AUTHENTICATION_FAILED',
+  'KAFKA_REQUEST_FAILED',
+  'FETCH_FAILED',
+  'LIST_OFFSETS_FAILED',
+  'READ_TIMEOUT',
+  'TRANSACTION_TIMEOUT_REFUSED',
+  'UNSUPPORTED_COMMITTABLE',
+  // The local Kafka broker.
+  'MISSING_TOOL',
+  'KAFKA_FETCH_FAILED',
+  'PORT_TAKEN',
+  'BROKER_ALREADY_RUNNING',
+  'BROKER_FORMAT_FAILED',
+  'BROKER_FORMAT_MISMATCH',
+  'BROKER_START_FAILED',
+  'NOT_RUNNING',
+  // The command line: audits, doctor, a running job's REST API.
+  'VERIFY_FAILED',
+  'VERIFY_NOT_JSON',
+  'VERIFY_NO_FIELD',
+  'AUDIT_FAILED',
+  'DOCTOR_FOUND_PROBLEMS',
+  'DOCTOR_NO_PREFIX',
+  'SAVEPOINT_FAILED',
+  'JOB_UNREACHABLE',
+  // Weir's own mistake.
+  'INTERNAL',
+] as const;
+
+/** A {@link WeirError}'s code. */
+export type ErrorCode = (typeof ERROR_CODES)[number];
+
+const KNOWN = new Set<string>(ERROR_CODES);
+
+/** Whether a string (from a worker's serialized error, say) is one of the codes. */
+export function isErrorCode(value: string): value is ErrorCode {
+  return KNOWN.has(value);
+}
