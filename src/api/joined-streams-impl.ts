@@ -117,8 +117,8 @@ export class JoinedWindowImpl<T1, T2, K extends StateKey, W extends Window> exte
   }
 }
 
-/** The {@link JoinedStreams} of a job's graph. */
-export class JoinedStreamsImpl<T1, T2> implements JoinedStreams<T1, T2> {
+/** `a.join(b)` and `a.coGroup(b)` alike: the two streams, then the keys, then the window (Flink's JoinedStreams and CoGroupedStreams). */
+abstract class TwoStreamsImpl<T1, T2> {
   readonly #factory: StreamFactory;
   readonly #first: DataStream<T1>;
   readonly #second: DataStream<T2>;
@@ -129,38 +129,35 @@ export class JoinedStreamsImpl<T1, T2> implements JoinedStreams<T1, T2> {
     this.#second = second;
   }
 
-  where<K extends StateKey>(
-    keyOfFirst: (value: T1) => K,
-  ): { equalTo(keyOfSecond: (value: T2) => K): { window<W extends Window>(assigner: WindowAssigner<unknown, W>): JoinedWindow<T1, T2, K, W> } } {
+  /** `where(keyOfFirst).equalTo(keyOfSecond).window(assigner)`, ending in a window of `Window`'s class. */
+  protected whereClause<K extends StateKey>(keyOfFirst: (value: T1) => K, Window: WindowClass<T1, T2>): unknown {
     return {
-      equalTo: (keyOfSecond) => ({
-        window: <W extends Window>(assigner: WindowAssigner<unknown, W>) =>
-          new JoinedWindowImpl<T1, T2, K, W>(this.#factory, this.#first, this.#second, [keyOfFirst, keyOfSecond], { assigner }),
+      equalTo: (keyOfSecond: (value: T2) => K) => ({
+        window: (assigner: WindowAssigner<unknown, Window>) => new Window(this.#factory, this.#first, this.#second, [keyOfFirst, keyOfSecond], { assigner }),
       }),
     };
   }
 }
 
-/** The {@link CoGroupedStreams} of a job's graph. */
-export class CoGroupedStreamsImpl<T1, T2> implements CoGroupedStreams<T1, T2> {
-  readonly #factory: StreamFactory;
-  readonly #first: DataStream<T1>;
-  readonly #second: DataStream<T2>;
+/** The class of a join's or coGroup's window. */
+type WindowClass<T1, T2> = new (
+  factory: StreamFactory,
+  first: DataStream<T1>,
+  second: DataStream<T2>,
+  keys: [(value: T1) => StateKey, (value: T2) => StateKey],
+  spec: WindowSpec<Window>,
+) => unknown;
 
-  constructor(factory: StreamFactory, first: DataStream<T1>, second: DataStream<T2>) {
-    this.#factory = factory;
-    this.#first = first;
-    this.#second = second;
+/** The {@link JoinedStreams} of a job's graph. */
+export class JoinedStreamsImpl<T1, T2> extends TwoStreamsImpl<T1, T2> implements JoinedStreams<T1, T2> {
+  where<K extends StateKey>(keyOfFirst: (value: T1) => K): ReturnType<JoinedStreams<T1, T2>['where']> {
+    return this.whereClause(keyOfFirst, JoinedWindowImpl as WindowClass<T1, T2>) as ReturnType<JoinedStreams<T1, T2>['where']>;
   }
+}
 
-  where<K extends StateKey>(
-    keyOfFirst: (value: T1) => K,
-  ): { equalTo(keyOfSecond: (value: T2) => K): { window<W extends Window>(assigner: WindowAssigner<unknown, W>): CoGroupedWindow<T1, T2, K, W> } } {
-    return {
-      equalTo: (keyOfSecond) => ({
-        window: <W extends Window>(assigner: WindowAssigner<unknown, W>) =>
-          new CoGroupedWindowImpl<T1, T2, K, W>(this.#factory, this.#first, this.#second, [keyOfFirst, keyOfSecond], { assigner }),
-      }),
-    };
+/** The {@link CoGroupedStreams} of a job's graph. */
+export class CoGroupedStreamsImpl<T1, T2> extends TwoStreamsImpl<T1, T2> implements CoGroupedStreams<T1, T2> {
+  where<K extends StateKey>(keyOfFirst: (value: T1) => K): ReturnType<CoGroupedStreams<T1, T2>['where']> {
+    return this.whereClause(keyOfFirst, CoGroupedWindowImpl as WindowClass<T1, T2>) as ReturnType<CoGroupedStreams<T1, T2>['where']>;
   }
 }
