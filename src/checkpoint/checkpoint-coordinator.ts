@@ -60,6 +60,8 @@ export class CheckpointCoordinator {
   readonly #cleaner: CheckpointsCleaner;
   readonly #pending = new Map<number, PendingCheckpoint>();
   readonly #commits = new Map<number, CommitTracking>();
+  /** Checkpoints that completed: an error after their metadata is written is the job's, not theirs. */
+  readonly #completed = new WeakSet<PendingCheckpoint>();
   #gateway: CheckpointTaskGateway | undefined;
   #latestCompleted: CompletedCheckpoint | undefined;
   #nextId: number;
@@ -147,7 +149,13 @@ export class CheckpointCoordinator {
     this.#complete(pending).catch((error: unknown) => {
       const message = `writing its metadata failed: ${error instanceof Error ? error.message : String(error)}`;
       if (this.#pending.has(pending.checkpointId)) this.#abort(pending, { reason: 'FINALIZE_CHECKPOINT_FAILURE', message });
-      else this.#gateway?.failJob(new WeirError('CHECKPOINT_FAILED', `${pending.kind} ${pending.checkpointId}: ${message}`, { fault: 'internal' }));
+      else if (this.#completed.has(pending)) {
+        // It completed, and what came after the metadata failed: the job cannot go on as if nothing happened.
+        this.#gateway?.failJob(new WeirError('CHECKPOINT_FAILED', `${pending.kind} ${pending.checkpointId}: ${message}`, { fault: 'internal' }));
+      } else {
+        // Aborted (expired, or its attempt ended) while its metadata was written: already given up, and cleaned up.
+        this.#options.log?.(`${pending.kind} ${pending.checkpointId}: ${message} (it had already been aborted)`);
+      }
     });
   }
 
@@ -230,6 +238,7 @@ export class CheckpointCoordinator {
       return;
     }
     this.#pending.delete(pending.checkpointId);
+    this.#completed.add(pending);
     this.#consecutiveFailures = 0;
     this.#lastCompletionAt = Date.now();
     const completed: CompletedCheckpoint = { checkpointId: pending.checkpointId, kind: pending.kind, location: pending.location, metadata };

@@ -104,10 +104,11 @@ export class OperatorStateBackend implements OperatorStateStore {
 
   /**
    * The operator state of subtask `subtaskIndex` of `newParallelism`, from the snapshots of all old
-   * subtasks (`snapshots[i]` from old subtask i; none for a fresh start). Deterministic: every new
-   * subtask computes its share from the same inputs.
+   * subtasks: `snapshots[i]` from old subtask i, undefined for an old subtask that had no operator
+   * state (its lists are empty), none at all for a fresh start. Deterministic: every new subtask
+   * computes its share from the same inputs.
    */
-  static restoreFor(snapshots: readonly Uint8Array[], newParallelism: number, subtaskIndex: number): OperatorStateBackend {
+  static restoreFor(snapshots: readonly (Uint8Array | undefined)[], newParallelism: number, subtaskIndex: number): OperatorStateBackend {
     if (!Number.isInteger(newParallelism) || newParallelism < 1 || !Number.isInteger(subtaskIndex) || subtaskIndex < 0 || subtaskIndex >= newParallelism) {
       throw new WeirError('INVALID_OPERATOR_INDEX', `subtask ${subtaskIndex} of parallelism ${newParallelism} does not exist`, {
         fault: 'internal',
@@ -116,8 +117,10 @@ export class OperatorStateBackend implements OperatorStateStore {
     }
     const merged = new Map<string, { mode: OperatorStateDistributionMode; perSubtask: unknown[][] }>();
     for (let s = 0; s < snapshots.length; s++) {
+      const snapshot = snapshots[s];
+      if (snapshot === undefined) continue;
       const source = `operator state snapshot ${s + 1} of ${snapshots.length}`;
-      for (const { name, mode, entries } of readOperatorSnapshot(new DataInputDeserializer(snapshots[s]!, source))) {
+      for (const { name, mode, entries } of readOperatorSnapshot(new DataInputDeserializer(snapshot, source))) {
         let state = merged.get(name);
         if (state === undefined) {
           state = { mode, perSubtask: snapshots.map(() => []) };

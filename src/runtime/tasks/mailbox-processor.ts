@@ -9,7 +9,11 @@ export type InputStatus =
   | 'NOTHING_AVAILABLE'
   /** Nothing now from a source that has to be asked again: the loop polls again shortly; the wait is not busy time. */
   | 'POLL_LATER'
-  /** The input will never have more (a finished or stopped source): only mails run. */
+  /**
+   * The input has nothing more for now and will not be polled by itself (a finished source, or one
+   * stopped by a stopping savepoint): mails run, and the input is asked again after each wake-up
+   * (a stopped source reads on once its savepoint is aborted).
+   */
   | 'END_OF_INPUT';
 
 /** The task's input, which the loop runs whenever no mail waits (Flink's MailboxDefaultAction). */

@@ -54,9 +54,11 @@ export class StreamTaskStateInitializer {
     const { parallelism, subtaskIndex, restore, storage } = this.#options;
     const restored = restore?.operators.find((operator) => operator.uid === uid);
     if (restore === undefined || restored === undefined || storage === undefined) return new OperatorStateBackend();
-    const snapshots: Uint8Array[] = [];
-    for (const subtask of [...restored.subtasks].sort((a, b) => a.subtaskIndex - b.subtaskIndex)) {
-      if (subtask.operator !== undefined) snapshots.push(await storage.readState(restore.folder, subtask.operator));
+    // One entry per old subtask, in subtask order, so a restore at the same parallelism gives each
+    // subtask its own lists back even when another old subtask wrote no operator state.
+    const snapshots: (Uint8Array | undefined)[] = new Array(restored.parallelism).fill(undefined);
+    for (const subtask of restored.subtasks) {
+      if (subtask.operator !== undefined) snapshots[subtask.subtaskIndex] = await storage.readState(restore.folder, subtask.operator);
     }
     return OperatorStateBackend.restoreFor(snapshots, parallelism, subtaskIndex);
   }

@@ -1,13 +1,14 @@
 import assert from 'node:assert/strict';
 import { test } from 'node:test';
 import { DEFAULT_RECOVERY_BUDGET_MS, DEFAULT_TRANSACTION_TIMEOUT_MS, parseKafkaSinkOptions } from '../../../../src/connectors/kafka/kafka-sink-options.ts';
+import type { ErrorCode } from '../../../../src/core/errors/error-code.ts';
 import { clearWeirError } from '../../../harness/weir-error.ts';
 
 const serializer = (record: { id: string }) => ({ key: record.id, value: JSON.stringify(record) });
 const valid = { serializer, deliveryGuarantee: 'exactly-once' as const };
 
 /** The options must fail with this code, a message matching `pattern` (one line) and a hint matching `hint`. */
-function fails(options: Record<string, unknown>, code: string, pattern: RegExp, hint?: RegExp) {
+function fails(options: Record<string, unknown>, code: ErrorCode, pattern: RegExp, hint?: RegExp) {
   assert.throws(() => parseKafkaSinkOptions(options as never), clearWeirError(code, pattern, hint));
 }
 

@@ -3,12 +3,13 @@ import { test } from 'node:test';
 import { kafkaDeserializers } from '../../../../src/connectors/kafka/kafka-deserializers.ts';
 import { kafkaSource } from '../../../../src/connectors/kafka/kafka-source.ts';
 import { parseKafkaSourceOptions } from '../../../../src/connectors/kafka/kafka-source-options.ts';
+import type { ErrorCode } from '../../../../src/core/errors/error-code.ts';
 import { clearWeirError } from '../../../harness/weir-error.ts';
 
 const valid = { topics: ['orders'], deserializer: kafkaDeserializers.string };
 
 /** The options must fail with this code, a message matching `pattern` (one line) and a hint matching `hint`. */
-function fails(options: Record<string, unknown>, code: string, pattern: RegExp, hint?: RegExp) {
+function fails(options: Record<string, unknown>, code: ErrorCode, pattern: RegExp, hint?: RegExp) {
   assert.throws(() => parseKafkaSourceOptions(options as never), clearWeirError(code, pattern, hint));
 }
 
