@@ -40,7 +40,7 @@ export const checkpointingSchema = z
       .min(0)
       .default(0)
       .describe(
-        'Checkpoint failures in a row the job tolerates; one more fails the job, which then restarts as `restartStrategy` allows. Only failures of a checkpoint itself count (it expired, a task could not snapshot or write its state, the metadata could not be written), never one a newer checkpoint made moot or the job\'s own stop or restart caused, nor a savepoint\'s (its caller hears of it).',
+        "Checkpoint failures in a row the job tolerates; one more fails the job, which then restarts as `restartStrategy` allows. Only failures of a checkpoint itself count (it expired, a task could not snapshot or write its state, the metadata could not be written), never one a newer checkpoint made moot or the job's own stop or restart caused, nor a savepoint's (its caller hears of it).",
       ),
     retained: positiveInt
       .default(1)
