@@ -48,7 +48,9 @@ test('a checkpoint slower than checkpointing.timeout is aborted; with tolerableF
 });
 
 test('tolerated timeouts: the aborted checkpoints are counted, later ones complete, the job finishes', async () => {
-  const { events, error } = await run(5);
+  // Two 400 ms snapshots against a 150 ms timeout abort about five checkpoints in a row, more on a
+  // loaded machine (a CI run saw six): tolerate plenty, this test is about the job going on.
+  const { events, error } = await run(20);
   assert.equal(error, undefined);
   const aborted = events.filter((event) => event.type === 'checkpoint-aborted').length;
   assert.ok(aborted >= 1, `aborted ${aborted}`);
