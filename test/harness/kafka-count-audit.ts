@@ -78,3 +78,8 @@ export async function auditCounts(brokers: readonly BrokerAddress[], topic: stri
     wrongCounts: audit.wrongKeys.length,
   };
 }
+
+/** What the audit of an exact output of `count` inputs says: every input once, each key's counts 1..n, nothing else. */
+export function exactCountAudit(count: number): CountAudit {
+  return { outputs: count, duplicates: 0, missing: 0, unexpected: 0, fromAborted: 0, wrongCounts: 0 };
+}

@@ -454,7 +454,8 @@ test('minPause keeps the next periodic trigger away from the end of the last che
   assert.ok(Date.now() - completedAt >= 60, `the next trigger came ${Date.now() - completedAt} ms after the completion`);
 });
 
-test('a checkpoint that expired while its metadata was written, whose write then fails, does not fail the job', async (t) => {
+/** A storage whose metadata writes wait for `release()` and then fail with `message`. */
+async function slowFailingMetadataStorage(t: TestContext, message: string): Promise<{ storage: FileSystemCheckpointStorage; release: () => void }> {
   let release: () => void = () => {};
   const written = new Promise<void>((resolve) => {
     release = resolve;
@@ -462,10 +463,14 @@ test('a checkpoint that expired while its metadata was written, whose write then
   class SlowFailingMetadataStorage extends FileSystemCheckpointStorage {
     override async commitMetadata(_location: CheckpointLocation, _metadata: CheckpointMetadata): Promise<void> {
       await written;
-      throw new Error('ENOENT: the folder was discarded meanwhile');
+      throw new Error(message);
     }
   }
-  const storage = new SlowFailingMetadataStorage((await tempStorage(t)).root);
+  return { storage: new SlowFailingMetadataStorage((await tempStorage(t)).root), release };
+}
+
+test('a checkpoint that expired while its metadata was written, whose write then fails, does not fail the job', async (t) => {
+  const { storage, release } = await slowFailingMetadataStorage(t, 'ENOENT: the folder was discarded meanwhile');
   const { coordinator, gateway } = await coordinatorWith(t, { storage, config: { timeout: 30, tolerableFailures: 5 } });
   const completion = coordinator.triggerCheckpoint('checkpoint');
   await acknowledgeAll(coordinator, storage, lastLocation(gateway));
@@ -476,17 +481,7 @@ test('a checkpoint that expired while its metadata was written, whose write then
 });
 
 test('a metadata write of the previous attempt that fails after a restart does not fail the new attempt', async (t) => {
-  let release: () => void = () => {};
-  const written = new Promise<void>((resolve) => {
-    release = resolve;
-  });
-  class SlowFailingMetadataStorage extends FileSystemCheckpointStorage {
-    override async commitMetadata(_location: CheckpointLocation, _metadata: CheckpointMetadata): Promise<void> {
-      await written;
-      throw new Error('the disk went away');
-    }
-  }
-  const storage = new SlowFailingMetadataStorage((await tempStorage(t)).root);
+  const { storage, release } = await slowFailingMetadataStorage(t, 'the disk went away');
   const { coordinator, gateway } = await coordinatorWith(t, { storage });
   const completion = coordinator.triggerCheckpoint('checkpoint');
   completion.catch(() => {});
