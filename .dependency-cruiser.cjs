@@ -45,6 +45,14 @@ module.exports = {
       from: { path: '^src/' },
       to: { circular: true },
     },
+    {
+      name: 'no-circular-folders',
+      severity: 'error',
+      comment: 'folders import each other in a circle (through different files): one of them belongs below the other',
+      scope: 'folder',
+      from: { path: '^src/' },
+      to: { circular: true },
+    },
     ...layerRules(LAYERS, 'src/', 'layer'),
     ...layerRules(RUNTIME_LAYERS, 'src/runtime/', 'runtime'),
     {

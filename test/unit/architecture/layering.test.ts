@@ -67,6 +67,18 @@ test('a type-only upward import fails the check too', async (t) => {
   assert.match(output, /layer-core: src\/core\/a\.ts → src\/api\/b\.ts/);
 });
 
+test('two folders importing each other through different files fail the check', async (t) => {
+  const root = await plant(t, {
+    'src/core/a/x.ts': "import { y } from '../b/y.ts';\nexport const x = y;\n",
+    'src/core/a/w.ts': 'export const w = 1;\n',
+    'src/core/b/y.ts': 'export const y = 1;\n',
+    'src/core/b/z.ts': "import { w } from '../a/w.ts';\nexport const z = w;\n",
+  });
+  const { code, output } = await depcruise(root);
+  assert.notEqual(code, 0, output);
+  assert.match(output, /no-circular-folders: src\/core\/(a|b)/);
+});
+
 test('imports that follow the layers pass the check', async (t) => {
   const root = await plant(t, {
     'src/api/b.ts': "import { a } from '../core/a.ts';\nexport const b = a + 1;\n",
