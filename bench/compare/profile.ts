@@ -88,7 +88,10 @@ const STAGES: [string, (frame: Frame, leaf: boolean) => boolean][] = [
       /(transaction-driver|kafka-sink|kafka-writer|plain-producer|partition-leaders|record-chunks|retry-kafka-request|two-phase-commit-sink)\.ts$/.test(f.url),
   ],
   ['keyed process function and state', (f) => /keyed-process-operator\.ts$|\/src\/state\//.test(f.url) || f.url.endsWith('compare-weir-job.ts')],
-  ['exchange between threads (channels, postMessage)', (f) => f.functionName === 'postMessage' || /runtime\/(io\/channel-writer|taskexecutor\/task-executor)\.ts$/.test(f.url)],
+  [
+    'exchange between threads (channels, postMessage)',
+    (f) => f.functionName === 'postMessage' || /runtime\/(io\/channel-writer|taskexecutor\/task-executor)\.ts$/.test(f.url),
+  ],
   ['start-up: module loading, client schema compilation', (f) => /internal\/modules\/|internal\/bootstrap\/|\/ajv\/|amaro/.test(f.url)],
   ['Weir runtime (tasks, checkpoints, barriers)', (f) => f.url.includes('/src/')],
   ['Kafka client: connections, socket reads, other', (f) => f.url.includes('@platformatic') || f.url.includes('/fastq/')],
