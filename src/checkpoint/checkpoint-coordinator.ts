@@ -210,7 +210,7 @@ export class CheckpointCoordinator {
     const checkpointId = this.#nextId++;
     const location = kind === 'savepoint' ? storage.savepointLocation(checkpointId) : storage.checkpointLocation(checkpointId);
     this.#lastTriggerAt = Date.now();
-    const pending = new PendingCheckpoint({ checkpointId, location, triggeredAt: this.#lastTriggerAt, stop, tasks: this.#tasks });
+    const pending = new PendingCheckpoint({ checkpointId, location, triggeredAt: this.#lastTriggerAt, tasks: this.#tasks });
     this.#pending.set(checkpointId, pending);
     stats.reportPending(checkpointId, kind, pending.triggeredAt);
     pending.expireAfter(config.timeout, () => {

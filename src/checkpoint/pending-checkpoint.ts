@@ -1,7 +1,6 @@
 import type { JobGraph } from '../graph/job-graph.ts';
 import type { CompletedCheckpoint } from './completed-checkpoint.ts';
 import type { OperatorSubtaskState } from './operator-subtask-state.ts';
-import type { StopMode } from './stop-mode.ts';
 import type { CheckpointLocation } from './storage/checkpoint-location.ts';
 import type { CheckpointMetadata, OperatorStateMetadata } from './storage/checkpoint-metadata.ts';
 
@@ -28,7 +27,6 @@ export class PendingCheckpoint {
   readonly kind: 'checkpoint' | 'savepoint';
   readonly location: CheckpointLocation;
   readonly triggeredAt: number;
-  readonly stop: StopMode | undefined;
   /** Settles when the checkpoint completes or is aborted. */
   readonly promise: Promise<CompletedCheckpoint>;
   readonly #notYetAcknowledged: Map<string, TaskId>;
@@ -37,12 +35,11 @@ export class PendingCheckpoint {
   #reject!: (error: Error) => void;
   #timeout: NodeJS.Timeout | undefined;
 
-  constructor(options: { checkpointId: number; location: CheckpointLocation; triggeredAt: number; stop: StopMode | undefined; tasks: readonly TaskId[] }) {
+  constructor(options: { checkpointId: number; location: CheckpointLocation; triggeredAt: number; tasks: readonly TaskId[] }) {
     this.checkpointId = options.checkpointId;
     this.kind = options.location.kind;
     this.location = options.location;
     this.triggeredAt = options.triggeredAt;
-    this.stop = options.stop;
     this.#notYetAcknowledged = new Map(options.tasks.map((task) => [keyOf(task), task]));
     this.promise = new Promise<CompletedCheckpoint>((resolve, reject) => {
       this.#resolve = resolve;

@@ -133,10 +133,3 @@ export const ERROR_CODES = [
 
 /** A {@link WeirError}'s code. */
 export type ErrorCode = (typeof ERROR_CODES)[number];
-
-const KNOWN = new Set<string>(ERROR_CODES);
-
-/** Whether a string (from a worker's serialized error, say) is one of the codes. */
-export function isErrorCode(value: string): value is ErrorCode {
-  return KNOWN.has(value);
-}

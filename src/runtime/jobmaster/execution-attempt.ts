@@ -7,7 +7,7 @@ import type { CheckpointStorage } from '../../checkpoint/storage/checkpoint-stor
 import type { EnvironmentConfig } from '../../core/config/environment-config.ts';
 import { WeirError } from '../../core/errors/weir-error.ts';
 import type { JobGraph } from '../../graph/job-graph.ts';
-import { buildExecutionPlan } from '../deployment/execution-plan.ts';
+import { buildExecutionPlan, type ExecutionPlan } from '../deployment/execution-plan.ts';
 import type { RestoreInfo } from '../deployment/restore-info.ts';
 import type { FromWorker, ToWorker, WorkerInit } from '../deployment/worker-messages.ts';
 import type { JobMetrics } from '../metrics/job-metrics.ts';
@@ -57,24 +57,20 @@ export class ExecutionAttempt implements CheckpointTaskGateway {
   async run(): Promise<void> {
     const { config, graph, coordinator, log } = this.#options;
     const plan = buildExecutionPlan(graph, config.workers);
-    let outcome: Error | undefined;
     try {
-      const finished = this.#startWorkers(plan.workers, plan);
+      const finished = this.#startWorkers(plan);
       log(`running ${graph.vertices.map((vertex) => `${vertex.name} x${vertex.parallelism}`).join(', ')} on ${plan.workers} worker threads`);
-      try {
-        await this.#done;
-      } catch (error) {
-        outcome = error as Error;
-        throw error;
-      }
+      await this.#done;
       coordinator?.detach('CHECKPOINT_COORDINATOR_SHUTDOWN', new WeirError('JOB_STOPPED', 'the job stopped', { fault: 'internal' }));
       await coordinator?.settled();
       this.#stopping = true;
       this.#broadcast({ type: 'finish' });
       const deadline = Date.now() + 10_000;
       while (finished.count < plan.workers && Date.now() < deadline) await sleep(10);
+    } catch (error) {
+      coordinator?.detach('JOB_FAILOVER', error instanceof Error ? error : new Error(String(error)));
+      throw error;
     } finally {
-      coordinator?.detach(outcome === undefined ? 'CHECKPOINT_COORDINATOR_SHUTDOWN' : 'JOB_FAILOVER', outcome ?? new Error('the job stopped'));
       await this.#terminate();
     }
   }
@@ -106,7 +102,8 @@ export class ExecutionAttempt implements CheckpointTaskGateway {
 
   // --- workers ---------------------------------------------------------------------------
 
-  #startWorkers(count: number, plan: ReturnType<typeof buildExecutionPlan>): { count: number } {
+  #startWorkers(plan: ExecutionPlan): { count: number } {
+    const count = plan.workers;
     const { url, config, graph, attemptNumber, restore, storage } = this.#options;
     const ports = new Map<number, Map<number, MessagePort>>();
     for (let a = 0; a < count; a++) ports.set(a, new Map());

@@ -2,6 +2,7 @@ import type { StopMode } from '../../checkpoint/stop-mode.ts';
 import type { CheckpointLocation } from '../../checkpoint/storage/checkpoint-location.ts';
 import type { Source, SourceBatch, SourceReader } from '../../core/connector/source.ts';
 import { WeirError } from '../../core/errors/weir-error.ts';
+import type { WatermarkStrategy } from '../../core/event-time/watermark-strategy.ts';
 import type { ListState } from '../../core/state/state-types.ts';
 import type { SourceNode } from '../../graph/stream-graph.ts';
 import type { OperatorStateBackend } from '../../state/operator-state-backend.ts';
@@ -44,6 +45,8 @@ export class StreamTaskSourceInput implements MailboxDefaultAction, CheckpointLi
   readonly #reader: SourceReader<unknown>;
   readonly #splits: ListState<unknown>;
   readonly #allSplits: ListState<unknown>;
+  readonly #strategy: WatermarkStrategy<unknown> | undefined;
+  readonly #splitId: ((split: unknown) => string) | undefined;
   /** Timestamps and watermarks, when the source has a watermark strategy (made in open, once the splits are known). */
   #watermarks: SourceWatermarks | undefined;
   /** Watermark events the source's watermarks produced, to emit in order. */
@@ -55,9 +58,14 @@ export class StreamTaskSourceInput implements MailboxDefaultAction, CheckpointLi
   constructor(options: SourceInputOptions) {
     this.#options = options;
     const { node, operatorState, subtaskIndex, parallelism, attemptNumber } = options;
-    const strategy = node.watermarkStrategy?.hasWatermarks ? node.watermarkStrategy : undefined;
-    const splitId = node.source.splitId?.bind(node.source);
-    this.#reader = node.source.createReader({ subtaskIndex, parallelism, attemptNumber, tracksSplits: strategy !== undefined && splitId !== undefined });
+    this.#strategy = node.watermarkStrategy?.hasWatermarks ? node.watermarkStrategy : undefined;
+    this.#splitId = node.source.splitId?.bind(node.source);
+    this.#reader = node.source.createReader({
+      subtaskIndex,
+      parallelism,
+      attemptNumber,
+      tracksSplits: this.#strategy !== undefined && this.#splitId !== undefined,
+    });
     this.#splits = operatorState.getListState<unknown>(SPLITS_STATE);
     // Every subtask's splits, as union state: a source can tell a new split from one another subtask reads.
     this.#allSplits = operatorState.getUnionListState<unknown>(ALL_SPLITS_STATE);
@@ -77,8 +85,8 @@ export class StreamTaskSourceInput implements MailboxDefaultAction, CheckpointLi
       this.#splits.update(initial.filter((_split, index) => index % parallelism === subtaskIndex));
       this.#allSplits.update(initial);
     }
-    const strategy = node.watermarkStrategy?.hasWatermarks ? node.watermarkStrategy : undefined;
-    const splitId = source.splitId?.bind(source);
+    const strategy = this.#strategy;
+    const splitId = this.#splitId;
     this.#watermarks =
       strategy === undefined
         ? undefined

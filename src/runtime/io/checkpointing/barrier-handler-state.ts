@@ -46,11 +46,6 @@ export class CollectingBarriers implements BarrierHandlerState {
     return this.location.checkpointId;
   }
 
-  /** The channels whose barrier is in. */
-  get received(): ReadonlySet<number> {
-    return this.#received;
-  }
-
   async barrierReceived(controller: BarrierHandlerController, channel: number, location: CheckpointLocation): Promise<BarrierHandlerState> {
     this.#received.add(channel);
     if (this.#received.size < this.#channels) {

@@ -1,13 +1,12 @@
 import assert from 'node:assert/strict';
 import { test } from 'node:test';
-import { ERROR_CODES, isErrorCode } from '../../../../src/core/errors/error-code.ts';
+import { ERROR_CODES } from '../../../../src/core/errors/error-code.ts';
 import { formatError } from '../../../../src/core/errors/format-error.ts';
 import { WeirError } from '../../../../src/core/errors/weir-error.ts';
 
-test('error codes are one list without duplicates, and only its codes are codes', () => {
+test('error codes are one list without duplicates', () => {
   assert.equal(new Set(ERROR_CODES).size, ERROR_CODES.length);
-  assert.ok(isErrorCode('DATA_LOSS'));
-  assert.ok(!isErrorCode('DATA_LOS'));
+  assert.ok(ERROR_CODES.includes('DATA_LOSS'));
 });
 
 test('a misspelt error code does not compile', () => {
