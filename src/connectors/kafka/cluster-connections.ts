@@ -42,7 +42,22 @@ export class ClusterConnections {
           'KAFKA_AUTHENTICATION_FAILED',
           `authentication to Kafka at ${formatBootstrap(this.bootstrap)} failed: ${deepestMessage(authentication)}`,
           {
-            hint: 'check the connection.sasl mechanism, username and password (or token) given to the connector',
+            hint: "check the SASL mechanism, user name and password: sasl.mechanism, sasl.username and WEIR_KAFKA_SASL_PASSWORD (or the --kafka-config file), or the connector's connection.sasl",
+            fault: 'user',
+            cause: error,
+          },
+        );
+      }
+      const tls = findNested(error, (entry) => TLS_ERROR.test(`${(entry as { code?: string }).code ?? ''} ${entry.message}`));
+      if (tls !== undefined) {
+        const code = (tls as { code?: string }).code;
+        throw new WeirError(
+          'KAFKA_TLS_FAILED',
+          `the TLS handshake with Kafka at ${formatBootstrap(this.bootstrap)} failed: ${tls.message}${code && !tls.message.includes(code) ? ` (${code})` : ''}`,
+          {
+            hint: /CERT|SIGNATURE|ISSUER|SELF_SIGNED|ALTNAME/i.test(`${code} ${tls.message}`)
+              ? "the broker's certificate is not trusted: set ssl.ca.location to the PEM file of the CA that signed it, and check that it names the host you connect to"
+              : 'check security.protocol against the listener (SSL or SASL_SSL for a TLS listener), and for mutual TLS ssl.certificate.location and ssl.key.location',
             fault: 'user',
             cause: error,
           },
@@ -105,6 +120,9 @@ export class ClusterConnections {
     await this.#pool.close();
   }
 }
+
+/** Node's and OpenSSL's TLS failures: certificate checks, handshake alerts, a TLS client on a plaintext port. */
+const TLS_ERROR = /CERT_|_CERT|UNABLE_TO_(GET|VERIFY)|SELF_SIGNED|ERR_SSL|ERR_TLS|SSL routines|alert|wrong version number|certificate/i;
 
 /** The most telling part of a connection failure: the system error code (ECONNREFUSED, ...) when there is one. */
 function describeNetworkError(error: unknown): string {
