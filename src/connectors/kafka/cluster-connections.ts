@@ -23,11 +23,13 @@ export interface TopicInfo {
 export class ClusterConnections {
   readonly bootstrap: readonly BrokerAddress[];
   readonly #pool: ConnectionPool;
+  readonly #tls: ConnectionOptions['tls'];
   #brokers = new Map<number, BrokerAddress>();
 
   constructor(bootstrap: readonly BrokerAddress[], options: ConnectionOptions & { clientId?: string } = {}) {
     this.bootstrap = bootstrap;
     const { clientId = 'weir', ...connectionOptions } = options;
+    this.#tls = options.tls;
     this.#pool = new ConnectionPool(clientId, { connectTimeout: 5_000, requestTimeout: 30_000, ...connectionOptions });
   }
 
@@ -87,7 +89,10 @@ export class ClusterConnections {
 
   /** Cluster metadata for these topics; null asks for every topic. */
   async metadata(topics: string[] | null): Promise<metadataV12.MetadataResponse> {
-    const response = await metadataV12.api.async(await this.any(), topics, false, false);
+    const connection = await this.any();
+    const response = await metadataV12.api.async(connection, topics, false, false).catch((error: unknown) => {
+      throw this.#closedConnection(error) ?? error;
+    });
     this.#brokers = new Map(response.brokers.map((broker) => [broker.nodeId, { host: broker.host, port: broker.port }]));
     return response;
   }
@@ -114,6 +119,24 @@ export class ClusterConnections {
         .map((partition) => ({ partition: partition.partitionIndex, leaderId: partition.leaderId, leaderEpoch: partition.leaderEpoch }))
         .sort((a, b) => a.partition - b.partition),
     };
+  }
+
+  /**
+   * A connection the broker closed under a request, as one clear error. A TLS listener that requires
+   * client certificates (ssl.client.auth=required) accepts the TLS 1.3 handshake of a client without
+   * one and closes the connection at its first request: say so when no certificate was given.
+   */
+  #closedConnection(error: unknown): WeirError | undefined {
+    if ((error as { code?: string } | undefined)?.code !== 'PLT_KFK_NETWORK' || !(error instanceof Error)) return undefined;
+    const withoutCertificate = this.#tls !== undefined && this.#tls.cert === undefined && this.#tls.pfx === undefined;
+    return new WeirError('BROKER_UNREACHABLE', `Kafka at ${formatBootstrap(this.bootstrap)} closed the connection (${deepestMessage(error)})`, {
+      hint: withoutCertificate
+        ? 'a listener that requires client certificates (ssl.client.auth=required) closes connections without one: set ssl.certificate.location and ssl.key.location (or ssl.keystore.location); else check security.protocol against the listener'
+        : 'check that the broker runs and that security.protocol matches its listener (SSL or SASL_SSL for a TLS listener)',
+      fault: 'external',
+      retriable: true,
+      cause: error,
+    });
   }
 
   async close(): Promise<void> {

@@ -20,8 +20,9 @@ export interface ClusterInfo {
 export async function describeCluster(bootstrap: readonly BrokerAddress[], timeoutMs = 5_000, connection: ConnectionOptions = {}): Promise<ClusterInfo> {
   const connections = new ClusterConnections(bootstrap, { clientId: 'weir-cluster-info', ...connection, connectTimeout: timeoutMs, requestTimeout: timeoutMs });
   try {
-    const versions = await apiVersionsV3.api.async(await connections.any(), 'weir', '0');
+    // Metadata first: it turns a connection the broker closes into a clear error.
     const metadata = await connections.metadata([]);
+    const versions = await apiVersionsV3.api.async(await connections.any(), 'weir', '0');
     if (metadata.brokers.length === 0) {
       throw new WeirError('BROKER_UNREACHABLE', `Kafka at ${formatBootstrap(bootstrap)} answers but has no registered broker yet`, {
         hint: 'wait for the broker to finish starting',
