@@ -4,6 +4,9 @@ import { z } from 'zod';
 import { WeirError } from '../../core/errors/weir-error.ts';
 import { type BrokerAddress, parseBootstrap } from './kafka-connection-options.ts';
 import { parseProperties } from './kafka-properties.ts';
+import { KAFKA_SETTING_KEYS, kafkaSettingVariable, type SettingKey } from './kafka-setting-keys.ts';
+
+export { KAFKA_SETTING_KEYS, KAFKA_SETTINGS, kafkaSettingVariable, SECRET_SETTING_KEYS } from './kafka-setting-keys.ts';
 
 /**
  * The connection settings every Weir command that talks to Kafka takes (`run`, `verify`, `doctor`,
@@ -24,38 +27,6 @@ export type SecurityProtocol = (typeof SECURITY_PROTOCOLS)[number];
 export const SASL_MECHANISMS = ['PLAIN', 'SCRAM-SHA-256', 'SCRAM-SHA-512'] as const;
 export type SaslMechanism = (typeof SASL_MECHANISMS)[number];
 
-/** The properties Weir reads; any other key of a file is reported back as ignored (as Kafka's clients warn). */
-export const KAFKA_SETTING_KEYS = [
-  'bootstrap.servers',
-  'security.protocol',
-  'sasl.mechanism',
-  'sasl.username',
-  'sasl.password',
-  'sasl.jaas.config',
-  'ssl.ca.location',
-  'ssl.ca.pem',
-  'ssl.certificate.location',
-  'ssl.certificate.pem',
-  'ssl.key.location',
-  'ssl.key.pem',
-  'ssl.key.password',
-  'ssl.keystore.location',
-  'ssl.keystore.password',
-  'ssl.truststore.location',
-  'ssl.endpoint.identification.algorithm',
-  'enable.ssl.certificate.verification',
-] as const;
-type SettingKey = (typeof KAFKA_SETTING_KEYS)[number];
-
-/** Settings whose values are secrets: never printed, never in an error, never persisted. */
-export const SECRET_SETTING_KEYS: ReadonlySet<string> = new Set([
-  'sasl.password',
-  'sasl.jaas.config',
-  'ssl.key.password',
-  'ssl.keystore.password',
-  'ssl.key.pem',
-]);
-
 /** The command-line options (commander's camelCase names). */
 export interface KafkaSettingsOptions {
   brokers?: string | undefined;
@@ -68,7 +39,8 @@ export interface KafkaSettingsOptions {
   sslKeyLocation?: string | undefined;
 }
 
-const OPTION_KEYS: Record<keyof Omit<KafkaSettingsOptions, 'kafkaConfig'>, [SettingKey, string]> = {
+/** The command-line option of each setting that has one, by its commander name. */
+export const KAFKA_SETTING_FLAGS: Record<keyof Omit<KafkaSettingsOptions, 'kafkaConfig'>, [SettingKey, string]> = {
   brokers: ['bootstrap.servers', '--brokers'],
   securityProtocol: ['security.protocol', '--security-protocol'],
   saslMechanism: ['sasl.mechanism', '--sasl-mechanism'],
@@ -87,11 +59,6 @@ export interface KafkaSettings {
   sources: Record<string, string>;
   /** Keys of the file that Weir does not read. */
   ignored: string[];
-}
-
-/** The environment variable of a setting. */
-export function kafkaSettingVariable(key: string): string {
-  return key === 'bootstrap.servers' ? 'KAFKA_BROKERS' : `WEIR_KAFKA_${key.toUpperCase().replace(/\./g, '_')}`;
 }
 
 interface Setting {
@@ -126,7 +93,7 @@ export function loadKafkaSettings(options: KafkaSettingsOptions = {}, env: NodeJ
     const value = nonEmpty(env[variable]);
     if (value !== undefined) settings.set(key, { value: value.trim(), from: variable });
   }
-  for (const [option, [key, flag]] of Object.entries(OPTION_KEYS) as [keyof typeof OPTION_KEYS, [SettingKey, string]][]) {
+  for (const [option, [key, flag]] of Object.entries(KAFKA_SETTING_FLAGS) as [keyof typeof KAFKA_SETTING_FLAGS, [SettingKey, string]][]) {
     const value = nonEmpty(options[option]);
     if (value !== undefined) settings.set(key, { value: value.trim(), from: flag });
   }
