@@ -201,6 +201,33 @@ describe('secured clusters: TLS, mutual TLS and SASL SCRAM against a real broker
     assert.equal(new Set(records.map((record) => JSON.parse(String(record.value)).seq)).size, RECORDS);
   });
 
+  test('weir demo over SASL_SSL with SCRAM-SHA-512: its job processes get the same settings, and it audits exactly once', async () => {
+    const result = await weir(
+      [
+        'demo',
+        '--records',
+        '2000',
+        '--accounts',
+        '10',
+        '--crashes',
+        '1',
+        '--data-dir',
+        join(folder, 'demo'),
+        '--ui-port',
+        '0',
+        '--kafka-config',
+        join(folder, 'scram-512.properties'),
+        '--sasl-username',
+        'weir512',
+      ],
+      { KAFKA_BROKERS: '', WEIR_KAFKA_SASL_PASSWORD: PASSWORD_512 },
+    );
+    assert.equal(result.code, 0, `${result.stdout}\n${result.stderr}`);
+    assert.match(result.stdout, /^Kafka: 127\.0\.0\.1:\d+ over SASL_SSL, SASL SCRAM-SHA-512 as "weir512"/m);
+    assert.match(result.stdout, /^exactly once: OK$/m);
+    assert.ok(!`${result.stdout}${result.stderr}`.includes(PASSWORD_512));
+  });
+
   test('a wrong password and an untrusted CA: one clear error each, without the password', async () => {
     const wrong = await weir(
       [
