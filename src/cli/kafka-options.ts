@@ -1,4 +1,4 @@
-import { type Command, Option } from 'commander';
+import { type Command, Help, Option } from 'commander';
 import { describeKafkaSettings, setDefaultKafkaSettings } from '../connectors/kafka/kafka-default-connection.ts';
 import {
   type KafkaSettings,
@@ -9,12 +9,35 @@ import {
   SECURITY_PROTOCOLS,
 } from '../connectors/kafka/kafka-settings.ts';
 
+const KAFKA_FLAGS = [
+  '--brokers',
+  '--kafka-config',
+  '--security-protocol',
+  '--sasl-mechanism',
+  '--sasl-username',
+  '--ssl-ca-location',
+  '--ssl-certificate-location',
+  '--ssl-key-location',
+];
+
 /**
  * The connection options of every command that talks to Kafka (run, verify, doctor, demo): the
  * same names, the same environment variables, the same properties file (kafka-settings.ts).
  */
 export function addKafkaOptions(command: Command): Command {
+  const kafkaFlags = new Set(KAFKA_FLAGS);
   return command
+    .configureHelp({
+      // The command's own options first, then these, then --help.
+      visibleOptions(this: Help, cmd: Command) {
+        const options = Help.prototype.visibleOptions.call(this, cmd);
+        const rank = (option: Option) => (option.long === '--help' ? 2 : kafkaFlags.has(option.long ?? '') ? 1 : 0);
+        return options
+          .map((option, index) => ({ option, index }))
+          .sort((a, b) => rank(a.option) - rank(b.option) || a.index - b.index)
+          .map(({ option }) => option);
+      },
+    })
     .option('--brokers <host:port,...>', 'the cluster: bootstrap.servers (default KAFKA_BROKERS, else the --kafka-config file)')
     .option(
       '--kafka-config <file>',
