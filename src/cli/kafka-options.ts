@@ -44,9 +44,10 @@ export function addKafkaOptions(command: Command): Command {
       'a Kafka client properties file: bootstrap.servers, security.protocol, sasl.mechanism, sasl.username, sasl.password (or sasl.jaas.config), ssl.ca.location, ssl.certificate.location, ssl.key.location, ssl.key.password, ssl.keystore.location (PKCS#12) (default WEIR_KAFKA_CONFIG)',
     )
     .addOption(
-      new Option('--security-protocol <protocol>', 'security.protocol (default: SSL/SASL_* when ssl.*/sasl.* settings are given, else PLAINTEXT)').choices(
-        SECURITY_PROTOCOLS,
-      ),
+      new Option(
+        '--security-protocol <protocol>',
+        'security.protocol (default: SSL, SASL_PLAINTEXT or SASL_SSL when TLS or SASL settings are given, else PLAINTEXT)',
+      ).choices(SECURITY_PROTOCOLS),
     )
     .addOption(new Option('--sasl-mechanism <mechanism>', 'sasl.mechanism').choices(SASL_MECHANISMS))
     .option(
