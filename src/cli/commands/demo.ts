@@ -59,7 +59,7 @@ export function demoCommand(): Command {
             ? await ensureBroker({ log: (line) => process.stderr.write(`${line}\n`) })
             : await describeCluster(settings.bootstrap, undefined, settings.connection).then(() => ({
                 brokers: settings.bootstrap as NonNullable<typeof settings.bootstrap>,
-                source: describeKafkaSettings(settings),
+                source: `${describeKafkaSettings(settings)} (brokers from ${settings.sources['bootstrap.servers']})`,
                 release: async () => {},
               }));
         log(`Kafka: ${broker.source}`);
