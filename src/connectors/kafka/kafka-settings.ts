@@ -268,7 +268,12 @@ function resolveSettings(settings: Map<SettingKey, Setting>, ignored: string[]):
   if (usesTls) connection.tls = tls;
   if (usesSasl) {
     if (mechanism === undefined) {
-      throw new WeirError('INVALID_KAFKA_SETTINGS', `security.protocol is ${securityProtocol} but sasl.mechanism is not set`, {
+      const trigger = (['sasl.username', 'sasl.password', 'sasl.jaas.config'] as const).find((key) => get(key) !== undefined);
+      const why =
+        protocolSetting !== undefined || trigger === undefined
+          ? `security.protocol is ${securityProtocol}`
+          : `${trigger} is set (from ${get(trigger)?.from}), which turns SASL on,`;
+      throw new WeirError('INVALID_KAFKA_SETTINGS', `${why} but sasl.mechanism is not set`, {
         hint: `set sasl.mechanism (--sasl-mechanism, ${kafkaSettingVariable('sasl.mechanism')} or the file) to one of ${SASL_MECHANISMS.join(', ')}`,
       });
     }

@@ -146,6 +146,11 @@ test('each mistake is one clear error naming the setting, where it came from and
     ],
     [() => loadKafkaSettings({ securityProtocol: 'SASL_SSL' }, {}), /^security\.protocol is SASL_SSL but sasl\.mechanism is not set$/, /--sasl-mechanism/],
     [
+      () => loadKafkaSettings({}, { WEIR_KAFKA_SASL_PASSWORD: SECRET }),
+      /^sasl\.password is set \(from WEIR_KAFKA_SASL_PASSWORD\), which turns SASL on, but sasl\.mechanism is not set$/,
+      /PLAIN, SCRAM-SHA-256, SCRAM-SHA-512/,
+    ],
+    [
       () => loadKafkaSettings({ securityProtocol: 'PLAINTEXT', sslCaLocation: file('ca3.pem', CERT) }, {}),
       /^security\.protocol \(from --security-protocol\) is PLAINTEXT, but ssl\.ca\.location is set/,
       /SSL/,
