@@ -14,6 +14,7 @@ import { fileURLToPath } from 'node:url';
 import type { Option } from 'commander';
 import { z } from 'zod';
 import { runCommand } from '../src/cli/commands/run.ts';
+import { KAFKA_SETTING_FLAGS, KAFKA_SETTINGS, kafkaSettingVariable } from '../src/connectors/kafka/kafka-settings.ts';
 import { kafkaSinkOptionsSchema } from '../src/connectors/kafka/kafka-sink-options.ts';
 import { kafkaSourceOptionsSchema } from '../src/connectors/kafka/kafka-source-options.ts';
 import { environmentConfigSchema } from '../src/core/config/environment-config.ts';
@@ -295,7 +296,17 @@ export function generateConfigReference(): string {
     table(OPTION_HEADER, optionRows(objectOf(kafkaSourceOptionsSchema))),
     '## Kafka sink: `kafkaSink(options)`',
     table(OPTION_HEADER, optionRows(objectOf(kafkaSinkOptionsSchema))),
-    '`KAFKA_BROKERS` (`host:port[,host:port...]`) is read when a connector has no `bootstrap`, in every worker thread.',
+    "A connector without `bootstrap` or `connection` takes the command's Kafka connection settings (below): `--brokers`, else `KAFKA_BROKERS` (`host:port[,host:port...]`), else the `--kafka-config` file, in every worker thread.",
+    '## Kafka connection settings',
+    "What `weir run`, `weir verify`, `weir doctor`, `weir demo` and `readTopic` connect with, and the default `bootstrap` and `connection` of every Kafka connector that does not set its own ([connectors.md](connectors.md#secured-clusters-tls-mutual-tls-sasl)). Each setting comes from the command-line option, else the environment variable, else the properties file of `--kafka-config <file>` (else of `WEIR_KAFKA_CONFIG`), written with Kafka's client property names. Secrets have no option: a command line is visible to every user of the machine.",
+    table(
+      ['property', 'environment variable', 'option', 'description'],
+      Object.entries(KAFKA_SETTINGS).map(([key, description]) => {
+        const flag = Object.values(KAFKA_SETTING_FLAGS).find(([setting]) => setting === key)?.[1];
+        const variable = key === 'bootstrap.servers' ? '`KAFKA_BROKERS` (or `WEIR_KAFKA_BOOTSTRAP_SERVERS`)' : `\`${kafkaSettingVariable(key)}\``;
+        return [`\`${key}\``, variable, flag === undefined ? '' : `\`${flag}\``, description];
+      }),
+    ),
   );
   return `${sections.join('\n\n')}\n`;
 }

@@ -36,12 +36,13 @@ export { type DataGenOptions, type DataGenRecord, dataGenSource } from './connec
 export { discardingSink } from './connectors/discarding-sink.ts';
 export { type FileSinkOptions, fileSink } from './connectors/file/file-sink.ts';
 export { kafkaDeserializers } from './connectors/kafka/kafka-deserializers.ts';
+export { type KafkaSettings, type KafkaSettingsOptions, loadKafkaSettings } from './connectors/kafka/kafka-settings.ts';
 export { kafkaSink } from './connectors/kafka/kafka-sink.ts';
 export type { KafkaProducerRecord, KafkaSinkOptions } from './connectors/kafka/kafka-sink-options.ts';
 export { kafkaSource } from './connectors/kafka/kafka-source.ts';
 export type { KafkaSourceOptions, StartingOffsets } from './connectors/kafka/kafka-source-options.ts';
 export type { TopicRecord } from './connectors/kafka/partition-fetcher.ts';
-export { readTopic } from './connectors/kafka/topic-reader.ts';
+export { type ReadTopicOptions, readTopic } from './connectors/kafka/topic-reader.ts';
 export { dataLoss, type TwoPhaseCommitLogic, twoPhaseCommitSink } from './connectors/two-phase-commit-sink.ts';
 export type { EnvironmentConfigInput as JobConfig } from './core/config/environment-config.ts';
 export type { DeliveryGuarantee, Sink } from './core/connector/sink.ts';

@@ -1,5 +1,7 @@
+import type { ConnectionOptions } from '@platformatic/kafka';
 import { ClusterConnections } from '../connectors/kafka/cluster-connections.ts';
 import type { BrokerAddress } from '../connectors/kafka/kafka-connection-options.ts';
+import { defaultKafkaSettings } from '../connectors/kafka/kafka-default-connection.ts';
 import { describeOpenTransactions, type OpenPartitionTransaction } from '../connectors/kafka/open-transactions.ts';
 import type { TopicRecord } from '../connectors/kafka/partition-fetcher.ts';
 import { type ReadTopicOptions, readTopic } from '../connectors/kafka/topic-reader.ts';
@@ -7,6 +9,8 @@ import { type AuditId, type AuditReport, type AuditSpec, RecordAudit } from './a
 
 export interface AuditTopicOptions<R, I extends AuditId = AuditId> extends AuditSpec<R, I> {
   bootstrap: readonly BrokerAddress[];
+  /** TLS and SASL; default: the Kafka settings of the environment or the command (readTopic). */
+  connection?: ConnectionOptions | undefined;
   topic: string;
   /** Turns a Kafka record into the record the spec looks at (JSON.parse of the value, say); it may throw a WeirError naming the record. */
   parse(record: TopicRecord): R;
@@ -29,12 +33,18 @@ export interface TopicAuditReport<I extends AuditId = AuditId> extends AuditRepo
  * (audit-records.ts) and, when asked, reports the transactions left open on its partitions.
  */
 export async function auditTopic<R, I extends AuditId = AuditId>(options: AuditTopicOptions<R, I>): Promise<TopicAuditReport<I>> {
-  const records = await readTopic({ bootstrap: options.bootstrap, topic: options.topic, until: options.until, timeoutMs: options.timeoutMs });
+  const records = await readTopic({
+    bootstrap: options.bootstrap,
+    connection: options.connection,
+    topic: options.topic,
+    until: options.until,
+    timeoutMs: options.timeoutMs,
+  });
   const audit = new RecordAudit(options);
   for (let i = 0; i < records.length; i++) audit.add(options.parse(records[i] as TopicRecord));
   const report: TopicAuditReport<I> = { topic: options.topic, ...audit.report() };
   if (options.openTransactions === true) {
-    const connections = new ClusterConnections(options.bootstrap, { clientId: 'weir-audit' });
+    const connections = new ClusterConnections(options.bootstrap, { clientId: 'weir-audit', ...(options.connection ?? defaultKafkaSettings().connection) });
     try {
       report.openTransactions = await describeOpenTransactions(connections, await connections.topic(options.topic));
     } finally {

@@ -4,7 +4,7 @@ import { createServer } from 'node:net';
 import { join } from 'node:path';
 import { setTimeout as sleep } from 'node:timers/promises';
 import { fileURLToPath } from 'node:url';
-import { Admin } from '@platformatic/kafka';
+import { Admin, type ConnectionOptions } from '@platformatic/kafka';
 import { auditTopic } from '../audit/audit-topic.ts';
 import { ClusterConnections } from '../connectors/kafka/cluster-connections.ts';
 import { type BrokerAddress, formatBootstrap } from '../connectors/kafka/kafka-connection-options.ts';
@@ -14,6 +14,10 @@ import type { BalanceUpdate, MinuteTotal, Payment } from './payments-job.ts';
 
 export interface PaymentsDemoOptions {
   brokers: BrokerAddress[];
+  /** TLS and SASL for every connection of the demo (its job's connectors take them from `env`). */
+  connection?: ConnectionOptions;
+  /** Extra environment of the job's `weir run` processes: the Kafka settings (WEIR_KAFKA_*). */
+  env?: NodeJS.ProcessEnv;
   records: number;
   accounts: number;
   /** Payments per second written to the input while the job runs; undefined: as fast as possible. */
@@ -73,7 +77,7 @@ export async function runPaymentsDemo(options: PaymentsDemoOptions): Promise<Pay
   const input = `weir-demo-payments-${run}`;
   const output = `weir-demo-balances-${run}`;
   const totalsTopic = `weir-demo-totals-${run}`;
-  const admin = new Admin({ clientId: 'weir-demo', bootstrapBrokers: [formatBootstrap(brokers)] });
+  const admin = new Admin({ clientId: 'weir-demo', bootstrapBrokers: [formatBootstrap(brokers)], ...options.connection });
   try {
     await admin.createTopics({ topics: [input, output, totalsTopic], partitions: 4, replicas: 1 });
   } finally {
@@ -90,6 +94,7 @@ export async function runPaymentsDemo(options: PaymentsDemoOptions): Promise<Pay
   const group = `weir-demo-${run}`;
   const env = {
     ...process.env,
+    ...options.env,
     KAFKA_BROKERS: formatBootstrap(brokers),
     WEIR_DEMO_INPUT: input,
     WEIR_DEMO_OUTPUT: output,
@@ -97,7 +102,7 @@ export async function runPaymentsDemo(options: PaymentsDemoOptions): Promise<Pay
     WEIR_DEMO_CHECKPOINTS: checkpoints,
     WEIR_DEMO_GROUP: group,
   };
-  const lag = new ConsumerLag(brokers, input, group);
+  const lag = new ConsumerLag(brokers, input, group, options.connection ?? {});
   const progress: WriteProgress = { written: 0, done: false };
   log(
     `streaming ${options.records.toLocaleString('en-US')} payments into ${input} ${options.rate === undefined ? 'as fast as possible' : `at ${options.rate.toLocaleString('en-US')}/s`} while the job runs`,
@@ -174,7 +179,7 @@ async function writePayments(
   options: PaymentsDemoOptions,
   progress: WriteProgress,
 ): Promise<{ committed: number; aborted: number }> {
-  const connections = new ClusterConnections(brokers, { clientId: 'weir-demo-writer' });
+  const connections = new ClusterConnections(brokers, { clientId: 'weir-demo-writer', ...options.connection });
   const driver = new TransactionDriver(connections, { transactionTimeoutMs: 60_000 });
   const message = (seq: number) => {
     const payment: Payment = {
@@ -223,9 +228,9 @@ class ConsumerLag {
   readonly #topic: string;
   readonly #group: string;
 
-  constructor(brokers: BrokerAddress[], topic: string, group: string) {
-    this.#connections = new ClusterConnections(brokers, { clientId: 'weir-demo-lag' });
-    this.#admin = new Admin({ clientId: 'weir-demo-lag', bootstrapBrokers: [formatBootstrap(brokers)] });
+  constructor(brokers: BrokerAddress[], topic: string, group: string, connection: ConnectionOptions) {
+    this.#connections = new ClusterConnections(brokers, { clientId: 'weir-demo-lag', ...connection });
+    this.#admin = new Admin({ clientId: 'weir-demo-lag', bootstrapBrokers: [formatBootstrap(brokers)], ...connection });
     this.#topic = topic;
     this.#group = group;
   }

@@ -40,6 +40,8 @@ export interface StartOptions {
   startTimeoutMs?: number;
   /** Extra broker properties, written after Weir's own. */
   overrides?: Record<string, string>;
+  /** Extra arguments of the storage format (a new data folder only), e.g. `--add-scram SCRAM-SHA-512=[name=u,password=p]`. */
+  formatArgs?: string[];
   log?: (line: string) => void;
 }
 
@@ -157,6 +159,7 @@ export async function startLocalBroker(options: StartOptions = {}): Promise<Brok
       propertiesFile,
       '--feature',
       `transaction.version=${transactionVersion}`,
+      ...(options.formatArgs ?? []),
     ]);
     format = { version: 1, clusterId, controllerPort, transactionVersion, kafkaVersion: distribution.kafkaVersion };
     await writeJsonAtomically(join(dataDir, 'format.json'), format);

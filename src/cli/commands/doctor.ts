@@ -3,8 +3,10 @@ import { pathToFileURL } from 'node:url';
 import { Command } from 'commander';
 import { ClusterConnections } from '../../connectors/kafka/cluster-connections.ts';
 import { describeCluster } from '../../connectors/kafka/cluster-info.ts';
-import { formatBootstrap, resolveBootstrap } from '../../connectors/kafka/kafka-connection-options.ts';
+import { formatBootstrap } from '../../connectors/kafka/kafka-connection-options.ts';
+import { resolveKafkaConnection } from '../../connectors/kafka/kafka-default-connection.ts';
 import { brokerTransactionMaxTimeout } from '../../connectors/kafka/kafka-preflight.ts';
+import type { KafkaSettingsOptions } from '../../connectors/kafka/kafka-settings.ts';
 import { TransactionDriver } from '../../connectors/kafka/transaction-driver.ts';
 import { parseEnvironmentConfig } from '../../core/config/environment-config.ts';
 import { WeirError } from '../../core/errors/weir-error.ts';
@@ -13,6 +15,7 @@ import { buildStreamGraph } from '../../graph/job.ts';
 import { buildJobGraph } from '../../graph/job-graph.ts';
 import { loadJobModule } from '../../runtime/deployment/job-module.ts';
 import { runPreflight } from '../../runtime/jobmaster/run-preflight.ts';
+import { addKafkaOptions, useKafkaSettings } from '../kafka-options.ts';
 
 /**
  * `weir doctor`: the broker and its transaction settings, a job's preflight, and the transactions
@@ -20,17 +23,18 @@ import { runPreflight } from '../../runtime/jobmaster/run-preflight.ts';
  * `--abort` aborts. Exits 1 when it finds a problem it did not fix.
  */
 export function doctorCommand(): Command {
-  return new Command('doctor')
+  return addKafkaOptions(new Command('doctor'))
     .description("check the broker, a job's exactly-once prerequisites, and lingering transactions (with --abort, abort them); exits 1 on a problem left")
-    .option('--brokers <host:port,...>', 'the cluster (default KAFKA_BROKERS)')
     .option('--job <module>', "also run the job's preflight: checkpointing, transaction timeouts, topics, isolation levels")
     .option('--prefix <prefix>', 'the transactional id prefix of a stopped job: its open transactions are lingering')
     .option('--abort', 'abort the lingering transactions found under --prefix', false)
-    .action(async (options: { brokers?: string; job?: string; prefix?: string; abort: boolean }) => {
-      const bootstrap = resolveBootstrap(options.brokers, 'weir doctor --brokers');
+    .action(async (options: KafkaSettingsOptions & { job?: string; prefix?: string; abort: boolean }) => {
+      // The job's connectors (its preflight) take the same settings, unless they set their own.
+      useKafkaSettings(options, (line) => console.log(line));
+      const { bootstrap, connection } = resolveKafkaConnection({}, 'weir doctor');
       const problems: string[] = [];
-      const info = await describeCluster(bootstrap);
-      const maxTimeout = await brokerTransactionMaxTimeout(bootstrap, undefined);
+      const info = await describeCluster(bootstrap, undefined, connection);
+      const maxTimeout = await brokerTransactionMaxTimeout(bootstrap, connection);
       console.log(
         `broker: reachable at ${formatBootstrap(bootstrap)} (cluster ${info.clusterId}, ${info.brokers.length} broker${info.brokers.length === 1 ? '' : 's'})`,
       );
@@ -50,7 +54,7 @@ export function doctorCommand(): Command {
       }
 
       if (options.prefix !== undefined) {
-        const connections = new ClusterConnections(bootstrap, { clientId: 'weir-doctor' });
+        const connections = new ClusterConnections(bootstrap, { clientId: 'weir-doctor', ...connection });
         try {
           const driver = new TransactionDriver(connections, { transactionTimeoutMs: maxTimeout });
           const open = await driver.listOpenTransactions(options.prefix);

@@ -1,10 +1,12 @@
 import { Command, InvalidArgumentError, Option } from 'commander';
+import type { KafkaSettingsOptions } from '../../connectors/kafka/kafka-settings.ts';
 import type { EnvironmentConfigInput } from '../../core/config/environment-config.ts';
 import { startJob } from '../../runtime/jobmaster/job-master.ts';
 import { startRestServer } from '../../web/rest-server.ts';
 import { durationArgument, positiveIntegerArgument } from '../arguments.ts';
+import { addKafkaOptions, useKafkaSettings } from '../kafka-options.ts';
 
-interface RunOptions {
+interface RunOptions extends KafkaSettingsOptions {
   parallelism?: number;
   maxParallelism?: number;
   workers?: number;
@@ -36,7 +38,7 @@ const wholeNumber = (value: string): number => {
  * starts from a savepoint. Options mirror the job's config and override it.
  */
 export function runCommand(): Command {
-  return new Command('run')
+  return addKafkaOptions(new Command('run'))
     .description('run a job module (export default defineJob(...)); resumes from its latest checkpoint unless --fresh')
     .argument('<job>', 'the job module, a .ts or .js file')
     .addOption(new Option('--parallelism <n>', 'default parallelism of every operator').argParser(positiveIntegerArgument))
@@ -85,6 +87,9 @@ export function runCommand(): Command {
         config.restartStrategy = { type: 'fixed-delay', attempts: options.restartAttempts ?? 3, delay: options.restartDelay ?? 1000 };
       }
       const log = (line: string) => process.stderr.write(`${line}\n`);
+      // The default connection of every Kafka source and sink of the job that does not set its own
+      // (handed to the worker threads in memory: never in the job's config or its checkpoints).
+      useKafkaSettings(options, log);
       const started = Date.now();
       let checkpoints = 0;
       const client = await startJob({

@@ -1,10 +1,14 @@
+import type { ConnectionOptions } from '@platformatic/kafka';
 import { Command, Option } from 'commander';
 import { auditTopic } from '../../audit/audit-topic.ts';
-import { type BrokerAddress, formatBootstrap, resolveBootstrap } from '../../connectors/kafka/kafka-connection-options.ts';
+import { type BrokerAddress, formatBootstrap } from '../../connectors/kafka/kafka-connection-options.ts';
+import { resolveKafkaConnection } from '../../connectors/kafka/kafka-default-connection.ts';
+import type { KafkaSettingsOptions } from '../../connectors/kafka/kafka-settings.ts';
 import type { OpenPartitionTransaction } from '../../connectors/kafka/open-transactions.ts';
 import type { TopicRecord } from '../../connectors/kafka/partition-fetcher.ts';
 import { WeirError } from '../../core/errors/weir-error.ts';
 import { positiveIntegerArgument } from '../arguments.ts';
+import { addKafkaOptions, useKafkaSettings } from '../kafka-options.ts';
 
 export interface TopicAudit {
   topic: string;
@@ -25,6 +29,8 @@ export interface TopicAudit {
  */
 export async function verifyTopic(options: {
   bootstrap: BrokerAddress[];
+  /** TLS and SASL; default: the Kafka settings of the environment or the command. */
+  connection?: ConnectionOptions;
   topic: string;
   field?: string;
   byKey: boolean;
@@ -53,6 +59,7 @@ export async function verifyTopic(options: {
   };
   const audit = await auditTopic({
     bootstrap: options.bootstrap,
+    connection: options.connection,
     topic: options.topic,
     until: 'last-stable-offset',
     openTransactions: true,
@@ -77,21 +84,22 @@ export async function verifyTopic(options: {
 }
 
 export function verifyCommand(): Command {
-  return new Command('verify')
+  return addKafkaOptions(new Command('verify'))
     .description(
       'audit an output topic read_committed: duplicates and gaps by a sequence field or key, and transactions left open on its partitions; exits 1 on any violation',
     )
     .requiredOption('--topic <name>', 'the topic to audit')
-    .option('--brokers <host:port,...>', 'the cluster (default KAFKA_BROKERS)')
     .option('--field <name>', 'the JSON field that identifies a record (a sequence number for gap detection)')
     .option('--by-key', 'identify records by their key instead', false)
     .addOption(new Option('--expect <n>', 'the sequence numbers 0..n-1 must each be there exactly once, and no other id').argParser(positiveIntegerArgument))
     .option('--json', 'print the report as JSON', false)
-    .action(async (options: { topic: string; brokers?: string; field?: string; byKey: boolean; expect?: number; json: boolean }) => {
-      const bootstrap = resolveBootstrap(options.brokers, 'weir verify --brokers');
+    .action(async (options: KafkaSettingsOptions & { topic: string; field?: string; byKey: boolean; expect?: number; json: boolean }) => {
+      useKafkaSettings(options, (line) => process.stderr.write(`${line}\n`));
+      const { bootstrap, connection } = resolveKafkaConnection({}, 'weir verify');
       process.stderr.write(`reading ${options.topic} read_committed from ${formatBootstrap(bootstrap)}...\n`);
       const audit = await verifyTopic({
         bootstrap,
+        connection,
         topic: options.topic,
         byKey: options.byKey,
         ...(options.field === undefined ? {} : { field: options.field }),

@@ -1,6 +1,6 @@
 import { StreamOperator } from '../../core/operator/stream-operator.ts';
 import { ClusterConnections } from './cluster-connections.ts';
-import { resolveBootstrap } from './kafka-connection-options.ts';
+import { resolveKafkaConnection } from './kafka-default-connection.ts';
 import { KafkaRecordSerializer } from './kafka-record-serializer.ts';
 import type { KafkaSinkOptions } from './kafka-sink-options.ts';
 import { PlainProducer } from './plain-producer.ts';
@@ -23,7 +23,8 @@ export class AtLeastOnceKafkaWriter<T> extends StreamOperator<T, never> {
   }
 
   override open(): void {
-    this.#connections = new ClusterConnections(resolveBootstrap(this.#options.bootstrap, 'kafkaSink'), { clientId: 'weir-sink', ...this.#options.connection });
+    const kafka = resolveKafkaConnection(this.#options, 'kafkaSink');
+    this.#connections = new ClusterConnections(kafka.bootstrap, { clientId: 'weir-sink', ...kafka.connection });
     this.#serializer = new KafkaRecordSerializer(this.#options, this.#connections);
     this.#producer = new PlainProducer(this.#connections);
   }

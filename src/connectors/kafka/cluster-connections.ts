@@ -23,11 +23,13 @@ export interface TopicInfo {
 export class ClusterConnections {
   readonly bootstrap: readonly BrokerAddress[];
   readonly #pool: ConnectionPool;
+  readonly #tls: ConnectionOptions['tls'];
   #brokers = new Map<number, BrokerAddress>();
 
   constructor(bootstrap: readonly BrokerAddress[], options: ConnectionOptions & { clientId?: string } = {}) {
     this.bootstrap = bootstrap;
     const { clientId = 'weir', ...connectionOptions } = options;
+    this.#tls = options.tls;
     this.#pool = new ConnectionPool(clientId, { connectTimeout: 5_000, requestTimeout: 30_000, ...connectionOptions });
   }
 
@@ -42,7 +44,22 @@ export class ClusterConnections {
           'KAFKA_AUTHENTICATION_FAILED',
           `authentication to Kafka at ${formatBootstrap(this.bootstrap)} failed: ${deepestMessage(authentication)}`,
           {
-            hint: 'check the connection.sasl mechanism, username and password (or token) given to the connector',
+            hint: "check the SASL mechanism, user name and password: sasl.mechanism, sasl.username and WEIR_KAFKA_SASL_PASSWORD (or the --kafka-config file), or the connector's connection.sasl",
+            fault: 'user',
+            cause: error,
+          },
+        );
+      }
+      const tls = findNested(error, (entry) => TLS_ERROR.test(`${(entry as { code?: string }).code ?? ''} ${entry.message}`));
+      if (tls !== undefined) {
+        const code = (tls as { code?: string }).code;
+        throw new WeirError(
+          'KAFKA_TLS_FAILED',
+          `the TLS handshake with Kafka at ${formatBootstrap(this.bootstrap)} failed: ${tls.message}${code && !tls.message.includes(code) ? ` (${code})` : ''}`,
+          {
+            hint: /CERT|SIGNATURE|ISSUER|SELF_SIGNED|ALTNAME/i.test(`${code} ${tls.message}`)
+              ? "the broker's certificate is not trusted: set ssl.ca.location to the PEM file of the CA that signed it, and check that it names the host you connect to"
+              : 'check security.protocol against the listener (SSL or SASL_SSL for a TLS listener), and for mutual TLS ssl.certificate.location and ssl.key.location',
             fault: 'user',
             cause: error,
           },
@@ -72,7 +89,10 @@ export class ClusterConnections {
 
   /** Cluster metadata for these topics; null asks for every topic. */
   async metadata(topics: string[] | null): Promise<metadataV12.MetadataResponse> {
-    const response = await metadataV12.api.async(await this.any(), topics, false, false);
+    const connection = await this.any();
+    const response = await metadataV12.api.async(connection, topics, false, false).catch((error: unknown) => {
+      throw this.#closedConnection(error) ?? error;
+    });
     this.#brokers = new Map(response.brokers.map((broker) => [broker.nodeId, { host: broker.host, port: broker.port }]));
     return response;
   }
@@ -101,10 +121,31 @@ export class ClusterConnections {
     };
   }
 
+  /**
+   * A connection the broker closed under a request, as one clear error. A TLS listener that requires
+   * client certificates (ssl.client.auth=required) accepts the TLS 1.3 handshake of a client without
+   * one and closes the connection at its first request: say so when no certificate was given.
+   */
+  #closedConnection(error: unknown): WeirError | undefined {
+    if ((error as { code?: string } | undefined)?.code !== 'PLT_KFK_NETWORK' || !(error instanceof Error)) return undefined;
+    const withoutCertificate = this.#tls !== undefined && this.#tls.cert === undefined && this.#tls.pfx === undefined;
+    return new WeirError('BROKER_UNREACHABLE', `Kafka at ${formatBootstrap(this.bootstrap)} closed the connection (${deepestMessage(error)})`, {
+      hint: withoutCertificate
+        ? 'a listener that requires client certificates (ssl.client.auth=required) closes connections without one: set ssl.certificate.location and ssl.key.location (or ssl.keystore.location); else check security.protocol against the listener'
+        : 'check that the broker runs and that security.protocol matches its listener (SSL or SASL_SSL for a TLS listener)',
+      fault: 'external',
+      retriable: true,
+      cause: error,
+    });
+  }
+
   async close(): Promise<void> {
     await this.#pool.close();
   }
 }
+
+/** Node's and OpenSSL's TLS failures: certificate checks, handshake alerts, a TLS client on a plaintext port. */
+const TLS_ERROR = /CERT_|_CERT|UNABLE_TO_(GET|VERIFY)|SELF_SIGNED|ERR_SSL|ERR_TLS|SSL routines|alert|wrong version number|certificate/i;
 
 /** The most telling part of a connection failure: the system error code (ECONNREFUSED, ...) when there is one. */
 function describeNetworkError(error: unknown): string {

@@ -1,4 +1,4 @@
-import { apiVersionsV3 } from '@platformatic/kafka';
+import { apiVersionsV3, type ConnectionOptions } from '@platformatic/kafka';
 import { WeirError } from '../../core/errors/weir-error.ts';
 import { ClusterConnections } from './cluster-connections.ts';
 import { type BrokerAddress, formatBootstrap } from './kafka-connection-options.ts';
@@ -17,11 +17,12 @@ export interface ClusterInfo {
  * among them transaction.version) and for the cluster metadata. A broker that accepts connections
  * but has no registered brokers yet counts as not ready.
  */
-export async function describeCluster(bootstrap: readonly BrokerAddress[], timeoutMs = 5_000): Promise<ClusterInfo> {
-  const connections = new ClusterConnections(bootstrap, { clientId: 'weir-cluster-info', connectTimeout: timeoutMs, requestTimeout: timeoutMs });
+export async function describeCluster(bootstrap: readonly BrokerAddress[], timeoutMs = 5_000, connection: ConnectionOptions = {}): Promise<ClusterInfo> {
+  const connections = new ClusterConnections(bootstrap, { clientId: 'weir-cluster-info', ...connection, connectTimeout: timeoutMs, requestTimeout: timeoutMs });
   try {
-    const versions = await apiVersionsV3.api.async(await connections.any(), 'weir', '0');
+    // Metadata first: it turns a connection the broker closes into a clear error.
     const metadata = await connections.metadata([]);
+    const versions = await apiVersionsV3.api.async(await connections.any(), 'weir', '0');
     if (metadata.brokers.length === 0) {
       throw new WeirError('BROKER_UNREACHABLE', `Kafka at ${formatBootstrap(bootstrap)} answers but has no registered broker yet`, {
         hint: 'wait for the broker to finish starting',

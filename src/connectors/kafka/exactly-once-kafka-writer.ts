@@ -1,7 +1,7 @@
 import type { OperatorContext } from '../../core/operator/stream-operator.ts';
 import type { RecoveryContext, TwoPhaseCommitLogic } from '../two-phase-commit-sink.ts';
 import { ClusterConnections } from './cluster-connections.ts';
-import { resolveBootstrap } from './kafka-connection-options.ts';
+import { resolveKafkaConnection } from './kafka-default-connection.ts';
 import { KafkaRecordSerializer } from './kafka-record-serializer.ts';
 import type { KafkaSinkOptions } from './kafka-sink-options.ts';
 import { committableOf, type KafkaCommittable, type OpenTransaction, TransactionDriver } from './transaction-driver.ts';
@@ -42,7 +42,8 @@ export class ExactlyOnceKafkaWriter<T> implements TwoPhaseCommitLogic<T, KafkaTr
   }
 
   open(context: OperatorContext): void {
-    this.#connections = new ClusterConnections(resolveBootstrap(this.#options.bootstrap, 'kafkaSink'), { clientId: 'weir-sink', ...this.#options.connection });
+    const kafka = resolveKafkaConnection(this.#options, 'kafkaSink');
+    this.#connections = new ClusterConnections(kafka.bootstrap, { clientId: 'weir-sink', ...kafka.connection });
     this.#driver = new TransactionDriver(this.#connections, { transactionTimeoutMs: this.#transactionTimeoutMs });
     this.#serializer = new KafkaRecordSerializer(this.#options, this.#connections);
     this.#prefix = this.#options.transactionalIdPrefix ?? defaultTransactionalIdPrefix(context.jobName, context.uid);

@@ -67,17 +67,47 @@ export function bootstrapOption(connector: string) {
     .meta({
       description: 'The brokers: `host:port[,host:port...]`, or an array of `host:port`.',
       hint: BOOTSTRAP_HINT,
-      defaultText: 'KAFKA_BROKERS',
+      defaultText: "the command's Kafka settings: --brokers, else KAFKA_BROKERS, else the --kafka-config file",
     } satisfies OptionMeta);
 }
 
-/** The `connection` option: passed unchanged to every connection (@platformatic/kafka's ConnectionOptions). */
+/** The SASL mechanisms a connector's `connection.sasl` can name (OAUTHBEARER with a token or a token provider). */
+export const CONNECTION_SASL_MECHANISMS = ['PLAIN', 'SCRAM-SHA-256', 'SCRAM-SHA-512', 'OAUTHBEARER'] as const;
+
+/**
+ * The `connection` option: passed unchanged to every connection (@platformatic/kafka's
+ * ConnectionOptions), its SASL mechanism and the shape of `tls` checked now. No error shows a
+ * value of it: it holds secrets.
+ */
 export function connectionOption() {
   return z
     .custom<ConnectionOptions>((value) => typeof value === 'object' && value !== null && !Array.isArray(value), { error: 'must be an object' })
+    .superRefine((value, context) => {
+      const { sasl, tls } = value as { sasl?: unknown; tls?: unknown };
+      if (sasl !== undefined) {
+        const mechanism = (sasl as { mechanism?: unknown } | null)?.mechanism;
+        if (!(CONNECTION_SASL_MECHANISMS as readonly unknown[]).includes(mechanism)) {
+          context.addIssue({
+            code: 'custom',
+            message: `sasl.mechanism must be one of ${CONNECTION_SASL_MECHANISMS.join(', ')}, not ${typeof mechanism === 'string' ? JSON.stringify(mechanism) : typeof mechanism}`,
+            path: ['sasl', 'mechanism'],
+            input: undefined,
+          });
+        }
+      }
+      if (tls !== undefined && (typeof tls !== 'object' || tls === null || Array.isArray(tls))) {
+        context.addIssue({
+          code: 'custom',
+          message: "tls must be an object of Node's tls.connect options (ca, cert, key, passphrase, pfx, servername, rejectUnauthorized)",
+          path: ['tls'],
+          input: undefined,
+        });
+      }
+    })
     .optional()
     .meta({
-      description: 'TLS (`tls`) and SASL (`sasl`: PLAIN, SCRAM-SHA-256, SCRAM-SHA-512, ...) options, passed unchanged to every connection.',
+      description:
+        "TLS (`tls`: Node's tls.connect options) and SASL (`sasl`: PLAIN, SCRAM-SHA-256, SCRAM-SHA-512 or OAUTHBEARER) options, passed unchanged to every connection. Default: the command's Kafka settings (--kafka-config, WEIR_KAFKA_*; see connectors.md, Secured clusters).",
       hint: "pass @platformatic/kafka's connection options, for example { tls: {...} } or { sasl: { mechanism: 'PLAIN', username, password } }",
       typeText: 'ConnectionOptions',
     } satisfies OptionMeta);

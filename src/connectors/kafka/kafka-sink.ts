@@ -4,7 +4,7 @@ import type { StreamOperator } from '../../core/operator/stream-operator.ts';
 import { TwoPhaseCommitSinkOperator } from '../two-phase-commit-sink.ts';
 import { AtLeastOnceKafkaWriter } from './at-least-once-kafka-writer.ts';
 import { ExactlyOnceKafkaWriter } from './exactly-once-kafka-writer.ts';
-import { resolveBootstrap } from './kafka-connection-options.ts';
+import { resolveKafkaConnection } from './kafka-default-connection.ts';
 import { brokerTransactionMaxTimeout, missingTopics, transactionTimeoutFindings, unreachableFinding } from './kafka-preflight.ts';
 import { type KafkaSinkOptions, parseKafkaSinkOptions } from './kafka-sink-options.ts';
 
@@ -25,9 +25,9 @@ export function kafkaSink<T>(options: KafkaSinkOptions<T>): Sink<T> & Preflighta
     async preflight(context: PreflightContext): Promise<PreflightFinding[]> {
       const where = `kafka sink "${context.uid}"`;
       try {
-        const bootstrap = resolveBootstrap(options.bootstrap, 'kafkaSink');
+        const { bootstrap, connection } = resolveKafkaConnection(options, 'kafkaSink');
         const findings: PreflightFinding[] = [];
-        const missing = options.topic === undefined ? [] : await missingTopics(bootstrap, [options.topic], options.connection);
+        const missing = options.topic === undefined ? [] : await missingTopics(bootstrap, [options.topic], connection);
         for (const topic of missing) {
           findings.push({
             level: 'error',
@@ -37,7 +37,7 @@ export function kafkaSink<T>(options: KafkaSinkOptions<T>): Sink<T> & Preflighta
           });
         }
         if (options.deliveryGuarantee === 'exactly-once') {
-          const brokerMax = await brokerTransactionMaxTimeout(bootstrap, options.connection);
+          const brokerMax = await brokerTransactionMaxTimeout(bootstrap, connection);
           findings.push(...transactionTimeoutFindings(where, transactionTimeoutMs, recoveryBudgetMs, brokerMax, context));
         } else if (context.config.checkpointing !== undefined) {
           findings.push({

@@ -1,10 +1,11 @@
 import { setTimeout as sleep } from 'node:timers/promises';
-import { Admin } from '@platformatic/kafka';
+import { Admin, type ConnectionOptions } from '@platformatic/kafka';
 import type { SourceBatch, SourceReader, SourceReaderContext } from '../../core/connector/source.ts';
 import { WeirError } from '../../core/errors/weir-error.ts';
 import { keyHash } from '../../state/key-group-range-assignment.ts';
 import { ClusterConnections, type TopicInfo } from './cluster-connections.ts';
-import { type BrokerAddress, formatBootstrap, resolveBootstrap } from './kafka-connection-options.ts';
+import { type BrokerAddress, formatBootstrap } from './kafka-connection-options.ts';
+import { resolveKafkaConnection } from './kafka-default-connection.ts';
 import type { ParsedKafkaSourceOptions } from './kafka-source-options.ts';
 import type { KafkaSplit } from './kafka-split.ts';
 import { EARLIEST_OFFSET, fetchPartitions, type IsolationLevel, LATEST_OFFSET, listOffsets, type TopicRecord } from './partition-fetcher.ts';
@@ -23,6 +24,7 @@ export class KafkaSourceReader<T> implements SourceReader<T, KafkaSplit> {
   readonly #options: ParsedKafkaSourceOptions<T>;
   readonly #isolation: IsolationLevel;
   readonly #bootstrap: BrokerAddress[];
+  readonly #connection: ConnectionOptions;
   #connections!: ClusterConnections;
   #splits: KafkaSplit[] = [];
   #topics = new Map<string, TopicInfo>();
@@ -45,11 +47,13 @@ export class KafkaSourceReader<T> implements SourceReader<T, KafkaSplit> {
     this.#context = context;
     this.#discoveryMs = discoveryMs;
     this.#isolation = options.isolation;
-    this.#bootstrap = resolveBootstrap(options.bootstrap, 'kafkaSource');
+    const kafka = resolveKafkaConnection(options, 'kafkaSource');
+    this.#bootstrap = kafka.bootstrap;
+    this.#connection = kafka.connection;
   }
 
   async open(splits: KafkaSplit[], allSplits: KafkaSplit[]): Promise<void> {
-    this.#connections = new ClusterConnections(this.#bootstrap, { clientId: 'weir-source', ...this.#options.connection });
+    this.#connections = new ClusterConnections(this.#bootstrap, { clientId: 'weir-source', ...this.#connection });
     this.#splits = splits.map((split) => ({ ...split }));
     for (const split of [...allSplits, ...splits]) this.#known.add(`${split.topic}:${split.partition}`);
     this.#nextDiscovery = Date.now() + this.#discoveryMs;
@@ -155,7 +159,7 @@ export class KafkaSourceReader<T> implements SourceReader<T, KafkaSplit> {
     for (const id of this.#snapshots.keys()) if (id <= checkpointId) this.#snapshots.delete(id);
     const groupId = this.#options.groupId;
     if (groupId === undefined || splits === undefined || splits.length === 0) return;
-    this.#admin ??= new Admin({ clientId: 'weir-source-offsets', bootstrapBrokers: [formatBootstrap(this.#bootstrap)], ...this.#options.connection });
+    this.#admin ??= new Admin({ clientId: 'weir-source-offsets', bootstrapBrokers: [formatBootstrap(this.#bootstrap)], ...this.#connection });
     const byTopic = new Map<string, { partition: number; offset: bigint }[]>();
     for (const split of splits) byTopic.set(split.topic, [...(byTopic.get(split.topic) ?? []), { partition: split.partition, offset: split.offset as bigint }]);
     await this.#admin
@@ -226,7 +230,7 @@ export class KafkaSourceReader<T> implements SourceReader<T, KafkaSplit> {
 
   async #committedOffsets(): Promise<Map<string, bigint>> {
     const groupId = this.#options.groupId as string; // parseKafkaSourceOptions requires it with { committed }
-    const admin = new Admin({ clientId: 'weir-source-offsets', bootstrapBrokers: [formatBootstrap(this.#bootstrap)], ...this.#options.connection });
+    const admin = new Admin({ clientId: 'weir-source-offsets', bootstrapBrokers: [formatBootstrap(this.#bootstrap)], ...this.#connection });
     try {
       const groups = await admin.listConsumerGroupOffsets({ groups: [groupId] });
       const offsets = new Map<string, bigint>();

@@ -1,7 +1,7 @@
 import type { Preflightable, PreflightContext, PreflightFinding } from '../../core/connector/preflight.ts';
 import type { Source } from '../../core/connector/source.ts';
 import { ClusterConnections } from './cluster-connections.ts';
-import { resolveBootstrap } from './kafka-connection-options.ts';
+import { resolveKafkaConnection } from './kafka-default-connection.ts';
 import { missingTopics, unreachableFinding } from './kafka-preflight.ts';
 import { type KafkaSourceOptions, parseKafkaSourceOptions } from './kafka-source-options.ts';
 import { KafkaSourceReader } from './kafka-source-reader.ts';
@@ -22,7 +22,8 @@ export function kafkaSource<T>(sourceOptions: KafkaSourceOptions<T>): Source<T, 
     name: `kafka source (${Array.isArray(options.topics) ? options.topics.join(', ') : String(options.topics)})`,
     bounded: options.bounded,
     async createInitialSplits() {
-      const connections = new ClusterConnections(resolveBootstrap(options.bootstrap, 'kafkaSource'), { clientId: 'weir-source', ...options.connection });
+      const kafka = resolveKafkaConnection(options, 'kafkaSource');
+      const connections = new ClusterConnections(kafka.bootstrap, { clientId: 'weir-source', ...kafka.connection });
       try {
         const splits: KafkaSplit[] = [];
         for (const info of await subscribedTopics(connections, options.topics)) {
@@ -40,14 +41,15 @@ export function kafkaSource<T>(sourceOptions: KafkaSourceOptions<T>): Source<T, 
     async preflight(context: PreflightContext): Promise<PreflightFinding[]> {
       const where = `kafka source "${context.uid}"`;
       try {
-        const findings: PreflightFinding[] = (
-          Array.isArray(options.topics) ? await missingTopics(resolveBootstrap(options.bootstrap, 'kafkaSource'), options.topics, options.connection) : []
-        ).map((topic) => ({
-          level: 'error',
-          where,
-          message: `${where}: topic "${topic}" does not exist`,
-          hint: 'create the topic first, or check its name',
-        }));
+        const kafka = resolveKafkaConnection(options, 'kafkaSource');
+        const findings: PreflightFinding[] = (Array.isArray(options.topics) ? await missingTopics(kafka.bootstrap, options.topics, kafka.connection) : []).map(
+          (topic) => ({
+            level: 'error',
+            where,
+            message: `${where}: topic "${topic}" does not exist`,
+            hint: 'create the topic first, or check its name',
+          }),
+        );
         if (context.exactlyOnce && options.isolation === 'read_uncommitted') {
           findings.push({
             level: 'warning',

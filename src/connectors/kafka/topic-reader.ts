@@ -1,13 +1,21 @@
 import { setTimeout as sleep } from 'node:timers/promises';
+import type { ConnectionOptions } from '@platformatic/kafka';
 import { WeirError } from '../../core/errors/weir-error.ts';
 import { ClusterConnections } from './cluster-connections.ts';
 import type { BrokerAddress } from './kafka-connection-options.ts';
+import { resolveKafkaConnection } from './kafka-default-connection.ts';
 import { EARLIEST_OFFSET, fetchPartitions, type IsolationLevel, LATEST_OFFSET, listOffsets, type TopicRecord } from './partition-fetcher.ts';
 
 export type { IsolationLevel, TopicRecord } from './partition-fetcher.ts';
 
 export interface ReadTopicOptions {
-  bootstrap: readonly BrokerAddress[];
+  /**
+   * The brokers (`host:port` text or addresses); default: the Kafka settings of the environment
+   * (KAFKA_BROKERS, WEIR_KAFKA_CONFIG's bootstrap.servers) or of the command that runs this.
+   */
+  bootstrap?: string | readonly string[] | readonly BrokerAddress[] | undefined;
+  /** TLS and SASL (@platformatic/kafka's ConnectionOptions); default: those same settings (`loadKafkaSettings`). */
+  connection?: ConnectionOptions | undefined;
   topic: string;
   /** read_committed (the default) sees only committed transactional records. */
   isolation?: IsolationLevel;
@@ -31,7 +39,8 @@ export interface ReadTopicOptions {
  */
 export async function readTopic(options: ReadTopicOptions): Promise<TopicRecord[]> {
   const isolation = options.isolation ?? 'read_committed';
-  const connections = new ClusterConnections(options.bootstrap, { clientId: 'weir-reader' });
+  const kafka = resolveKafkaConnection(options, 'readTopic');
+  const connections = new ClusterConnections(kafka.bootstrap, { clientId: 'weir-reader', ...kafka.connection });
   try {
     const topic = await connections.topic(options.topic);
     const topics = new Map([[topic.name, topic]]);

@@ -2,6 +2,7 @@ import type { CheckpointFailure } from '../../checkpoint/checkpoint-failure-reas
 import type { OperatorSubtaskState } from '../../checkpoint/operator-subtask-state.ts';
 import type { StopMode } from '../../checkpoint/stop-mode.ts';
 import type { CheckpointLocation } from '../../checkpoint/storage/checkpoint-location.ts';
+import type { ConnectorDefaults } from '../../core/config/connector-defaults.ts';
 import type { EnvironmentConfig } from '../../core/config/environment-config.ts';
 import type { SerializedWeirError } from '../../core/errors/weir-error.ts';
 import type { JobGraph } from '../../graph/job-graph.ts';
@@ -21,6 +22,8 @@ export interface WorkerInit {
   restore: RestoreInfo | undefined;
   /** The checkpoint storage's root (`checkpointing.storage`), undefined without checkpointing. */
   checkpointStorage: string | undefined;
+  /** The connection settings the command line gave the job's connectors (core/config/connector-defaults.ts): in memory only, never persisted. */
+  connectorDefaults: ConnectorDefaults;
 }
 
 /** Main thread to worker. */

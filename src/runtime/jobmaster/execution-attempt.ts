@@ -4,6 +4,7 @@ import type { CheckpointCoordinator, CheckpointTaskGateway } from '../../checkpo
 import type { StopMode } from '../../checkpoint/stop-mode.ts';
 import type { CheckpointLocation } from '../../checkpoint/storage/checkpoint-location.ts';
 import type { CheckpointStorage } from '../../checkpoint/storage/checkpoint-storage.ts';
+import { connectorDefaults } from '../../core/config/connector-defaults.ts';
 import type { EnvironmentConfig } from '../../core/config/environment-config.ts';
 import { WeirError } from '../../core/errors/weir-error.ts';
 import type { JobGraph } from '../../graph/job-graph.ts';
@@ -128,6 +129,7 @@ export class ExecutionAttempt implements CheckpointTaskGateway {
         attemptNumber,
         restore,
         checkpointStorage: storage?.root,
+        connectorDefaults: connectorDefaults(),
       };
       const worker = new Worker(WORKER_ENTRY, { workerData: { init, peers }, transferList: [...peers.values()], execArgv: [] });
       worker.on('message', onMessage);

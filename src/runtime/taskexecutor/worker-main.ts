@@ -3,11 +3,14 @@
  * relays messages between them and the job master on the main thread.
  */
 import { type MessagePort, parentPort, workerData } from 'node:worker_threads';
+import { setConnectorDefaults } from '../../core/config/connector-defaults.ts';
 import { WeirError } from '../../core/errors/weir-error.ts';
 import type { FromWorker, ToWorker, WorkerInit } from '../deployment/worker-messages.ts';
 import { TaskExecutor } from './task-executor.ts';
 
 const { init, peers } = workerData as { init: WorkerInit; peers: Map<number, MessagePort> };
+// Before the job module loads: its connectors read these when they connect.
+setConnectorDefaults(init.connectorDefaults);
 const port = parentPort;
 if (port === null) throw new Error('worker-main runs only in a worker thread');
 const toMaster = (message: FromWorker) => port.postMessage(message);

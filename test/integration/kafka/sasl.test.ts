@@ -1,7 +1,7 @@
 /**
  * Connection options pass through: a broker with a SASL/PLAIN listener; the transaction driver and
  * the source reach it with `connection: { sasl }`, and a wrong password is a clear error.
- * (TLS and SCRAM take the same path: the options go unchanged to every connection.)
+ * (TLS, mutual TLS and SCRAM, and the commands' connection settings: secured-cluster.test.ts.)
  */
 import assert from 'node:assert/strict';
 import { mkdtemp, rm } from 'node:fs/promises';

@@ -84,5 +84,12 @@ test('topic, bootstrap, connection, unknown options', () => {
   fails({ ...valid, topic: 42 }, 'INVALID_SINK', /^kafkaSink topic: must be a string, not 42$/);
   fails({ ...valid, bootstrap: 'kafka:port' }, 'INVALID_BOOTSTRAP', /^kafkaSink bootstrap: "kafka:port" is not host:port$/);
   fails({ ...valid, connection: [] }, 'INVALID_SINK', /^kafkaSink connection: must be an object$/);
+  // The mechanism is checked now, and no error shows the password.
+  fails(
+    { ...valid, connection: { sasl: { mechanism: 'SCRAM-SHA-1', username: 'u', password: 'hunter2-secret' } } },
+    'INVALID_SINK',
+    /^kafkaSink connection\.sasl\.mechanism: sasl\.mechanism must be one of PLAIN, SCRAM-SHA-256, SCRAM-SHA-512, OAUTHBEARER, not "SCRAM-SHA-1"$/,
+  );
+  fails({ ...valid, connection: { tls: 'yes' } }, 'INVALID_SINK', /^kafkaSink connection\.tls: tls must be an object/);
   fails({ ...valid, transactionTimeoutMs: 60_000 }, 'INVALID_SINK', /^kafkaSink has no option "transactionTimeoutMs"$/, /transactionTimeout/);
 });
