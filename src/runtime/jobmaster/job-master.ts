@@ -73,6 +73,8 @@ class JobMaster {
   #current: ExecutionAttempt | undefined;
   #stopRequested = false;
   #cancelled = false;
+  /** Savepoints asked for before the tasks run, waiting for them. */
+  readonly #runningWaiters = new Set<{ resolve: () => void; reject: (error: Error) => void }>();
 
   constructor(
     options: RunJobOptions & { log: (line: string) => void },
@@ -112,6 +114,8 @@ class JobMaster {
     this.#result.catch(() => {
       this.#state = 'failed';
     });
+    const ended = () => this.#rejectRunningWaiters('the job has ended');
+    this.#result.then(ended, ended);
   }
 
   client(): JobClient {
@@ -136,6 +140,7 @@ class JobMaster {
       const restore = this.#restore;
       log(restore === undefined ? `starting job "${jobName}"` : `starting job "${jobName}" from checkpoint ${restore.checkpointId}`);
       onEvent?.({ type: 'started', attempt: attemptNumber, restoredCheckpointId: restore?.checkpointId });
+      if (restore !== undefined) this.#stats.reportRestored();
       this.#metrics.reset();
       const attempt = new ExecutionAttempt({
         url: this.#url,
@@ -149,6 +154,7 @@ class JobMaster {
         log,
         onRunning: () => {
           this.#state = 'running';
+          for (const waiter of this.#runningWaiters) waiter.resolve();
         },
       });
       this.#current = attempt;
@@ -186,6 +192,8 @@ class JobMaster {
     const coordinator = this.#coordinator;
     if (coordinator === undefined)
       throw new WeirError('NO_CHECKPOINTING', 'savepoints need checkpointing', { hint: 'configure checkpointing with a storage folder' });
+    // Asked for while the job starts or restarts: the barrier can only go to running tasks.
+    await this.#whenRunning();
     let completed: CompletedCheckpoint;
     if (stop === undefined) completed = await coordinator.triggerCheckpoint('savepoint');
     else {
@@ -214,7 +222,43 @@ class JobMaster {
     return completed;
   }
 
+  /**
+   * Resolves when the tasks run (at once when they do), for a savepoint asked for while the job
+   * starts or restarts; waits at most checkpointing.timeout; rejects when the job ends first.
+   */
+  #whenRunning(): Promise<void> {
+    if (this.#state === 'running') return Promise.resolve();
+    if (this.#state === 'finished' || this.#state === 'cancelled' || this.#state === 'failed') {
+      return Promise.reject(notRunning(`the job has ended (${this.#state})`));
+    }
+    const timeoutMs = this.#config.checkpointing?.timeout ?? 0;
+    return new Promise<void>((resolve, reject) => {
+      const waiter = {
+        resolve: () => {
+          clearTimeout(timer);
+          this.#runningWaiters.delete(waiter);
+          resolve();
+        },
+        reject: (error: Error) => {
+          clearTimeout(timer);
+          this.#runningWaiters.delete(waiter);
+          reject(error);
+        },
+      };
+      const timer = setTimeout(
+        () => waiter.reject(notRunning(`the job's tasks did not start running within checkpointing.timeout (${timeoutMs} ms) of the request`)),
+        timeoutMs,
+      );
+      this.#runningWaiters.add(waiter);
+    });
+  }
+
+  #rejectRunningWaiters(why: string): void {
+    for (const waiter of [...this.#runningWaiters]) waiter.reject(notRunning(why));
+  }
+
   async #cancel(): Promise<JobResult> {
+    this.#rejectRunningWaiters('the job was cancelled');
     this.#cancelled = true;
     this.#stopRequested = true;
     this.#coordinator?.stopCheckpointScheduler();
@@ -230,10 +274,18 @@ class JobMaster {
       attempt: this.#restartLog.length,
       restarts: [...this.#restartLog],
       checkpoints: this.#stats.history(),
+      checkpointCounts: this.#stats.counts(),
       latestCheckpointId: this.#coordinator?.latestCompleted?.checkpointId ?? this.#restore?.checkpointId,
       vertices: this.#metrics.vertices(this.#graph),
     };
   }
+}
+
+function notRunning(why: string): WeirError {
+  return new WeirError('JOB_NOT_RUNNING', `cannot take the savepoint: ${why}`, {
+    hint: 'start the job again (`weir run`) and ask once GET /health/ready answers 200',
+    retriable: true,
+  });
 }
 
 /** The error a job ends with when its restart strategy allows no more restarts (DATA_LOSS never restarts, and stays as it is). */
