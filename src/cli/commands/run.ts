@@ -98,11 +98,11 @@ export function runCommand(): Command {
       const started = Date.now();
       let checkpoints = 0;
       // The REST server listens before the job loads: a taken port stops the run before anything runs.
-      const server = options.ui ? await startRestServer({ port: options.uiPort, host: options.uiHost, token: options.uiToken }) : undefined;
+      const token = options.uiToken === '' ? undefined : options.uiToken;
+      const server = options.ui ? await startRestServer({ port: options.uiPort, host: options.uiHost, ...(token === undefined ? {} : { token }) }) : undefined;
       if (server !== undefined) {
         log(`dashboard at ${server.url}/, REST API at ${server.url}/api, Prometheus metrics at ${server.url}/metrics`);
-        if (options.uiToken !== undefined)
-          log('the REST API and metrics need the --ui-token (Authorization: Bearer); open the dashboard as <address>/#token=<token>');
+        if (token !== undefined) log('the REST API and metrics need the --ui-token (Authorization: Bearer); open the dashboard as <address>/#token=<token>');
         else if (!isLoopback(options.uiHost)) {
           log(`warning: the REST API on ${options.uiHost} has no authentication: anyone who reaches it can stop the job; give --ui-token (or WEIR_UI_TOKEN)`);
         }
