@@ -6,6 +6,7 @@ import { CheckpointStatsTracker } from '../../checkpoint/checkpoint-stats-tracke
 import type { CompletedCheckpoint } from '../../checkpoint/completed-checkpoint.ts';
 import type { StopMode } from '../../checkpoint/stop-mode.ts';
 import type { CheckpointStorage } from '../../checkpoint/storage/checkpoint-storage.ts';
+import { releaseOnExit } from '../../checkpoint/storage/checkpoint-storage-lock.ts';
 import { CompletedCheckpointStore } from '../../checkpoint/storage/completed-checkpoint-store.ts';
 import { openCheckpointStorage } from '../../checkpoint/storage/open-checkpoint-storage.ts';
 import { type EnvironmentConfig, parseEnvironmentConfig } from '../../core/config/environment-config.ts';
@@ -45,10 +46,25 @@ export async function startJob(options: RunJobOptions): Promise<JobClient> {
 
   const storage = config.checkpointing === undefined ? undefined : openCheckpointStorage(config.checkpointing.storage);
   await storage?.initialize();
-  const restore = await findRestorePoint(graph, storage, options);
-  const highest = storage === undefined ? 0 : await new CompletedCheckpointStore(storage).highestCheckpointId();
-  const master = new JobMaster({ ...options, log }, url, config, graph, storage, restore, Math.max(highest, restore?.checkpointId ?? 0) + 1);
-  return master.client();
+  // One process per checkpoint folder; the lock goes when the job ends (or the process exits).
+  let client: JobClient | undefined;
+  const lock = await storage?.lock({ log, onLost: () => void client?.cancel() });
+  const forgetOnExit = lock === undefined ? undefined : releaseOnExit(lock);
+  const release = () => {
+    lock?.release();
+    forgetOnExit?.();
+  };
+  try {
+    const restore = await findRestorePoint(graph, storage, options);
+    const highest = storage === undefined ? 0 : await new CompletedCheckpointStore(storage).highestCheckpointId();
+    const master = new JobMaster({ ...options, log }, url, config, graph, storage, restore, Math.max(highest, restore?.checkpointId ?? 0) + 1);
+    client = master.client();
+    client.result.then(release, release); // first on the result: released before anyone hears of the end
+    return client;
+  } catch (error) {
+    release();
+    throw error;
+  }
 }
 
 /** Runs a job to its end (bounded jobs) or until it fails for good. */
