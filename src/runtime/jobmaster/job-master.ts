@@ -170,7 +170,7 @@ class JobMaster {
         log,
         onRunning: () => {
           this.#state = 'running';
-          for (const waiter of this.#runningWaiters) waiter.resolve();
+          for (const waiter of [...this.#runningWaiters]) waiter.resolve();
         },
       });
       this.#current = attempt;
@@ -262,7 +262,13 @@ class JobMaster {
         },
       };
       const timer = setTimeout(
-        () => waiter.reject(notRunning(`the job's tasks did not start running within checkpointing.timeout (${timeoutMs} ms) of the request`)),
+        () =>
+          waiter.reject(
+            notRunning(
+              `the job's tasks did not start running within checkpointing.timeout (${timeoutMs} ms) of the request`,
+              "look at the job's log for why it does not start (or keeps restarting); ask again once GET /health/ready answers 200",
+            ),
+          ),
         timeoutMs,
       );
       this.#runningWaiters.add(waiter);
@@ -297,11 +303,8 @@ class JobMaster {
   }
 }
 
-function notRunning(why: string): WeirError {
-  return new WeirError('JOB_NOT_RUNNING', `cannot take the savepoint: ${why}`, {
-    hint: 'start the job again (`weir run`) and ask once GET /health/ready answers 200',
-    retriable: true,
-  });
+function notRunning(why: string, hint = 'start the job again (`weir run`) and ask once GET /health/ready answers 200'): WeirError {
+  return new WeirError('JOB_NOT_RUNNING', `cannot take the savepoint: ${why}`, { hint, retriable: true });
 }
 
 /** The error a job ends with when its restart strategy allows no more restarts (DATA_LOSS never restarts, and stays as it is). */
