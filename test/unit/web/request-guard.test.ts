@@ -19,7 +19,13 @@ test('POSTs from the own origin, from no browser, or navigated to directly go on
   assert.equal(guardRequest(request('POST', own), '/api/stop', loopback), undefined);
   assert.equal(guardRequest(request('POST', { ...own, origin: 'http://127.0.0.1:8081', 'sec-fetch-site': 'same-origin' }), '/api/stop', loopback), undefined);
   assert.equal(guardRequest(request('POST', { ...own, 'sec-fetch-site': 'none' }), '/api/stop', loopback), undefined);
-  for (const headers of [{ 'sec-fetch-site': 'cross-site' }, { 'sec-fetch-site': 'same-site' }, { origin: 'http://127.0.0.1:3000' }, { origin: 'null' }]) {
+  const foreign: Record<string, string>[] = [
+    { 'sec-fetch-site': 'cross-site' },
+    { 'sec-fetch-site': 'same-site' },
+    { origin: 'http://127.0.0.1:3000' },
+    { origin: 'null' },
+  ];
+  for (const headers of foreign) {
     assert.equal(guardRequest(request('POST', { ...own, ...headers }), '/api/stop', loopback)?.status, 403, JSON.stringify(headers));
   }
   // GETs are not checked for their origin (a cross-site page cannot read the answer).
