@@ -69,7 +69,7 @@ export function runCommand(): Command {
         .default(8081),
     )
     .addOption(
-      new Option('--ui-host <address>', 'the address they listen on; another than loopback exposes the API, which has no users: give --ui-token').default(
+      new Option('--ui-host <address>', 'the address they listen on; any but loopback exposes the API, which has no users: give --ui-token').default(
         '127.0.0.1',
       ),
     )
