@@ -106,9 +106,12 @@ export class CheckpointCoordinator {
     this.#commits.clear();
   }
 
-  /** Periodic checkpoints on (again, after a stop-with-savepoint that was aborted). */
+  /**
+   * Periodic checkpoints on (again, after a stop-with-savepoint that was aborted). Called when
+   * they are on already (an attempt's tasks run after the scheduler was turned on while none were
+   * attached), it schedules the next one from now.
+   */
   startCheckpointScheduler(): void {
-    if (this.#periodic) return;
     this.#periodic = true;
     this.#scheduleNext();
   }

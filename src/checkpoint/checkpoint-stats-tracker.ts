@@ -17,6 +17,21 @@ export interface CheckpointStats {
   failure?: CheckpointFailure;
 }
 
+/**
+ * Counts over the life of the job (Flink's CheckpointStatsCounts), across its restarts: unlike the
+ * history, they are never capped.
+ */
+export interface CheckpointStatsCounts {
+  /** Checkpoints and savepoints triggered. */
+  total: number;
+  completed: number;
+  /** Aborted: expired, declined, subsumed, or given up when an attempt ended. */
+  failed: number;
+  inProgress: number;
+  /** Attempts that started from a checkpoint or savepoint. */
+  restored: number;
+}
+
 export interface CheckpointStatsListener {
   onCompleted?(stats: CheckpointStats): void;
   onFailed?(stats: CheckpointStats): void;
@@ -28,18 +43,24 @@ export const CHECKPOINT_HISTORY_SIZE = 100;
 /**
  * The statistics of a job's checkpoints (Flink's CheckpointStatsTracker): the coordinator reports
  * each checkpoint as it is triggered, acknowledged, completed or aborted; the history keeps the
- * latest {@link CHECKPOINT_HISTORY_SIZE} across restarts of the job, and the listener hears of each
+ * latest {@link CHECKPOINT_HISTORY_SIZE} across restarts of the job, the counts cover all of them
+ * (the job master keeps one tracker for the job's life), and the listener hears of each
  * completion and failure (the job master logs them and turns them into job events).
  */
 export class CheckpointStatsTracker {
   readonly #history: CheckpointStats[] = [];
   readonly #listener: CheckpointStatsListener;
+  /** Ids triggered and not yet completed or aborted (their rows may have left the history). */
+  readonly #inProgress = new Set<number>();
+  readonly #counts: CheckpointStatsCounts = { total: 0, completed: 0, failed: 0, inProgress: 0, restored: 0 };
 
   constructor(listener: CheckpointStatsListener = {}) {
     this.#listener = listener;
   }
 
   reportPending(checkpointId: number, kind: CheckpointStats['kind'], triggeredAt: number): void {
+    this.#inProgress.add(checkpointId);
+    this.#counts.total++;
     this.#history.push({ checkpointId, kind, status: 'pending', triggeredAt, durationMs: undefined, bytes: 0, alignmentMs: 0 });
     if (this.#history.length > CHECKPOINT_HISTORY_SIZE) this.#history.shift();
   }
@@ -52,6 +73,7 @@ export class CheckpointStatsTracker {
   }
 
   reportCompleted(checkpointId: number, completedAt: number): void {
+    if (this.#inProgress.delete(checkpointId)) this.#counts.completed++;
     const stats = this.#row(checkpointId);
     if (stats === undefined) return;
     stats.status = 'completed';
@@ -60,6 +82,7 @@ export class CheckpointStatsTracker {
   }
 
   reportFailed(checkpointId: number, failure: CheckpointFailure, failedAt: number): void {
+    if (this.#inProgress.delete(checkpointId)) this.#counts.failed++;
     const stats = this.#row(checkpointId);
     if (stats === undefined) return;
     stats.status = 'aborted';
@@ -67,6 +90,16 @@ export class CheckpointStatsTracker {
     stats.reason = failure.message === '' ? describeFailureReason(failure.reason) : failure.message;
     stats.failure = failure;
     this.#listener.onFailed?.(stats);
+  }
+
+  /** An attempt of the job started from a checkpoint or savepoint. */
+  reportRestored(): void {
+    this.#counts.restored++;
+  }
+
+  /** The counts over the job's life (a copy). */
+  counts(): CheckpointStatsCounts {
+    return { ...this.#counts, inProgress: this.#inProgress.size };
   }
 
   /** The latest rows, oldest first (copies). */

@@ -1,8 +1,9 @@
 /**
  * The web dashboard of a running job: one static page (no build step, no framework) that polls the
  * REST API once a second and draws the job graph, per-operator records and back pressure, the
- * checkpoint history, the sinks' transactions and the restarts. Everything it shows comes from
- * GET /api/job and GET /api/checkpoints, so what the page shows the CLI and scripts can read too.
+ * checkpoint counts (over the job's life) and history, the sinks' transactions and the restarts.
+ * Everything it shows comes from GET /api/job and GET /api/checkpoints, so what the page shows the
+ * CLI and scripts can read too. A job with a token is opened as `<address>/#token=<token>`.
  *
  * The page's script avoids template literals so it can live in this TypeScript string.
  */
@@ -177,9 +178,9 @@ function render(job, checkpoints) {
     return row([cell(s.name, "text"), count(s.t.open || 0), count(s.t.pending || 0), count(s.t.preCommitted || 0), count(s.t.committed || 0), count(s.t.aborted || 0)], { "data-testid": "transaction-row" });
   }), "no two-phase-commit sinks", 6);
 
-  var completed = 0, aborted = 0, pending = 0;
-  checkpoints.forEach(function (c) { if (c.status === "completed") completed++; else if (c.status === "aborted") aborted++; else pending++; });
-  document.getElementById("checkpoint-counts").textContent = completed + " completed · " + aborted + " aborted · " + pending + " in progress";
+  var counts = job.checkpointCounts;
+  document.getElementById("checkpoint-counts").textContent =
+    count(counts.completed) + " completed · " + count(counts.failed) + " aborted · " + count(counts.inProgress) + " in progress · " + count(counts.restored) + " restored";
   fill("checkpoints", checkpoints.slice(-50).reverse().map(function (c) {
     return row([c.checkpointId, cell(c.kind, "text"), cell(c.status, "text " + c.status), cell(time(c.triggeredAt), "text"), ms(c.durationMs), bytes(c.bytes), ms(c.alignmentMs), cell(c.reason || "", "text")], { "data-testid": "checkpoint-row", "data-status": c.status });
   }), "no checkpoints yet", 8);
@@ -189,9 +190,12 @@ function render(job, checkpoints) {
   }), "no restarts", 2);
 }
 
+// A job started with --ui-token: open the dashboard as <address>/#token=<token> (the fragment never leaves the browser).
+var token = /(?:^#|&)token=([^&]+)/.exec(location.hash);
+var requestInit = token ? { headers: { authorization: "Bearer " + decodeURIComponent(token[1]) } } : {};
 async function refresh() {
   try {
-    var answers = await Promise.all([fetch("api/job"), fetch("api/checkpoints")]);
+    var answers = await Promise.all([fetch("api/job", requestInit), fetch("api/checkpoints", requestInit)]);
     if (!answers[0].ok || !answers[1].ok) throw new Error("the REST API answered " + answers[0].status + "/" + answers[1].status);
     render(await answers[0].json(), await answers[1].json());
     document.getElementById("fetch-error").textContent = "";

@@ -1,123 +1,56 @@
 import { createServer, type IncomingMessage, type Server, type ServerResponse } from 'node:http';
-import { Counter, Gauge, Registry } from 'prom-client';
 import { WeirError } from '../core/errors/weir-error.ts';
 import type { JobClient } from '../runtime/jobmaster/job-master.ts';
 import { DASHBOARD_HTML } from './dashboard-page.ts';
+import { createPrometheusMetrics, type PrometheusMetrics } from './prometheus-metrics.ts';
+import { guardRequest } from './request-guard.ts';
+
+export interface RestServerOptions {
+  port: number;
+  /** The address to listen on; default 127.0.0.1. */
+  host?: string;
+  /** When set, /api and /metrics need `Authorization: Bearer <token>`. */
+  token?: string;
+}
 
 export interface RestServer {
   url: string;
+  /** The job to serve: until then /api answers 503 and /health/ready says it is loading. */
+  attach(client: JobClient): void;
   close(): Promise<void>;
 }
 
+const ROUTES_HINT =
+  'GET / (the dashboard), GET /api/job, GET /api/checkpoints, POST /api/savepoints, POST /api/stop, GET /metrics, GET /health, GET /health/ready';
+
 /**
- * A running job's web dashboard, its REST API (what the dashboard and the CLI use) and its
- * Prometheus metrics, on 127.0.0.1 by default:
+ * A running job's web dashboard, its REST API (what the dashboard and the CLI use), its Prometheus
+ * metrics and its health probes, on 127.0.0.1 by default. It listens before the job loads (so a
+ * taken port stops `weir run` before anything runs) and serves the job once attached.
  *
  *   GET  /                 the dashboard (polls the two GETs below)
- *   GET  /api/job          name, state, restarts and their causes, the job graph with parallelism,
- *                          per vertex: records in/out, rates, busy and back-pressured shares,
- *                          operator metrics (the sinks' transactions among them)
- *   GET  /api/checkpoints  checkpoint history: id, kind, status, duration, size, alignment time
+ *   GET  /api/job          name, state, restarts and their causes, checkpoint counts over the job's
+ *                          life, the job graph with parallelism, per vertex: records in/out, rates,
+ *                          busy and back-pressured shares, operator metrics (the sinks' transactions)
+ *   GET  /api/checkpoints  checkpoint history (the latest 100): id, kind, status, duration, size, alignment
  *   POST /api/savepoints   trigger a savepoint; answers when its transactions are committed
  *   POST /api/stop         stop with a savepoint (?drain=true: the end of event time first)
  *   GET  /metrics          Prometheus text format
+ *   GET  /health           liveness: 200 while the process serves
+ *   GET  /health/ready     readiness: 200 while the job's tasks run, 503 otherwise (loading,
+ *                          starting, restarting, ended)
+ *
+ * Requests are checked first ({@link guardRequest}): cross-site POSTs are refused, and with a
+ * token /api and /metrics need it.
  */
-export async function startRestServer(client: JobClient, options: { port: number; host?: string }): Promise<RestServer> {
-  const registry = new Registry();
-  const labels = { job: client.graph.jobName };
-  const completed = new Counter({ name: 'weir_checkpoints_completed_total', help: 'Checkpoints completed', labelNames: ['job'], registers: [registry] });
-  const aborted = new Counter({
-    name: 'weir_checkpoints_aborted_total',
-    help: 'Checkpoints aborted (timeout, decline, subsumed)',
-    labelNames: ['job'],
-    registers: [registry],
-  });
-  const duration = new Gauge({
-    name: 'weir_last_checkpoint_duration_seconds',
-    help: 'Duration of the latest completed checkpoint',
-    labelNames: ['job'],
-    registers: [registry],
-  });
-  const size = new Gauge({
-    name: 'weir_last_checkpoint_size_bytes',
-    help: 'State size of the latest completed checkpoint',
-    labelNames: ['job'],
-    registers: [registry],
-  });
-  const restarts = new Gauge({ name: 'weir_job_restarts', help: 'Restarts of the job since it was started', labelNames: ['job'], registers: [registry] });
-  const taskLabels = ['job', 'vertex', 'subtask'];
-  const recordsIn = new Gauge({
-    name: 'weir_task_records_in',
-    help: 'Records a subtask took in (this attempt)',
-    labelNames: taskLabels,
-    registers: [registry],
-  });
-  const recordsOut = new Gauge({
-    name: 'weir_task_records_out',
-    help: 'Records a subtask sent on (this attempt)',
-    labelNames: taskLabels,
-    registers: [registry],
-  });
-  const backPressured = new Gauge({
-    name: 'weir_task_back_pressured_ratio',
-    help: 'Share of the last second a subtask waited for output credit',
-    labelNames: taskLabels,
-    registers: [registry],
-  });
-  const watermarkGauge = new Gauge({
-    name: 'weir_task_watermark_milliseconds',
-    help: "A subtask's event-time watermark (absent before its first)",
-    labelNames: taskLabels,
-    registers: [registry],
-  });
-  const busy = new Gauge({ name: 'weir_task_busy_ratio', help: 'Share of the last second a subtask was busy', labelNames: taskLabels, registers: [registry] });
-  const transactions = new Gauge({
-    name: 'weir_sink_transactions',
-    help: "A two-phase-commit sink's transactions: open and pending (now), preCommitted, committed and aborted (this attempt)",
-    labelNames: ['job', 'sink', 'state'],
-    registers: [registry],
-  });
-  const operatorMetrics = new Gauge({
-    name: 'weir_operator_metric',
-    help: "An operator's own metric, summed over its subtasks (this attempt)",
-    labelNames: ['job', 'vertex', 'metric'],
-    registers: [registry],
-  });
-  const counted = new Set<string>();
-  const refreshMetrics = () => {
-    const status = client.status();
-    for (const checkpoint of status.checkpoints) {
-      const key = `${checkpoint.checkpointId}:${checkpoint.status}`;
-      if (checkpoint.status === 'pending' || counted.has(key)) continue;
-      counted.add(key);
-      if (checkpoint.status === 'completed') {
-        completed.inc(labels);
-        duration.set(labels, (checkpoint.durationMs ?? 0) / 1000);
-        size.set(labels, checkpoint.bytes);
-      } else aborted.inc(labels);
-    }
-    restarts.set(labels, status.restarts.length);
-    for (const gauge of [recordsIn, recordsOut, backPressured, busy, watermarkGauge, transactions, operatorMetrics]) gauge.reset();
-    for (const vertex of status.vertices) {
-      for (const subtask of vertex.subtasks) {
-        const task = { ...labels, vertex: vertex.name, subtask: String(subtask.subtaskIndex) };
-        recordsIn.set(task, subtask.recordsIn);
-        recordsOut.set(task, subtask.recordsOut);
-        backPressured.set(task, subtask.backPressured);
-        busy.set(task, subtask.busy);
-        if (subtask.watermark !== null) watermarkGauge.set(task, subtask.watermark);
-      }
-      for (const [metric, value] of Object.entries(vertex.operators)) {
-        const transaction = /^(.+)\.transactions\.(\w+)$/.exec(metric);
-        if (transaction !== null) transactions.set({ ...labels, sink: transaction[1] as string, state: transaction[2] as string }, value);
-        else operatorMetrics.set({ ...labels, vertex: vertex.name, metric }, value);
-      }
-    }
-  };
+export async function startRestServer(options: RestServerOptions): Promise<RestServer> {
+  const host = options.host ?? '127.0.0.1';
+  let client: JobClient | undefined;
+  let metrics: PrometheusMetrics | undefined;
 
-  const routes: Record<string, (request: IncomingMessage) => Promise<[number, unknown]>> = {
-    'GET /api/job': async () => {
-      const status = client.status();
+  const routes: Record<string, (client: JobClient, request: IncomingMessage) => Promise<[number, unknown]>> = {
+    'GET /api/job': async (job) => {
+      const status = job.status();
       return [
         200,
         {
@@ -125,49 +58,62 @@ export async function startRestServer(client: JobClient, options: { port: number
           state: status.state,
           restarts: status.restarts,
           latestCheckpointId: status.latestCheckpointId,
+          checkpointCounts: status.checkpointCounts,
           vertices: status.vertices,
-          edges: client.graph.edges.map((edge) => ({ source: edge.source, target: edge.target, partitioning: edge.partitioning })),
+          edges: job.graph.edges.map((edge) => ({ source: edge.source, target: edge.target, partitioning: edge.partitioning })),
         },
       ];
     },
-    'GET /api/checkpoints': async () => [200, client.status().checkpoints],
-    'POST /api/savepoints': async () => {
-      const savepoint = await client.triggerSavepoint();
+    'GET /api/checkpoints': async (job) => [200, job.status().checkpoints],
+    'POST /api/savepoints': async (job) => {
+      const savepoint = await job.triggerSavepoint();
       return [200, { checkpointId: savepoint.checkpointId, path: savepoint.location.path }];
     },
-    'POST /api/stop': async (request) => {
+    'POST /api/stop': async (job, request) => {
       const drain = new URL(request.url ?? '/', 'http://localhost').searchParams.get('drain') === 'true';
-      const savepoint = await client.stopWithSavepoint({ drain });
+      const savepoint = await job.stopWithSavepoint({ drain });
       return [200, { checkpointId: savepoint.checkpointId, path: savepoint.location.path }];
     },
   };
 
-  const server: Server = createServer((request, response) => {
-    void handle(request, response);
-  });
   const handle = async (request: IncomingMessage, response: ServerResponse) => {
-    const path = (request.url ?? '/').split('?')[0];
+    const path = (request.url ?? '/').split('?')[0] as string;
     try {
+      const refusal = guardRequest(request, path, { host, token: options.token });
+      if (refusal !== undefined) {
+        send(response, refusal.status, refusal.body, refusal.status === 401 ? { 'www-authenticate': 'Bearer' } : {});
+        return;
+      }
       if (request.method === 'GET' && (path === '/' || path === '/index.html')) {
         response.writeHead(200, { 'content-type': 'text/html; charset=utf-8', 'cache-control': 'no-store' });
         response.end(DASHBOARD_HTML);
         return;
       }
+      if (request.method === 'GET' && path === '/health') {
+        send(response, 200, { status: 'UP' });
+        return;
+      }
+      if (request.method === 'GET' && path === '/health/ready') {
+        const state = client?.status().state ?? 'loading';
+        send(response, state === 'running' ? 200 : 503, { status: state === 'running' ? 'UP' : 'DOWN', state });
+        return;
+      }
       if (request.method === 'GET' && path === '/metrics') {
-        refreshMetrics();
-        response.writeHead(200, { 'content-type': registry.contentType });
-        response.end(await registry.metrics());
+        if (client !== undefined && metrics !== undefined) metrics.refresh(client.status());
+        response.writeHead(200, { 'content-type': metrics?.contentType ?? 'text/plain; version=0.0.4; charset=utf-8' });
+        response.end(metrics === undefined ? '' : await metrics.text());
         return;
       }
       const route = routes[`${request.method} ${path}`];
       if (route === undefined) {
-        send(response, 404, {
-          error: `no ${request.method} ${path}`,
-          hint: 'GET / (the dashboard), GET /api/job, GET /api/checkpoints, POST /api/savepoints, POST /api/stop, GET /metrics',
-        });
+        send(response, 404, { error: `no ${request.method} ${path}`, hint: ROUTES_HINT });
         return;
       }
-      const [status, body] = await route(request);
+      if (client === undefined) {
+        send(response, 503, { error: 'the job is still loading (its module, plan and preflight)', hint: 'try again once GET /health/ready answers 200' });
+        return;
+      }
+      const [status, body] = await route(client, request);
       send(response, status, body);
     } catch (error) {
       send(response, error instanceof WeirError && error.fault === 'user' ? 400 : 500, {
@@ -176,27 +122,45 @@ export async function startRestServer(client: JobClient, options: { port: number
       });
     }
   };
+  const server: Server = createServer((request, response) => {
+    void handle(request, response);
+  });
 
-  const host = options.host ?? '127.0.0.1';
   await new Promise<void>((resolve, reject) => {
-    server.once('error', (error: NodeJS.ErrnoException) =>
-      reject(
-        error.code === 'EADDRINUSE'
-          ? new WeirError('PORT_TAKEN', `the REST API port ${options.port} on ${host} is taken`, { hint: 'pass --ui-port <another port>, or --no-ui' })
-          : error,
-      ),
-    );
+    server.once('error', (error: NodeJS.ErrnoException) => reject(listenError(error, host, options.port)));
     server.listen(options.port, host, () => resolve());
   });
   const address = server.address();
   const port = typeof address === 'object' && address !== null ? address.port : options.port;
   return {
-    url: `http://${host}:${port}`,
-    close: () => new Promise<void>((resolve) => server.close(() => resolve())),
+    url: `http://${host.includes(':') ? `[${host}]` : host}:${port}`,
+    attach: (job) => {
+      client = job;
+      metrics = createPrometheusMetrics(job.graph.jobName);
+    },
+    close: () =>
+      new Promise<void>((resolve) => {
+        server.close(() => resolve());
+        server.closeIdleConnections();
+      }),
   };
 }
 
-function send(response: ServerResponse, status: number, body: unknown): void {
-  response.writeHead(status, { 'content-type': 'application/json' });
+function listenError(error: NodeJS.ErrnoException, host: string, port: number): Error {
+  if (error.code === 'EADDRINUSE') {
+    return new WeirError('PORT_TAKEN', `the dashboard and REST API port ${port} on ${host} is taken (by another job or program)`, {
+      hint: 'pass --ui-port <another port> (0 picks a free one), or --no-ui',
+    });
+  }
+  if (error.code === 'EADDRNOTAVAIL' || error.code === 'ENOTFOUND' || error.code === 'EACCES') {
+    return new WeirError('UI_ADDRESS_UNAVAILABLE', `cannot listen on ${host}:${port} for the dashboard and REST API (${error.code})`, {
+      hint: 'pass --ui-host an address of this machine (127.0.0.1 by default, 0.0.0.0 for every interface) and a --ui-port above 1023',
+    });
+  }
+  return error;
+}
+
+function send(response: ServerResponse, status: number, body: unknown, headers: Record<string, string> = {}): void {
+  response.writeHead(status, { 'content-type': 'application/json', ...headers });
   response.end(JSON.stringify(body, (_key, value) => (typeof value === 'bigint' ? value.toString() : value)));
 }

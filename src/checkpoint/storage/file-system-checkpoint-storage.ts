@@ -2,6 +2,7 @@ import { CheckpointDirectory } from './checkpoint-directory.ts';
 import type { CheckpointLocation } from './checkpoint-location.ts';
 import type { CheckpointMetadata, StateHandle } from './checkpoint-metadata.ts';
 import type { CheckpointStorage, StoredCheckpointMetadata } from './checkpoint-storage.ts';
+import { CheckpointStorageLock, type LockOptions } from './checkpoint-storage-lock.ts';
 import { hasCommittedMarker, readMetadataFile, writeCommittedMarker, writeMetadataFile } from './metadata-files.ts';
 import type { StateKind } from './state-file-name.ts';
 import { readStateFile, writeStateFile } from './state-files.ts';
@@ -15,6 +16,7 @@ import { readStateFile, writeStateFile } from './state-files.ts';
  *       <operatorUid>-<subtask>.operator  operator state bytes (opaque here)
  *       _metadata                         JSON, written last and atomically
  *     savepoints/savepoint-<N>-<hex>/   the same contents, plus `_committed`; never deleted automatically
+ *     _lock                             JSON: the process that writes the folder (CheckpointStorageLock)
  *
  * The folders (CheckpointDirectory), the state files (state-files.ts) and the metadata
  * (metadata-files.ts) are apart; this class puts them behind the {@link CheckpointStorage}
@@ -34,6 +36,10 @@ export class FileSystemCheckpointStorage implements CheckpointStorage {
 
   initialize(): Promise<void> {
     return this.#directory.initialize();
+  }
+
+  lock(options: LockOptions): Promise<CheckpointStorageLock> {
+    return CheckpointStorageLock.acquire(this.#directory.path, options);
   }
 
   checkpointLocation(checkpointId: number): CheckpointLocation {

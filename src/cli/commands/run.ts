@@ -2,6 +2,7 @@ import { Command, InvalidArgumentError, Option } from 'commander';
 import type { KafkaSettingsOptions } from '../../connectors/kafka/kafka-settings.ts';
 import type { EnvironmentConfigInput } from '../../core/config/environment-config.ts';
 import { startJob } from '../../runtime/jobmaster/job-master.ts';
+import { isLoopback } from '../../web/request-guard.ts';
 import { startRestServer } from '../../web/rest-server.ts';
 import { durationArgument, positiveIntegerArgument } from '../arguments.ts';
 import { addKafkaOptions, useKafkaSettings } from '../kafka-options.ts';
@@ -20,11 +21,14 @@ interface RunOptions extends KafkaSettingsOptions {
   checkpointStorage?: string;
   restartAttempts?: number;
   restartDelay?: number;
-  noRestart?: boolean;
+  /** Commander stores `--no-restart` as `restart: false`. */
+  restart: boolean;
   fresh: boolean;
   fromSavepoint?: string;
   ui: boolean;
   uiPort: number;
+  uiHost: string;
+  uiToken?: string;
 }
 
 const wholeNumber = (value: string): number => {
@@ -62,10 +66,16 @@ export function runCommand(): Command {
     .option('--fresh', 'start without restoring the latest checkpoint', false)
     .option('--from-savepoint <path>', 'start from this savepoint (or checkpoint) folder')
     .addOption(
-      new Option('--ui-port <port>', 'the web dashboard (/), REST API (/api) and Prometheus metrics (/metrics) on 127.0.0.1; 0 picks a free port')
+      new Option('--ui-port <port>', 'the web dashboard (/), REST API (/api), Prometheus metrics (/metrics) and health probes (/health); 0 picks a free port')
         .argParser(wholeNumber)
         .default(8081),
     )
+    .addOption(
+      new Option('--ui-host <address>', 'the address they listen on; any but loopback exposes the API, which has no users: give --ui-token').default(
+        '127.0.0.1',
+      ),
+    )
+    .addOption(new Option('--ui-token <token>', 'a secret /api and /metrics then need as "Authorization: Bearer <token>"').env('WEIR_UI_TOKEN'))
     .option('--no-ui', 'serve no dashboard, REST API or metrics')
     .action(async (job: string, options: RunOptions) => {
       const config: EnvironmentConfigInput = {};
@@ -82,7 +92,7 @@ export function runCommand(): Command {
       if (options.retainedCheckpoints !== undefined) checkpointing.retained = options.retainedCheckpoints;
       if (options.checkpointStorage !== undefined) checkpointing.storage = options.checkpointStorage;
       if (Object.keys(checkpointing).length > 0) config.checkpointing = checkpointing as EnvironmentConfigInput['checkpointing'];
-      if (options.noRestart === false) config.restartStrategy = { type: 'none' };
+      if (options.restart === false) config.restartStrategy = { type: 'none' };
       else if (options.restartAttempts !== undefined || options.restartDelay !== undefined) {
         config.restartStrategy = { type: 'fixed-delay', attempts: options.restartAttempts ?? 3, delay: options.restartDelay ?? 1000 };
       }
@@ -92,6 +102,16 @@ export function runCommand(): Command {
       useKafkaSettings(options, log);
       const started = Date.now();
       let checkpoints = 0;
+      // The REST server listens before the job loads: a taken port stops the run before anything runs.
+      const token = options.uiToken === '' ? undefined : options.uiToken;
+      const server = options.ui ? await startRestServer({ port: options.uiPort, host: options.uiHost, ...(token === undefined ? {} : { token }) }) : undefined;
+      if (server !== undefined) {
+        log(`dashboard at ${server.url}/, REST API at ${server.url}/api, Prometheus metrics at ${server.url}/metrics`);
+        if (token !== undefined) log('the REST API and metrics need the --ui-token (Authorization: Bearer); open the dashboard as <address>/#token=<token>');
+        else if (!isLoopback(options.uiHost)) {
+          log(`warning: the REST API on ${options.uiHost} has no authentication: anyone who reaches it can stop the job; give --ui-token (or WEIR_UI_TOKEN)`);
+        }
+      }
       const client = await startJob({
         job,
         config,
@@ -104,9 +124,11 @@ export function runCommand(): Command {
             log(`checkpoint ${event.checkpointId} completed in ${event.durationMs} ms (${event.bytes} bytes of state)`);
           }
         },
+      }).catch(async (error: unknown) => {
+        await server?.close();
+        throw error;
       });
-      const server = options.ui ? await startRestServer(client, { port: options.uiPort }) : undefined;
-      if (server !== undefined) log(`dashboard at ${server.url}/, REST API at ${server.url}/api, Prometheus metrics at ${server.url}/metrics`);
+      server?.attach(client);
       // SIGTERM or SIGINT cancels the job (its tasks close and its sinks abort their open transactions); a second one exits at once.
       let signalled = false;
       const onSignal = (signal: NodeJS.Signals) => {

@@ -1,12 +1,16 @@
-import { Command } from 'commander';
+import { Command, Option } from 'commander';
 import { WeirError } from '../../core/errors/weir-error.ts';
 
 const DEFAULT_URL = 'http://127.0.0.1:8081';
 
-async function post(url: string, path: string): Promise<{ checkpointId: number; path: string }> {
+/** The job's --ui-token, when it was started with one (never printed). */
+const tokenOption = () => new Option('--token <token>', "the job's --ui-token, when it was started with one").env('WEIR_UI_TOKEN');
+
+async function post(url: string, path: string, token: string | undefined): Promise<{ checkpointId: number; path: string }> {
   let response: Response;
   try {
-    response = await fetch(new URL(path, url), { method: 'POST' });
+    const headers: Record<string, string> = token === undefined || token === '' ? {} : { authorization: `Bearer ${token}` };
+    response = await fetch(new URL(path, url), { method: 'POST', headers });
   } catch (error) {
     throw new WeirError(
       'JOB_UNREACHABLE',
@@ -28,8 +32,9 @@ export function savepointCommand(): Command {
   return new Command('savepoint')
     .description("take a savepoint of a running job (through its REST API); prints the savepoint's folder once its transactions are committed")
     .option('--url <url>', "the job's REST API", DEFAULT_URL)
-    .action(async (options: { url: string }) => {
-      const savepoint = await post(options.url, '/api/savepoints');
+    .addOption(tokenOption())
+    .action(async (options: { url: string; token?: string }) => {
+      const savepoint = await post(options.url, '/api/savepoints', options.token);
       console.log(`savepoint ${savepoint.checkpointId}: ${savepoint.path}`);
     });
 }
@@ -41,8 +46,9 @@ export function stopCommand(): Command {
     .requiredOption('--savepoint', 'take a savepoint, then stop (the only way Weir stops a job)')
     .option('--drain', 'send the end of event time first, so every event-time window and timer fires into the savepoint', false)
     .option('--url <url>', "the job's REST API", DEFAULT_URL)
-    .action(async (options: { url: string; drain: boolean }) => {
-      const savepoint = await post(options.url, options.drain ? '/api/stop?drain=true' : '/api/stop');
+    .addOption(tokenOption())
+    .action(async (options: { url: string; drain: boolean; token?: string }) => {
+      const savepoint = await post(options.url, options.drain ? '/api/stop?drain=true' : '/api/stop', options.token);
       console.log(`stopped with savepoint ${savepoint.checkpointId}: ${savepoint.path}`);
     });
 }

@@ -1,4 +1,4 @@
-import type { CheckpointStats } from '../../checkpoint/checkpoint-stats-tracker.ts';
+import type { CheckpointStats, CheckpointStatsCounts } from '../../checkpoint/checkpoint-stats-tracker.ts';
 import type { CompletedCheckpoint } from '../../checkpoint/completed-checkpoint.ts';
 import type { EnvironmentConfig, EnvironmentConfigInput } from '../../core/config/environment-config.ts';
 import type { JobGraph } from '../../graph/job-graph.ts';
@@ -60,7 +60,10 @@ export interface JobStatus {
   state: 'starting' | 'running' | 'restarting' | 'finished' | 'cancelled' | 'failed';
   attempt: number;
   restarts: { at: number; cause: string }[];
+  /** The latest checkpoints (a bounded history). */
   checkpoints: CheckpointStats[];
+  /** Counts over the job's life in this process, across its restarts (never capped). */
+  checkpointCounts: CheckpointStatsCounts;
   latestCheckpointId: number | undefined;
   /** Per job vertex: records in and out, rates, back pressure, operator metrics (this attempt). */
   vertices: VertexMetrics[];

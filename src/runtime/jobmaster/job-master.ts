@@ -6,6 +6,7 @@ import { CheckpointStatsTracker } from '../../checkpoint/checkpoint-stats-tracke
 import type { CompletedCheckpoint } from '../../checkpoint/completed-checkpoint.ts';
 import type { StopMode } from '../../checkpoint/stop-mode.ts';
 import type { CheckpointStorage } from '../../checkpoint/storage/checkpoint-storage.ts';
+import { releaseOnExit } from '../../checkpoint/storage/checkpoint-storage-lock.ts';
 import { CompletedCheckpointStore } from '../../checkpoint/storage/completed-checkpoint-store.ts';
 import { openCheckpointStorage } from '../../checkpoint/storage/open-checkpoint-storage.ts';
 import { type EnvironmentConfig, parseEnvironmentConfig } from '../../core/config/environment-config.ts';
@@ -45,10 +46,25 @@ export async function startJob(options: RunJobOptions): Promise<JobClient> {
 
   const storage = config.checkpointing === undefined ? undefined : openCheckpointStorage(config.checkpointing.storage);
   await storage?.initialize();
-  const restore = await findRestorePoint(graph, storage, options);
-  const highest = storage === undefined ? 0 : await new CompletedCheckpointStore(storage).highestCheckpointId();
-  const master = new JobMaster({ ...options, log }, url, config, graph, storage, restore, Math.max(highest, restore?.checkpointId ?? 0) + 1);
-  return master.client();
+  // One process per checkpoint folder; the lock goes when the job ends (or the process exits).
+  let client: JobClient | undefined;
+  const lock = await storage?.lock({ log, onLost: () => void client?.cancel() });
+  const forgetOnExit = lock === undefined ? undefined : releaseOnExit(lock);
+  const release = () => {
+    lock?.release();
+    forgetOnExit?.();
+  };
+  try {
+    const restore = await findRestorePoint(graph, storage, options);
+    const highest = storage === undefined ? 0 : await new CompletedCheckpointStore(storage).highestCheckpointId();
+    const master = new JobMaster({ ...options, log }, url, config, graph, storage, restore, Math.max(highest, restore?.checkpointId ?? 0) + 1);
+    client = master.client();
+    client.result.then(release, release); // first on the result: released before anyone hears of the end
+    return client;
+  } catch (error) {
+    release();
+    throw error;
+  }
 }
 
 /** Runs a job to its end (bounded jobs) or until it fails for good. */
@@ -73,6 +89,8 @@ class JobMaster {
   #current: ExecutionAttempt | undefined;
   #stopRequested = false;
   #cancelled = false;
+  /** Savepoints asked for before the tasks run, waiting for them. */
+  readonly #runningWaiters = new Set<{ resolve: () => void; reject: (error: Error) => void }>();
 
   constructor(
     options: RunJobOptions & { log: (line: string) => void },
@@ -112,6 +130,8 @@ class JobMaster {
     this.#result.catch(() => {
       this.#state = 'failed';
     });
+    const ended = () => this.#rejectRunningWaiters('the job has ended');
+    this.#result.then(ended, ended);
   }
 
   client(): JobClient {
@@ -136,6 +156,7 @@ class JobMaster {
       const restore = this.#restore;
       log(restore === undefined ? `starting job "${jobName}"` : `starting job "${jobName}" from checkpoint ${restore.checkpointId}`);
       onEvent?.({ type: 'started', attempt: attemptNumber, restoredCheckpointId: restore?.checkpointId });
+      if (restore !== undefined) this.#stats.reportRestored();
       this.#metrics.reset();
       const attempt = new ExecutionAttempt({
         url: this.#url,
@@ -149,6 +170,7 @@ class JobMaster {
         log,
         onRunning: () => {
           this.#state = 'running';
+          for (const waiter of [...this.#runningWaiters]) waiter.resolve();
         },
       });
       this.#current = attempt;
@@ -186,6 +208,8 @@ class JobMaster {
     const coordinator = this.#coordinator;
     if (coordinator === undefined)
       throw new WeirError('NO_CHECKPOINTING', 'savepoints need checkpointing', { hint: 'configure checkpointing with a storage folder' });
+    // Asked for while the job starts or restarts: the barrier can only go to running tasks.
+    await this.#whenRunning();
     let completed: CompletedCheckpoint;
     if (stop === undefined) completed = await coordinator.triggerCheckpoint('savepoint');
     else {
@@ -214,7 +238,49 @@ class JobMaster {
     return completed;
   }
 
+  /**
+   * Resolves when the tasks run (at once when they do), for a savepoint asked for while the job
+   * starts or restarts; waits at most checkpointing.timeout; rejects when the job ends first.
+   */
+  #whenRunning(): Promise<void> {
+    if (this.#state === 'running') return Promise.resolve();
+    if (this.#state === 'finished' || this.#state === 'cancelled' || this.#state === 'failed') {
+      return Promise.reject(notRunning(`the job has ended (${this.#state})`));
+    }
+    const timeoutMs = this.#config.checkpointing?.timeout ?? 0;
+    return new Promise<void>((resolve, reject) => {
+      const waiter = {
+        resolve: () => {
+          clearTimeout(timer);
+          this.#runningWaiters.delete(waiter);
+          resolve();
+        },
+        reject: (error: Error) => {
+          clearTimeout(timer);
+          this.#runningWaiters.delete(waiter);
+          reject(error);
+        },
+      };
+      const timer = setTimeout(
+        () =>
+          waiter.reject(
+            notRunning(
+              `the job's tasks did not start running within checkpointing.timeout (${timeoutMs} ms) of the request`,
+              "look at the job's log for why it does not start (or keeps restarting); ask again once GET /health/ready answers 200",
+            ),
+          ),
+        timeoutMs,
+      );
+      this.#runningWaiters.add(waiter);
+    });
+  }
+
+  #rejectRunningWaiters(why: string): void {
+    for (const waiter of [...this.#runningWaiters]) waiter.reject(notRunning(why));
+  }
+
   async #cancel(): Promise<JobResult> {
+    this.#rejectRunningWaiters('the job was cancelled');
     this.#cancelled = true;
     this.#stopRequested = true;
     this.#coordinator?.stopCheckpointScheduler();
@@ -230,10 +296,15 @@ class JobMaster {
       attempt: this.#restartLog.length,
       restarts: [...this.#restartLog],
       checkpoints: this.#stats.history(),
+      checkpointCounts: this.#stats.counts(),
       latestCheckpointId: this.#coordinator?.latestCompleted?.checkpointId ?? this.#restore?.checkpointId,
       vertices: this.#metrics.vertices(this.#graph),
     };
   }
+}
+
+function notRunning(why: string, hint = 'start the job again (`weir run`) and ask once GET /health/ready answers 200'): WeirError {
+  return new WeirError('JOB_NOT_RUNNING', `cannot take the savepoint: ${why}`, { hint, retriable: true });
 }
 
 /** The error a job ends with when its restart strategy allows no more restarts (DATA_LOSS never restarts, and stays as it is). */

@@ -493,3 +493,13 @@ test('a metadata write of the previous attempt that fails after a restart does n
   await settle();
   assert.deepEqual(next.failures, [], 'checkpoint 1 belonged to the attempt that ended');
 });
+
+test('the scheduler turned on while no attempt is attached (an early stop-with-savepoint refused) still triggers once one attaches', async (t) => {
+  const { coordinator, gateway } = await coordinatorWith(t, { attach: false, config: { interval: 20 } });
+  coordinator.stopCheckpointScheduler();
+  coordinator.startCheckpointScheduler(); // what a refused stop-with-savepoint does
+  await sleep(60); // its timer fires with nothing attached
+  coordinator.attach(gateway);
+  coordinator.startCheckpointScheduler(); // what the attempt does once its tasks run
+  await until(() => gateway.triggered.length > 0, 'a periodic checkpoint', 5_000);
+});

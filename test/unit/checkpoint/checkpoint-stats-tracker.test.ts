@@ -100,3 +100,25 @@ test('a tracker without a listener works the same', () => {
     ['completed', 'aborted'],
   );
 });
+
+test('the counts cover the life of the job, past the history: 149 completed, 1 failed, 1 in progress, restores', () => {
+  const tracker = new CheckpointStatsTracker();
+  for (let id = 1; id <= 150; id++) {
+    tracker.reportPending(id, 'checkpoint', id);
+    if (id === 75) tracker.reportFailed(id, { reason: 'CHECKPOINT_EXPIRED', message: '' }, id + 1);
+    else tracker.reportCompleted(id, id + 1);
+  }
+  tracker.reportPending(151, 'savepoint', 151);
+  tracker.reportRestored();
+  tracker.reportRestored();
+  assert.equal(tracker.history().length, CHECKPOINT_HISTORY_SIZE);
+  assert.deepEqual(tracker.counts(), { total: 151, completed: 149, failed: 1, inProgress: 1, restored: 2 });
+  // A checkpoint whose row left the history while it was pending still counts when it ends.
+  for (let id = 152; id <= 152 + CHECKPOINT_HISTORY_SIZE; id++) tracker.reportPending(id, 'checkpoint', id);
+  tracker.reportCompleted(151, 500);
+  assert.equal(tracker.counts().completed, 150);
+  // Reported twice (or never pending): counted once.
+  tracker.reportCompleted(151, 501);
+  tracker.reportFailed(151, { reason: 'CHECKPOINT_EXPIRED', message: '' }, 502);
+  assert.deepEqual(tracker.counts(), { total: 252, completed: 150, failed: 1, inProgress: CHECKPOINT_HISTORY_SIZE + 1, restored: 2 });
+});

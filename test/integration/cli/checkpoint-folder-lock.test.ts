@@ -1,0 +1,52 @@
+/**
+ * One `weir run` per checkpoint folder: a second one is refused naming the first's pid and host;
+ * after the first is killed with SIGKILL (its lock stays behind), the next takes the lock over.
+ */
+import assert from 'node:assert/strict';
+import { existsSync } from 'node:fs';
+import { mkdtemp, rm } from 'node:fs/promises';
+import { hostname, tmpdir } from 'node:os';
+import { join } from 'node:path';
+import { test } from 'node:test';
+import { repositoryRoot, weir } from '../../harness/cli.ts';
+import { startWeirRun } from '../../harness/weir-run.ts';
+
+test("a second weir run on one checkpoint folder is refused; a SIGKILLed one's lock is taken over", async () => {
+  const folder = await mkdtemp(join(tmpdir(), 'weir-lock-'));
+  const job = join(repositoryRoot, 'test', 'fixtures', 'jobs', 'keyed-sum-job.ts');
+  const storage = join(folder, 'checkpoints');
+  const args = [job, '--checkpoint-interval', '100ms', '--checkpoint-storage', storage];
+  const env = { KS_OUTPUT: join(folder, 'out'), KS_COUNT: '100000000', KS_RATE: '2000' };
+  const first = startWeirRun([...args, '--no-ui'], env);
+  try {
+    await first.waitFor(/checkpoint \d+ completed/);
+    const pid = first.child.pid as number;
+
+    const second = await weir(['run', ...args, '--no-ui'], { ...env, KS_OUTPUT: join(folder, 'out-2') });
+    assert.equal(second.code, 1, second.stderr);
+    assert.match(
+      second.stderr,
+      new RegExp(`^weir: the checkpoint folder .* is in use by process ${pid} on host ${hostname().replace(/\./g, '\\.')}: one job per folder$`, 'm'),
+    );
+    assert.match(second.stderr, /^hint: stop the other job .*or give this one another checkpointing\.storage \(--checkpoint-storage\)/m);
+    assert.doesNotMatch(second.stderr, /starting job/);
+
+    first.child.kill('SIGKILL');
+    await first.exited;
+    assert.ok(existsSync(join(storage, '_lock')), 'SIGKILL leaves the lock behind');
+
+    const third = startWeirRun([...args, '--no-ui'], env);
+    try {
+      await third.waitFor(new RegExp(`took over the lock of checkpoint folder .*: process ${pid} on host .*, which is no longer running`));
+      await third.waitFor(/checkpoint \d+ completed/);
+      third.child.kill('SIGTERM');
+      assert.equal(await third.exited, 0, third.stderr());
+      assert.ok(!existsSync(join(storage, '_lock')), 'the lock goes when the job ends');
+    } finally {
+      third.child.kill('SIGKILL');
+    }
+  } finally {
+    first.child.kill('SIGKILL');
+    await rm(folder, { recursive: true, force: true });
+  }
+});

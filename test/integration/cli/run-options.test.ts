@@ -1,0 +1,57 @@
+/** `weir run`'s options that decide how a job starts and fails: --no-restart, a taken --ui-port. */
+import assert from 'node:assert/strict';
+import { mkdtemp, rm } from 'node:fs/promises';
+import { createServer } from 'node:net';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import { after, test } from 'node:test';
+import { repositoryRoot, weir } from '../../harness/cli.ts';
+
+const job = join(repositoryRoot, 'test', 'fixtures', 'jobs', 'keyed-sum-job.ts');
+const folders: string[] = [];
+after(async () => {
+  for (const folder of folders) await rm(folder, { recursive: true, force: true });
+});
+
+test('--no-restart: a job that fails once ends with that failure, after 0 restarts', async () => {
+  const folder = await mkdtemp(join(tmpdir(), 'weir-no-restart-'));
+  folders.push(folder);
+  const result = await weir(['run', job, '--checkpoint-interval', '100ms', '--checkpoint-storage', join(folder, 'checkpoints'), '--no-restart', '--no-ui'], {
+    KS_OUTPUT: join(folder, 'out'),
+    KS_COUNT: '6000',
+    KS_RATE: '6000',
+    KS_FAIL_MARKER: join(folder, 'failed-once'),
+    KS_FAIL_AFTER: '500',
+  });
+  assert.equal(result.code, 1, result.stderr);
+  assert.match(result.stderr, /restartStrategy none, no restart left\): .*injected failure after 500 records/);
+  assert.doesNotMatch(result.stderr, /restarting in/);
+});
+
+test('a taken --ui-port stops weir run before the job starts, naming --ui-port', async () => {
+  const folder = await mkdtemp(join(tmpdir(), 'weir-port-taken-'));
+  folders.push(folder);
+  const blocker = createServer();
+  await new Promise<void>((resolve) => blocker.listen(0, '127.0.0.1', resolve));
+  const port = (blocker.address() as { port: number }).port;
+  try {
+    const result = await weir(['run', job, '--checkpoint-interval', '100ms', '--checkpoint-storage', join(folder, 'checkpoints'), '--ui-port', String(port)], {
+      KS_OUTPUT: join(folder, 'out'),
+      KS_COUNT: '3000',
+      KS_RATE: '3000',
+    });
+    assert.equal(result.code, 1, result.stderr);
+    assert.match(result.stderr, new RegExp(`^weir: the dashboard and REST API port ${port} on 127\\.0\\.0\\.1 is taken`, 'm'));
+    assert.match(result.stderr, /hint: pass --ui-port <another port>/);
+    assert.doesNotMatch(result.stderr, /starting job|checkpoint \d+ completed/, 'the job never started');
+  } finally {
+    blocker.close();
+  }
+});
+
+test('--ui-host an address this machine does not have: one clear error naming --ui-host', async () => {
+  const result = await weir(['run', job, '--ui-host', '192.0.2.1', '--ui-port', '0']);
+  assert.equal(result.code, 1, result.stderr);
+  assert.match(result.stderr, /^weir: cannot listen on 192\.0\.2\.1:0 for the dashboard and REST API \(EADDRNOTAVAIL\)/m);
+  assert.match(result.stderr, /hint: pass --ui-host an address of this machine/);
+});
