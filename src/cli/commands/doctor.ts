@@ -24,7 +24,10 @@ export function doctorCommand(): Command {
     .description("check the broker, a job's exactly-once prerequisites, and lingering transactions (with --abort, abort them); exits 1 on a problem left")
     .option('--brokers <host:port,...>', 'the cluster (default KAFKA_BROKERS)')
     .option('--job <module>', "also run the job's preflight: checkpointing, transaction timeouts, topics, isolation levels")
-    .option('--prefix <prefix>', 'the transactional id prefix of a stopped job: its open transactions are lingering')
+    .option(
+      '--prefix <prefix>',
+      "the transactional id prefix of a stopped job's sink: its open transactions (ids <prefix>-<subtask>-<slot> exactly, not those of a longer prefix) are lingering",
+    )
     .option('--abort', 'abort the lingering transactions found under --prefix', false)
     .action(async (options: { brokers?: string; job?: string; prefix?: string; abort: boolean }) => {
       const bootstrap = resolveBootstrap(options.brokers, 'weir doctor --brokers');
@@ -54,7 +57,9 @@ export function doctorCommand(): Command {
         try {
           const driver = new TransactionDriver(connections, { transactionTimeoutMs: maxTimeout });
           const open = await driver.listOpenTransactions(options.prefix);
-          console.log(`open transactions under "${options.prefix}": ${open.length === 0 ? 'none' : open.join(', ')}`);
+          console.log(
+            `open transactions of prefix "${options.prefix}" (ids ${options.prefix}-<subtask>-<slot>): ${open.length === 0 ? 'none' : open.join(', ')}`,
+          );
           if (open.length > 0 && options.abort) {
             for (const id of open) await driver.abortLingering(id);
             console.log(`aborted ${open.length} lingering transaction${open.length === 1 ? '' : 's'}`);
