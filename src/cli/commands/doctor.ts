@@ -57,9 +57,7 @@ export function doctorCommand(): Command {
         try {
           const driver = new TransactionDriver(connections, { transactionTimeoutMs: maxTimeout });
           const open = await driver.listOpenTransactions(options.prefix);
-          console.log(
-            `open transactions of prefix "${options.prefix}" (ids ${options.prefix}-<subtask>-<slot>): ${open.length === 0 ? 'none' : open.join(', ')}`,
-          );
+          console.log(`open transactions under "${options.prefix}": ${open.length === 0 ? 'none' : open.join(', ')}`);
           if (open.length > 0 && options.abort) {
             for (const id of open) await driver.abortLingering(id);
             console.log(`aborted ${open.length} lingering transaction${open.length === 1 ? '' : 's'}`);
