@@ -7,6 +7,7 @@ import { formatBootstrap, resolveBootstrap } from '../../connectors/kafka/kafka-
 import { brokerTransactionMaxTimeout } from '../../connectors/kafka/kafka-preflight.ts';
 import { TransactionDriver } from '../../connectors/kafka/transaction-driver.ts';
 import { parseEnvironmentConfig } from '../../core/config/environment-config.ts';
+import type { Preflightable } from '../../core/connector/preflight.ts';
 import { WeirError } from '../../core/errors/weir-error.ts';
 import { formatDuration } from '../../core/time/duration.ts';
 import { buildStreamGraph } from '../../graph/job.ts';
@@ -44,8 +45,17 @@ export function doctorCommand(): Command {
         const job = await loadJobModule(pathToFileURL(resolve(options.job)).href);
         const config = parseEnvironmentConfig(job.config);
         const streamGraph = buildStreamGraph(job);
-        const findings = await runPreflight(job.name, streamGraph, buildJobGraph(job.name, streamGraph, config), config);
+        const jobGraph = buildJobGraph(job.name, streamGraph, config);
+        const findings = await runPreflight(job.name, streamGraph, jobGraph, config);
         console.log(`job "${job.name}": ${findings.length === 0 ? 'preflight passed' : `${findings.length} finding(s)`}`);
+        // What --prefix takes for each sink (the default prefix carries a hash for some names).
+        for (const node of streamGraph.nodes) {
+          if (node.kind !== 'sink') continue;
+          const uid = jobGraph.nodes[node.id]?.uid ?? node.uid;
+          for (const claim of (node.sink as Preflightable).exclusiveClaims?.({ jobName: job.name, uid }) ?? []) {
+            console.log(`  ${node.name}: ${claim.what} "${claim.name}"`);
+          }
+        }
         for (const finding of findings) {
           console.log(`  ${finding.level}: ${finding.message}${finding.hint ? `\n    fix: ${finding.hint}` : ''}`);
           if (finding.level === 'error') problems.push(finding.message);
@@ -69,7 +79,7 @@ export function doctorCommand(): Command {
         }
       } else if (options.abort) {
         throw new WeirError('DOCTOR_NO_PREFIX', '--abort needs --prefix: the transactional id prefix of the job whose transactions to abort', {
-          hint: "pass --prefix weir-<job name>-<sink uid> (the default prefix), or the sink's transactionalIdPrefix",
+          hint: "pass the sink's transactionalIdPrefix, or its default prefix as `weir doctor --job <module>` prints it",
         });
       }
 
