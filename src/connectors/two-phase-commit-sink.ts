@@ -131,13 +131,17 @@ export class TwoPhaseCommitSinkOperator<IN, TXN, C> extends StreamOperator<IN, n
     }
     const mine = restored.filter((entry) => entry.subtaskIndex % context.parallelism === context.subtaskIndex).sort((a, b) => a.checkpointId - b.checkpointId);
     let failure: unknown;
+    const superseded = new Set<PendingCommittable<C>>();
     for (const entry of mine) {
       try {
         await this.#logic.commit(entry.committable);
       } catch (error) {
         // An older checkpoint restored on purpose: a later one completed, so this was committed, and
-        // its transactional id may carry a newer transaction now. "Gone" is no loss here.
-        if (context.restoredCheckpointSupersededBy !== undefined && error instanceof WeirError && error.code === 'DATA_LOSS') continue;
+        // its transactional id may carry a newer transaction now (not held: what is open there lingers).
+        if (context.restoredCheckpointSupersededBy !== undefined && error instanceof WeirError && error.code === 'DATA_LOSS') {
+          superseded.add(entry);
+          continue;
+        }
         if (!keepGoing) throw error;
         failure ??= error;
         continue;
@@ -148,7 +152,7 @@ export class TwoPhaseCommitSinkOperator<IN, TXN, C> extends StreamOperator<IN, n
       subtaskIndex: context.subtaskIndex,
       parallelism: context.parallelism,
       restoredCheckpointId: context.restoredCheckpointId,
-      allRestoredCommittables: restored.map((entry) => entry.committable),
+      allRestoredCommittables: restored.filter((entry) => !superseded.has(entry)).map((entry) => entry.committable),
     });
     if (abortedLingering !== undefined) this.#aborted.inc(abortedLingering);
     if (failure !== undefined) throw failure;

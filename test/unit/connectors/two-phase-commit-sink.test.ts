@@ -349,6 +349,7 @@ test('an older checkpoint restored on purpose (a later one completed): a "gone" 
   });
   assert.ok(operator, 'the sink opened');
   assert.equal(broker.recoveries.at(-1)?.restoredCheckpointId, 2, 'lingering transactions were still aborted');
+  assert.deepEqual(broker.recoveries.at(-1)?.allRestoredCommittables, [], 'an id answered "gone" is not held: a newer transaction open on it is aborted');
   // Other failures still fail the open.
   const broken = new Error('broker down');
   await assert.rejects(
