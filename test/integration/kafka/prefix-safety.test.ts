@@ -66,11 +66,7 @@ describe('transactional id prefixes', () => {
     await driver.send(other, records);
 
     const doctor = await weir(['doctor', '--brokers', formatBootstrap(brokers), '--prefix', prefix]);
-    assert.match(
-      doctor.stdout,
-      new RegExp(`open transactions of prefix "${prefix}" \\(ids ${prefix}-<subtask>-<slot>\\): none`),
-      doctor.stdout + doctor.stderr,
-    );
+    assert.match(doctor.stdout, new RegExp(`^open transactions under "${prefix}": none$`, 'm'), doctor.stdout + doctor.stderr);
     assert.equal(doctor.code, 0, doctor.stderr);
     const doctorOther = await weir(['doctor', '--brokers', formatBootstrap(brokers), '--prefix', `${prefix}-x`]);
     assert.match(doctorOther.stdout, new RegExp(`: ${otherId}$`, 'm'));
