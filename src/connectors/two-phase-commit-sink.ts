@@ -88,6 +88,33 @@ export class TwoPhaseCommitSinkOperator<IN, TXN, C> extends StreamOperator<IN, n
     context.metrics.gauge('transactions.pending', () => this.#pending.length);
     context.metrics.gauge('transactions.open', () => (this.#transaction === undefined || (this.#logic.isEmpty?.(this.#transaction as TXN) ?? false) ? 0 : 1));
     await this.#logic.open?.(context);
+    await this.#recover(context, false);
+    this.#pending = [];
+    this.#state.update([]);
+    this.#transaction = await this.#logic.beginTransaction();
+  }
+
+  /**
+   * The job has ended (finished, failed for good, cancelled) and its tasks are gone: does what a
+   * start from the latest completed checkpoint does (the context is restored from it), so nothing
+   * the job wrote stays open: commits what that checkpoint holds, aborts every other transaction of
+   * this subtask's share. A failed commit does not stop the aborts; it is thrown after them.
+   */
+  async finishAtJobEnd(context: OperatorContext): Promise<void> {
+    this.#subtaskIndex = context.subtaskIndex;
+    this.#preCommitted = context.metrics.counter('transactions.preCommitted');
+    this.#committed = context.metrics.counter('transactions.committed');
+    this.#aborted = context.metrics.counter('transactions.aborted');
+    try {
+      await this.#logic.open?.(context);
+      await this.#recover(context, true);
+    } finally {
+      await this.#logic.close?.();
+    }
+  }
+
+  /** Commits the restored checkpoint's committables of this subtask and aborts what lingers (with `keepGoing`, despite a failed commit). */
+  async #recover(context: OperatorContext, keepGoing: boolean): Promise<void> {
     this.#state = context.operatorState.getUnionListState<PendingCommittable<C>>('pending-committables');
     // A savepoint reported complete only after its commits holds nothing to commit or to keep.
     const restored = context.restoredTransactionsCommitted ? [] : this.#state.get();
@@ -103,20 +130,32 @@ export class TwoPhaseCommitSinkOperator<IN, TXN, C> extends StreamOperator<IN, n
       }
     }
     const mine = restored.filter((entry) => entry.subtaskIndex % context.parallelism === context.subtaskIndex).sort((a, b) => a.checkpointId - b.checkpointId);
+    let failure: unknown;
+    const superseded = new Set<PendingCommittable<C>>();
     for (const entry of mine) {
-      await this.#logic.commit(entry.committable);
+      try {
+        await this.#logic.commit(entry.committable);
+      } catch (error) {
+        // An older checkpoint restored on purpose: a later one completed, so this was committed, and
+        // its transactional id may carry a newer transaction now (not held: what is open there lingers).
+        if (context.restoredCheckpointSupersededBy !== undefined && error instanceof WeirError && error.code === 'DATA_LOSS') {
+          superseded.add(entry);
+          continue;
+        }
+        if (!keepGoing) throw error;
+        failure ??= error;
+        continue;
+      }
       this.#committed.inc();
     }
     const abortedLingering = await this.#logic.abortLingering?.({
       subtaskIndex: context.subtaskIndex,
       parallelism: context.parallelism,
       restoredCheckpointId: context.restoredCheckpointId,
-      allRestoredCommittables: restored.map((entry) => entry.committable),
+      allRestoredCommittables: restored.filter((entry) => !superseded.has(entry)).map((entry) => entry.committable),
     });
     if (abortedLingering !== undefined) this.#aborted.inc(abortedLingering);
-    this.#pending = [];
-    this.#state.update([]);
-    this.#transaction = await this.#logic.beginTransaction();
+    if (failure !== undefined) throw failure;
   }
 
   async processBatch(batch: IN[]): Promise<never[]> {
@@ -155,6 +194,16 @@ export class TwoPhaseCommitSinkOperator<IN, TXN, C> extends StreamOperator<IN, n
   }
 }
 
+/** A two-phase-commit sink's {@link Sink.onJobEnd}: each subtask's share finished by a fresh operator, all at once. */
+export async function finishTransactionsAtJobEnd<IN, TXN, C>(
+  createOperator: () => TwoPhaseCommitSinkOperator<IN, TXN, C>,
+  subtasks: readonly OperatorContext[],
+): Promise<void> {
+  const results = await Promise.allSettled(subtasks.map((context) => createOperator().finishAtJobEnd(context)));
+  const failed = results.find((result) => result.status === 'rejected');
+  if (failed !== undefined) throw failed.reason;
+}
+
 /** Makes a {@link Sink} of a two-phase-commit logic factory (one logic per subtask). */
 export function twoPhaseCommitSink<IN, TXN, C>(
   name: string,
@@ -165,5 +214,6 @@ export function twoPhaseCommitSink<IN, TXN, C>(
     name,
     deliveryGuarantee,
     createOperator: () => new TwoPhaseCommitSinkOperator<IN, TXN, C>(createLogic()) as unknown as StreamOperator<IN, never>,
+    onJobEnd: (subtasks) => finishTransactionsAtJobEnd(() => new TwoPhaseCommitSinkOperator<IN, TXN, C>(createLogic()), subtasks),
   };
 }

@@ -9,6 +9,7 @@ import { brokerTransactionMaxTimeout } from '../../connectors/kafka/kafka-prefli
 import type { KafkaSettingsOptions } from '../../connectors/kafka/kafka-settings.ts';
 import { TransactionDriver } from '../../connectors/kafka/transaction-driver.ts';
 import { parseEnvironmentConfig } from '../../core/config/environment-config.ts';
+import type { Preflightable } from '../../core/connector/preflight.ts';
 import { WeirError } from '../../core/errors/weir-error.ts';
 import { formatDuration } from '../../core/time/duration.ts';
 import { buildStreamGraph } from '../../graph/job.ts';
@@ -26,7 +27,10 @@ export function doctorCommand(): Command {
   return addKafkaOptions(new Command('doctor'))
     .description("check the broker, a job's exactly-once prerequisites, and lingering transactions (with --abort, abort them); exits 1 on a problem left")
     .option('--job <module>', "also run the job's preflight: checkpointing, transaction timeouts, topics, isolation levels")
-    .option('--prefix <prefix>', 'the transactional id prefix of a stopped job: its open transactions are lingering')
+    .option(
+      '--prefix <prefix>',
+      "the transactional id prefix of a stopped job's sink: its open transactions (ids <prefix>-<subtask>-<slot> exactly, not those of a longer prefix) are lingering",
+    )
     .option('--abort', 'abort the lingering transactions found under --prefix', false)
     .action(async (options: KafkaSettingsOptions & { job?: string; prefix?: string; abort: boolean }) => {
       // The job's connectors (its preflight) take the same settings, unless they set their own.
@@ -45,8 +49,17 @@ export function doctorCommand(): Command {
         const job = await loadJobModule(pathToFileURL(resolve(options.job)).href);
         const config = parseEnvironmentConfig(job.config);
         const streamGraph = buildStreamGraph(job);
-        const findings = await runPreflight(job.name, streamGraph, buildJobGraph(job.name, streamGraph, config), config);
+        const jobGraph = buildJobGraph(job.name, streamGraph, config);
+        const findings = await runPreflight(job.name, streamGraph, jobGraph, config);
         console.log(`job "${job.name}": ${findings.length === 0 ? 'preflight passed' : `${findings.length} finding(s)`}`);
+        // What --prefix takes for each sink (the default prefix carries a hash for some names).
+        for (const node of streamGraph.nodes) {
+          if (node.kind !== 'sink') continue;
+          const uid = jobGraph.nodes[node.id]?.uid ?? node.uid;
+          for (const claim of (node.sink as Preflightable).exclusiveClaims?.({ jobName: job.name, uid }) ?? []) {
+            console.log(`  ${node.name}: ${claim.what} "${claim.name}"`);
+          }
+        }
         for (const finding of findings) {
           console.log(`  ${finding.level}: ${finding.message}${finding.hint ? `\n    fix: ${finding.hint}` : ''}`);
           if (finding.level === 'error') problems.push(finding.message);
@@ -70,7 +83,7 @@ export function doctorCommand(): Command {
         }
       } else if (options.abort) {
         throw new WeirError('DOCTOR_NO_PREFIX', '--abort needs --prefix: the transactional id prefix of the job whose transactions to abort', {
-          hint: "pass --prefix weir-<job name>-<sink uid> (the default prefix), or the sink's transactionalIdPrefix",
+          hint: "pass the sink's transactionalIdPrefix, or its default prefix as `weir doctor --job <module>` prints it",
         });
       }
 

@@ -111,7 +111,7 @@ export class ExactlyOnceKafkaWriter<T> implements TwoPhaseCommitLogic<T, KafkaTr
       if (slot !== undefined) this.#setSlot(slot, { state: 'cooling', snapshotAfterCommit: undefined });
     }
     let aborted = 0;
-    for (const id of await this.#driver.listOpenTransactions(`${this.#prefix}-`)) {
+    for (const id of await this.#driver.listOpenTransactions(this.#prefix)) {
       const parts = parseTransactionalId(this.#prefix, id);
       if (parts === undefined || parts.subtask % context.parallelism !== context.subtaskIndex || held.has(id)) continue;
       await this.#driver.abortLingering(id);

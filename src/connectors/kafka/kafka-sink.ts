@@ -1,12 +1,14 @@
 import type { Preflightable, PreflightContext, PreflightFinding } from '../../core/connector/preflight.ts';
 import type { Sink } from '../../core/connector/sink.ts';
 import type { StreamOperator } from '../../core/operator/stream-operator.ts';
-import { TwoPhaseCommitSinkOperator } from '../two-phase-commit-sink.ts';
+import { finishTransactionsAtJobEnd, TwoPhaseCommitSinkOperator } from '../two-phase-commit-sink.ts';
 import { AtLeastOnceKafkaWriter } from './at-least-once-kafka-writer.ts';
 import { ExactlyOnceKafkaWriter } from './exactly-once-kafka-writer.ts';
 import { resolveKafkaConnection } from './kafka-default-connection.ts';
 import { brokerTransactionMaxTimeout, missingTopics, transactionTimeoutFindings, unreachableFinding } from './kafka-preflight.ts';
 import { type KafkaSinkOptions, parseKafkaSinkOptions } from './kafka-sink-options.ts';
+import { prefixInUseFinding, prefixProbeWindow } from './prefix-in-use.ts';
+import { defaultTransactionalIdPrefix } from './transactional-id.ts';
 
 /**
  * Kafka sink (Flink's KafkaSink). In exactly-once mode, a two-phase-commit sink
@@ -39,6 +41,9 @@ export function kafkaSink<T>(options: KafkaSinkOptions<T>): Sink<T> & Preflighta
         if (options.deliveryGuarantee === 'exactly-once') {
           const brokerMax = await brokerTransactionMaxTimeout(bootstrap, connection);
           findings.push(...transactionTimeoutFindings(where, transactionTimeoutMs, recoveryBudgetMs, brokerMax, context));
+          const prefix = options.transactionalIdPrefix ?? defaultTransactionalIdPrefix(context.jobName, context.uid);
+          const inUse = await prefixInUseFinding(where, prefix, bootstrap, options.connection, prefixProbeWindow(context.config.checkpointing?.interval));
+          if (inUse !== undefined) findings.push(inUse);
         } else if (context.config.checkpointing !== undefined) {
           findings.push({
             level: 'warning',
@@ -52,9 +57,24 @@ export function kafkaSink<T>(options: KafkaSinkOptions<T>): Sink<T> & Preflighta
         return [unreachableFinding(where, error)];
       }
     },
+    exclusiveClaims: (context) =>
+      options.deliveryGuarantee === 'exactly-once'
+        ? [
+            {
+              what: 'transactional id prefix',
+              name: options.transactionalIdPrefix ?? defaultTransactionalIdPrefix(context.jobName, context.uid),
+              setting: 'transactionalIdPrefix',
+            },
+          ]
+        : [],
     createOperator: () =>
       (options.deliveryGuarantee === 'exactly-once'
         ? new TwoPhaseCommitSinkOperator(new ExactlyOnceKafkaWriter(options, transactionTimeoutMs))
         : new AtLeastOnceKafkaWriter(options)) as unknown as StreamOperator<T, never>,
+    // At the job's end: commit what the latest completed checkpoint holds, abort every other open transaction.
+    onJobEnd: async (subtasks) => {
+      if (options.deliveryGuarantee !== 'exactly-once') return;
+      await finishTransactionsAtJobEnd(() => new TwoPhaseCommitSinkOperator(new ExactlyOnceKafkaWriter(options, transactionTimeoutMs)), subtasks);
+    },
   };
 }

@@ -1,6 +1,7 @@
 import {
   addPartitionsToTxnV3,
   type Connection,
+  describeTransactionsV0,
   endTxnV4,
   findCoordinatorV6,
   initProducerIdV4,
@@ -16,6 +17,7 @@ import { hasKafkaError, kafkaErrorIds } from './kafka-error-ids.ts';
 import { PartitionLeaders } from './partition-leaders.ts';
 import { chunksBelowBatchLimit } from './record-chunks.ts';
 import { retryKafkaRequest } from './retry-kafka-request.ts';
+import { parseTransactionalId } from './transactional-id.ts';
 
 /**
  * The request versions this driver pins: classic transaction semantics (no epoch bump per EndTxn,
@@ -52,6 +54,20 @@ export function committableOf(transaction: OpenTransaction): KafkaCommittable {
     producerEpoch: transaction.producerEpoch,
     protocol: TRANSACTION_PROTOCOL,
   };
+}
+
+/** A transaction as its coordinator describes it (DescribeTransactions). */
+export interface TransactionDescription {
+  transactionalId: string;
+  /** Ongoing, PrepareCommit, PrepareAbort, CompleteCommit, CompleteAbort, Empty, Dead. */
+  state: string;
+  producerId: bigint;
+  producerEpoch: number;
+  /** When the open transaction began (ms since the epoch; -1 when none is open). */
+  startTimeMs: number;
+  timeoutMs: number;
+  /** How many partitions the transaction has written to. */
+  partitions: number;
 }
 
 const TRANSACTION_KEY_TYPE = 1;
@@ -204,7 +220,11 @@ export class TransactionDriver {
     await this.initTransaction(transactionalId);
   }
 
-  /** The transactional ids with this prefix that have an open (Ongoing) transaction, on every broker. */
+  /**
+   * The transactional ids of this prefix (`<prefix>-<subtask>-<slot>` exactly, transactional-id.ts)
+   * that have an open (Ongoing) transaction, on every broker. Ids of another sink whose prefix
+   * merely starts with this one (`<prefix>-x-0-3`) are not listed.
+   */
   async listOpenTransactions(prefix: string): Promise<string[]> {
     const metadata = await this.#connections.metadata([]);
     const ids = new Set<string>();
@@ -212,9 +232,32 @@ export class TransactionDriver {
       const response = await this.#retry('ListTransactions', async () =>
         listTransactionsV1.api.async(await this.#connections.node(broker.nodeId), ['Ongoing'], [], -1n, null),
       );
-      for (const state of response.transactionStates) if (state.transactionalId.startsWith(prefix)) ids.add(state.transactionalId);
+      for (const state of response.transactionStates) {
+        if (parseTransactionalId(prefix, state.transactionalId) !== undefined) ids.add(state.transactionalId);
+      }
     }
     return [...ids].sort();
+  }
+
+  /** What the coordinators know of these transactional ids (DescribeTransactions): state, producer, start time, partitions. */
+  async describeTransactions(ids: readonly string[]): Promise<TransactionDescription[]> {
+    const descriptions: TransactionDescription[] = [];
+    for (const id of ids) {
+      const response = await this.#retry(`DescribeTransactions for "${id}"`, async () => describeTransactionsV0.api.async(await this.#coordinator(id), [id]));
+      for (const state of response.transactionStates) {
+        if (state.errorCode !== 0) continue; // TRANSACTIONAL_ID_NOT_FOUND: nothing there
+        descriptions.push({
+          transactionalId: state.transactionalId,
+          state: state.transactionState,
+          producerId: state.producerId,
+          producerEpoch: state.producerEpoch,
+          startTimeMs: Number(state.transactionStartTimeMs),
+          timeoutMs: state.transactionTimeoutMs,
+          partitions: state.topics.reduce((sum, topic) => sum + topic.partitions.length, 0),
+        });
+      }
+    }
+    return descriptions;
   }
 
   async #endTransaction(transaction: { transactionalId: string; producerId: bigint; producerEpoch: number }, commit: boolean): Promise<void> {

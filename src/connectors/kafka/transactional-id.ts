@@ -1,7 +1,13 @@
+import { createHash } from 'node:crypto';
+
 /**
  * The exactly-once Kafka sink's transactional ids: `<prefix>-<subtask>-<slot>`, built here and
  * parsed here, one way. A subtask writes its transactions under a small pool of slots; the prefix
  * is the sink's `transactionalIdPrefix`, by default `weir-<job name>-<sink uid>`.
+ *
+ * Two different prefixes never share an id: an id ends in `-<digits>-<digits>`, so it names its
+ * prefix exactly (what is left before those two parts). Two sinks conflict only when their
+ * prefixes are equal.
  */
 
 /** Where a transactional id of a sink belongs: the subtask that wrote it and the slot of that subtask's pool. */
@@ -28,9 +34,20 @@ export function parseTransactionalId(prefix: string, id: string): TransactionalI
   return Number.isSafeInteger(subtask) && Number.isSafeInteger(slot) ? { subtask, slot } : undefined;
 }
 
-/** The default prefix of a sink's transactional ids: `weir-<job name>-<sink uid>`, each reduced to the characters Kafka ids keep readable. */
+/**
+ * The default prefix of a sink's transactional ids, one per (job name, sink uid) and never the
+ * same for two of them: `weir-<job name>-<sink uid>` when the job name has no `-` and both are made
+ * of `A-Z a-z 0-9 . _ -` only (then the first `-` after `weir-` ends the job name, so the prefix
+ * says which pair it is); otherwise `weir-<job>-<uid>-h<12 hex>`, the names reduced to those
+ * characters for readability and followed by a hash of the two original names (so jobs `a b` and
+ * `a-b`, or job `a-b` with uid `x` and job `a` with uid `b-x`, get different prefixes).
+ */
 export function defaultTransactionalIdPrefix(jobName: string, sinkUid: string): string {
-  return `weir-${sanitize(jobName)}-${sanitize(sinkUid)}`;
+  const job = sanitize(jobName);
+  const uid = sanitize(sinkUid);
+  if (job === jobName && uid === sinkUid && !jobName.includes('-')) return `weir-${job}-${uid}`;
+  const hash = createHash('sha256').update(jobName).update('\0').update(sinkUid).digest('hex').slice(0, 12);
+  return `weir-${job}-${uid}-h${hash}`;
 }
 
 function sanitize(text: string): string {

@@ -19,7 +19,18 @@ export interface PreflightContext {
   exactlyOnce: boolean;
 }
 
+/** A name a connector must have to itself within its job (a Kafka sink's transactional id prefix). */
+export interface ExclusiveClaim {
+  /** What the name is, e.g. `transactional id prefix`. */
+  what: string;
+  name: string;
+  /** The setting that changes it, named in the error. */
+  setting: string;
+}
+
 /** Connectors (sources and sinks) may check their settings and their external system before the job starts. */
 export interface Preflightable {
   preflight?(context: PreflightContext): Promise<PreflightFinding[]>;
+  /** The names this connector needs to itself: the preflight refuses two connectors of a job that claim the same one. */
+  exclusiveClaims?(context: Pick<PreflightContext, 'jobName' | 'uid'>): ExclusiveClaim[];
 }

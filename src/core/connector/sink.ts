@@ -1,4 +1,4 @@
-import type { StreamOperator } from '../operator/stream-operator.ts';
+import type { OperatorContext, StreamOperator } from '../operator/stream-operator.ts';
 
 export type DeliveryGuarantee = 'exactly-once' | 'at-least-once' | 'none';
 
@@ -6,4 +6,12 @@ export interface Sink<IN> {
   readonly name: string;
   readonly deliveryGuarantee: DeliveryGuarantee;
   createOperator(): StreamOperator<IN, never>;
+  /**
+   * Called by the job master once when the job has ended for any reason (finished, failed for
+   * good, cancelled, cancelled during a restart wait), after its tasks are gone, with one context
+   * per subtask restored from the latest completed checkpoint (as a start from it would be): a
+   * transactional sink finishes what its tasks left open, committing what that checkpoint holds
+   * and aborting the rest, so no transaction lingers until the external system's timeout.
+   */
+  onJobEnd?(subtasks: readonly OperatorContext[]): Promise<void>;
 }

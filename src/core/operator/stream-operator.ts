@@ -16,6 +16,8 @@ export interface OperatorContext {
   readonly restoredCheckpointId: number | undefined;
   /** The restored savepoint's transactions were committed before it was reported (two-phase-commit sinks commit nothing again). */
   readonly restoredTransactionsCommitted: boolean;
+  /** A later snapshot than the restored one completed (an older checkpoint is restored on purpose): its transactions were committed already. */
+  readonly restoredCheckpointSupersededBy?: number | undefined;
   readonly checkpointingMode: 'exactly-once' | 'at-least-once' | 'off';
   /** Keyed state, for operators after a keyBy. */
   readonly keyedState: KeyedStateBackend | undefined;

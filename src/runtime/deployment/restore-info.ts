@@ -16,4 +16,10 @@ export interface RestoreInfo {
   operators: RestoredOperatorState[];
   /** A savepoint whose transactions were committed before it was reported: its committables must not be committed again. */
   transactionsCommitted: boolean;
+  /**
+   * The id of a later snapshot completed in the job's checkpoint storage, when the job restores an
+   * older one (`--from-savepoint <chk-N>`): that completion implies the older one's transactions were
+   * committed, and their ids may have been reused since, so a commit answered "fenced" is not data loss.
+   */
+  supersededBy?: number | undefined;
 }

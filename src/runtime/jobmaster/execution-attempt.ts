@@ -89,7 +89,11 @@ export class ExecutionAttempt implements CheckpointTaskGateway {
 
   notifyCheckpointComplete(checkpointId: number): void {
     // The crash tests inject here: the metadata is durable, and no task has been told yet.
-    injectedFault('after-checkpoint-metadata', checkpointId);
+    const fault = injectedFault('after-checkpoint-metadata', checkpointId);
+    if (fault !== undefined) {
+      this.#fail(fault);
+      return;
+    }
     this.#broadcast({ type: 'complete', checkpointId });
   }
 

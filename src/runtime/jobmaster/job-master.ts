@@ -13,14 +13,16 @@ import { type EnvironmentConfig, parseEnvironmentConfig } from '../../core/confi
 import { WeirError } from '../../core/errors/weir-error.ts';
 import { buildStreamGraph } from '../../graph/job.ts';
 import { buildJobGraph, type JobGraph } from '../../graph/job-graph.ts';
+import type { StreamGraph } from '../../graph/stream-graph.ts';
 import { loadJobModule } from '../deployment/job-module.ts';
 import type { RestoreInfo } from '../deployment/restore-info.ts';
 import { JobMetrics } from '../metrics/job-metrics.ts';
 import { ExecutionAttempt } from './execution-attempt.ts';
 import type { JobClient, JobResult, JobStatus, RunJobOptions } from './job-client.ts';
 import { RestartStrategy } from './restart-strategy.ts';
-import { findRestorePoint, restoreAfterFailure } from './restore-point.ts';
+import { findRestorePoint, restoreAfterFailure, supersededRestoreWarning } from './restore-point.ts';
 import { enforcePreflight, runPreflight } from './run-preflight.ts';
+import { finishSinksAtJobEnd } from './sink-job-end.ts';
 
 export type { JobClient, JobEvent, JobResult, JobStatus, RunJobOptions } from './job-client.ts';
 
@@ -56,8 +58,11 @@ export async function startJob(options: RunJobOptions): Promise<JobClient> {
   };
   try {
     const restore = await findRestorePoint(graph, storage, options);
+    const superseded = restore === undefined ? undefined : supersededRestoreWarning(restore);
+    if (superseded !== undefined) log(superseded);
     const highest = storage === undefined ? 0 : await new CompletedCheckpointStore(storage).highestCheckpointId();
-    const master = new JobMaster({ ...options, log }, url, config, graph, storage, restore, Math.max(highest, restore?.checkpointId ?? 0) + 1);
+    const firstCheckpointId = Math.max(highest, restore?.checkpointId ?? 0) + 1;
+    const master = new JobMaster({ ...options, log }, url, config, streamGraph, graph, storage, restore, firstCheckpointId);
     client = master.client();
     client.result.then(release, release); // first on the result: released before anyone hears of the end
     return client;
@@ -77,6 +82,7 @@ class JobMaster {
   readonly #options: RunJobOptions & { log: (line: string) => void };
   readonly #url: string;
   readonly #config: EnvironmentConfig;
+  readonly #streamGraph: StreamGraph;
   readonly #graph: JobGraph;
   readonly #storage: CheckpointStorage | undefined;
   readonly #coordinator: CheckpointCoordinator | undefined;
@@ -91,11 +97,14 @@ class JobMaster {
   #cancelled = false;
   /** Savepoints asked for before the tasks run, waiting for them. */
   readonly #runningWaiters = new Set<{ resolve: () => void; reject: (error: Error) => void }>();
+  /** Ends a restart wait early when the job is cancelled. */
+  readonly #cancelWait = new AbortController();
 
   constructor(
     options: RunJobOptions & { log: (line: string) => void },
     url: string,
     config: EnvironmentConfig,
+    streamGraph: StreamGraph,
     graph: JobGraph,
     storage: CheckpointStorage | undefined,
     restore: RestoreInfo | undefined,
@@ -104,6 +113,7 @@ class JobMaster {
     this.#options = options;
     this.#url = url;
     this.#config = config;
+    this.#streamGraph = streamGraph;
     this.#graph = graph;
     this.#storage = storage;
     this.#restore = restore;
@@ -146,8 +156,25 @@ class JobMaster {
     };
   }
 
-  /** The attempts, one after the other, as the restart strategy allows. */
+  /** The job, to its end; then the sinks finish what the tasks left open (no transaction lingers, however the job ended). */
   async #run(): Promise<JobResult> {
+    try {
+      return await this.#attempts();
+    } finally {
+      const latest = this.#coordinator?.latestCompleted;
+      await finishSinksAtJobEnd({
+        streamGraph: this.#streamGraph,
+        graph: this.#graph,
+        config: this.#config,
+        latest: latest === undefined ? this.#restore : restoreAfterFailure(latest),
+        storage: this.#storage,
+        log: this.#options.log,
+      });
+    }
+  }
+
+  /** The attempts, one after the other, as the restart strategy allows. */
+  async #attempts(): Promise<JobResult> {
     const { log, onEvent } = this.#options;
     const jobName = this.#graph.jobName;
     const strategy = new RestartStrategy(this.#config.restartStrategy);
@@ -195,7 +222,7 @@ class JobMaster {
           `job failed: ${cause}; restarting in ${delay} ms from ${this.#restore === undefined ? 'the beginning' : `checkpoint ${this.#restore.checkpointId}`}`,
         );
         onEvent?.({ type: 'restarting', attempt: attemptNumber + 1, delayMs: delay, cause });
-        await sleep(delay);
+        await sleep(delay, undefined, { signal: this.#cancelWait.signal }).catch(() => {});
         if (this.#cancelled) {
           this.#state = 'cancelled';
           return { restarts, lastCheckpointId: this.#restore?.checkpointId, cancelled: true };
@@ -286,6 +313,7 @@ class JobMaster {
     this.#coordinator?.stopCheckpointScheduler();
     this.#coordinator?.abortPendingCheckpoints('CHECKPOINT_COORDINATOR_SHUTDOWN', 'the job was cancelled');
     this.#current?.stop();
+    this.#cancelWait.abort();
     return this.#result;
   }
 

@@ -28,7 +28,24 @@ export async function findRestorePoint(
   validateRestore(graph, restored);
   const committed =
     restored.kind === 'savepoint' && (await (storage ?? openCheckpointStorage(restored.location.path)).isMarkedCommitted(restored.location.path));
-  return restoreInfoOf(restored, committed);
+  const info = restoreInfoOf(restored, committed);
+  if (options.fromSavepoint !== undefined && storage !== undefined) {
+    // A later completed snapshot in the job's storage: completing it committed everything up to it
+    // (notifyCheckpointComplete subsumes), this one's transactions included.
+    const latest = await new CompletedCheckpointStore(storage).latest().catch(() => undefined);
+    if (latest !== undefined && latest.checkpointId > restored.checkpointId) info.supersededBy = latest.checkpointId;
+  }
+  return info;
+}
+
+/** The warning for a restore of an older snapshot than the latest: its output after it is produced again. */
+export function supersededRestoreWarning(restore: RestoreInfo): string | undefined {
+  if (restore.supersededBy === undefined) return undefined;
+  return (
+    `warning: restoring checkpoint ${restore.checkpointId}, older than the latest completed one (${restore.supersededBy}): ` +
+    `its transactions were committed when the later ones completed (a commit now answered "fenced" is not taken for data loss), and the job re-reads its input from checkpoint ${restore.checkpointId}'s offsets, ` +
+    `so every output record written after checkpoint ${restore.checkpointId} up to ${restore.supersededBy} is written again (duplicates for read_committed readers)`
+  );
 }
 
 /** What a restart restores after a failure: the latest snapshot completed in this job's life. */

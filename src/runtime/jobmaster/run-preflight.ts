@@ -33,10 +33,25 @@ export async function runPreflight(jobName: string, graph: StreamGraph, jobGraph
       break;
     }
   }
+  const claimed = new Map<string, string>();
   for (const node of graph.nodes) {
     const connector = node.kind === 'source' ? (node.source as Preflightable) : node.kind === 'sink' ? (node.sink as Preflightable) : undefined;
-    if (connector?.preflight === undefined) continue;
     const uid = jobGraph.nodes[node.id]?.uid ?? node.uid;
+    for (const claim of connector?.exclusiveClaims?.({ jobName, uid }) ?? []) {
+      const key = `${claim.what}\u0000${claim.name}`;
+      const other = claimed.get(key);
+      if (other === undefined) {
+        claimed.set(key, node.name);
+        continue;
+      }
+      findings.push({
+        level: 'error',
+        where: node.name,
+        message: `"${other}" and "${node.name}" use the same ${claim.what} "${claim.name}": each would fence (abort) the other's transactions`,
+        hint: `give one of them its own ${claim.setting}`,
+      });
+    }
+    if (connector?.preflight === undefined) continue;
     findings.push(...(await connector.preflight({ jobName, uid, config, exactlyOnce })));
   }
   return findings;

@@ -158,6 +158,7 @@ export class StreamTask {
         attemptNumber: env.attemptNumber,
         restoredCheckpointId: env.restore?.checkpointId,
         restoredTransactionsCommitted: env.restore?.transactionsCommitted ?? false,
+        restoredCheckpointSupersededBy: env.restore?.supersededBy,
         checkpointingMode: config.checkpointing?.mode ?? 'off',
         keyedState: keyed,
         operatorState,

@@ -110,6 +110,7 @@ test('weir doctor --job runs the preflight of a job', async () => {
     assert.equal(result.code, 1);
     assert.match(result.stdout, /^job "kafka-count": \d+ finding\(s\)$/m);
     assert.match(result.stdout, /error: sink "kafka sink \(.*\)" is exactly-once, but checkpointing is off/);
+    assert.match(result.stdout, new RegExp(`^  kafka sink \\(${topic}\\): transactional id prefix "weir-${topic}"$`, 'm'), 'the prefix --prefix takes');
   } finally {
     await remove();
   }

@@ -74,7 +74,7 @@ describe('lingering transactions and broker restarts', () => {
     await waitFor(() => /checkpoint [2-9]/.test(first.stdout), 60_000, 'two checkpoints');
     first.child.kill('SIGKILL');
     await first.exit;
-    const lingering = await openTransactions(brokers, `${prefix}-`);
+    const lingering = await openTransactions(brokers, prefix);
     assert.ok(lingering.length > 0, 'the crash left transactions open');
     await assert.rejects(readTopic({ bootstrap: brokers, topic: output.topic, timeoutMs: 1000 }), /last stable offset/, 'read_committed readers are held');
     const crashEnds = await highWatermarks(brokers, output.topic);
@@ -82,7 +82,7 @@ describe('lingering transactions and broker restarts', () => {
     const second = startJobProcess(jobModule, config, env);
     const exit = await second.exit;
     assert.equal(exit.code, 0, second.stderr);
-    assert.deepEqual(await openTransactions(brokers, `${prefix}-`), []);
+    assert.deepEqual(await openTransactions(brokers, prefix), []);
     // In each partition the abort markers came first: no record of the restarted run sits at the old end.
     const afterCrash = (await readTopic({ bootstrap: brokers, topic: output.topic, isolation: 'read_uncommitted' })).filter(
       (record) => record.offset >= (crashEnds.get(record.partition) as bigint),

@@ -52,6 +52,38 @@ test('restoring an old savepoint after its transactional ids were reused: no fal
   }
 });
 
+test('restoring an older retained checkpoint (--from-savepoint chk-N) after its ids were reused: no false data loss, a warning of the duplicates', async () => {
+  const brokers = testBrokers();
+  const input = await createTestTopic(brokers, 'old-checkpoint-in', 2);
+  const output = await createTestTopic(brokers, 'old-checkpoint-out', 2);
+  const folder = await mkdtemp(join(tmpdir(), 'weir-old-checkpoint-'));
+  try {
+    await writeChaosInput(brokers, input.topic, 2, 60_000);
+    Object.assign(process.env, { KAFKA_BROKERS: formatBootstrap(brokers), KC_INPUT: input.topic, KC_OUTPUT: output.topic, KC_WORK_US: '60' });
+    const job = join(import.meta.dirname, '..', '..', 'fixtures', 'jobs', 'kafka-count-job.ts');
+    const config = { parallelism: 2, workers: 2, checkpointing: { interval: '100ms', storage: join(folder, 'checkpoints'), retained: 1000 } };
+
+    const result = await (await startJob({ job, config })).result; // to its end: many checkpoints reuse the pool's ids
+    assert.ok((result.lastCheckpointId ?? 0) > 8, `${result.lastCheckpointId} checkpoints`);
+    assert.equal((await readTopic({ bootstrap: brokers, topic: output.topic })).length, 60_000);
+
+    const lines: string[] = [];
+    const old = join(folder, 'checkpoints', 'chk-3');
+    const again = await startJob({ job, config, fromSavepoint: old, log: (line) => lines.push(line) });
+    await again.result; // a false DATA_LOSS would reject here
+    assert.ok(
+      lines.some((line) => /restoring checkpoint 3, older than the latest completed one .*written again/.test(line)),
+      lines.join('\n'),
+    );
+    // Everything after checkpoint 3 is read and written again: what restoring an old checkpoint means.
+    assert.ok((await readTopic({ bootstrap: brokers, topic: output.topic })).length > 60_000);
+  } finally {
+    await input.remove();
+    await output.remove();
+    await rm(folder, { recursive: true, force: true });
+  }
+});
+
 test('a job resumes from a savepoint newer than its latest checkpoint: after a crash, and after stop --savepoint; every record once', async () => {
   const brokers = testBrokers();
   const input = await createTestTopic(brokers, 'savepoint-resume-in', 2);

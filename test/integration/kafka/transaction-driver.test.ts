@@ -19,7 +19,7 @@ for (const transactionVersion of [1, 2] as const) {
     test('pre-commit in one process, commit from the committable in another, commit again, fenced commit is data loss', async () => {
       const brokers = testBrokers(transactionVersion);
       const { topic, remove } = await createTestTopic(brokers, `driver-tv${transactionVersion}`, 2);
-      const transactionalId = `${topic}-txn`;
+      const transactionalId = `${topic}-0-0`;
       const writerConnections = new ClusterConnections(brokers);
       const committerConnections = new ClusterConnections(brokers);
       try {
@@ -34,7 +34,7 @@ for (const transactionVersion of [1, 2] as const) {
           producerEpoch: open.producerEpoch,
           protocol: TRANSACTION_PROTOCOL,
         };
-        assert.deepEqual(await writer.listOpenTransactions(`${topic}-`), [transactionalId]);
+        assert.deepEqual(await writer.listOpenTransactions(topic), [transactionalId]);
         assert.equal((await readTopic({ bootstrap: brokers, topic, isolation: 'read_uncommitted' })).length, 100);
         await assert.rejects(readTopic({ bootstrap: brokers, topic, timeoutMs: 500 }), /last stable offset/);
 
@@ -47,7 +47,7 @@ for (const transactionVersion of [1, 2] as const) {
           Array.from({ length: 100 }, (_, i) => i),
         );
         await committer.commit(committable); // a repeat commit succeeds
-        assert.deepEqual(await committer.listOpenTransactions(`${topic}-`), []);
+        assert.deepEqual(await committer.listOpenTransactions(topic), []);
 
         // A second transaction on the same id, fenced (as a broker timeout or a reuse would) before its commit.
         const second = await writer.initTransaction(transactionalId);

@@ -90,7 +90,7 @@ interface Opened {
 function contextFor(
   state: OperatorStateBackend,
   metrics: TaskMetrics,
-  options: { subtaskIndex?: number; parallelism?: number; restoredCheckpointId?: number; restoredTransactionsCommitted?: boolean },
+  options: { subtaskIndex?: number; parallelism?: number; restoredCheckpointId?: number; restoredTransactionsCommitted?: boolean; supersededBy?: number },
 ): OperatorContext {
   return {
     jobName: 'test',
@@ -102,6 +102,7 @@ function contextFor(
     attemptNumber: options.restoredCheckpointId === undefined ? 0 : 1,
     restoredCheckpointId: options.restoredCheckpointId,
     restoredTransactionsCommitted: options.restoredTransactionsCommitted ?? false,
+    restoredCheckpointSupersededBy: options.supersededBy,
     checkpointingMode: 'exactly-once',
     keyedState: undefined,
     operatorState: state,
@@ -119,6 +120,7 @@ async function openSink(
     state?: OperatorStateBackend;
     restoredCheckpointId?: number;
     restoredTransactionsCommitted?: boolean;
+    supersededBy?: number;
     failCommit?: (committable: Committable) => Error | undefined;
   } = {},
 ): Promise<Opened> {
@@ -333,6 +335,54 @@ test('a commit that finds its data gone (DATA_LOSS) during restore fails open', 
     openSink(broker, { restoredCheckpointId: 2, state: OperatorStateBackend.restoreFor([snapshot as Uint8Array], 1, 0), failCommit: () => lost }),
     (error: unknown) => error === lost && error instanceof WeirError && error.code === 'DATA_LOSS' && error.retriable === false,
   );
+});
+
+test('an older checkpoint restored on purpose (a later one completed): a "gone" answer to its commit is no DATA_LOSS', async () => {
+  const broker = new FakeBroker();
+  const [snapshot] = await completeThenCrash(broker, 1);
+  const lost = dataLoss('the id carries a newer transaction', 'x');
+  const { operator } = await openSink(broker, {
+    restoredCheckpointId: 2,
+    supersededBy: 9,
+    state: OperatorStateBackend.restoreFor([snapshot as Uint8Array], 1, 0),
+    failCommit: () => lost,
+  });
+  assert.ok(operator, 'the sink opened');
+  assert.equal(broker.recoveries.at(-1)?.restoredCheckpointId, 2, 'lingering transactions were still aborted');
+  assert.deepEqual(broker.recoveries.at(-1)?.allRestoredCommittables, [], 'an id answered "gone" is not held: a newer transaction open on it is aborted');
+  // Other failures still fail the open.
+  const broken = new Error('broker down');
+  await assert.rejects(
+    openSink(broker, {
+      restoredCheckpointId: 2,
+      supersededBy: 9,
+      state: OperatorStateBackend.restoreFor([snapshot as Uint8Array], 1, 0),
+      failCommit: () => broken,
+    }),
+    (error: unknown) => error === broken,
+  );
+});
+
+test("at the job's end a fresh operator commits what the latest checkpoint holds and aborts what lingers, even after a failed commit", async () => {
+  const broker = new FakeBroker();
+  const [snapshot] = await completeThenCrash(broker, 1);
+  broker.commitCalls.length = 0;
+  broker.recoveries.length = 0;
+  const state = OperatorStateBackend.restoreFor([snapshot as Uint8Array], 1, 0);
+  await new TwoPhaseCommitSinkOperator(broker.logicFor(0)).finishAtJobEnd(contextFor(state, new TaskMetrics(), { restoredCheckpointId: 2 }));
+  assert.deepEqual(broker.commitCalls, ['s0-t1']);
+  assert.equal(broker.recoveries.length, 1, 'lingering transactions aborted');
+  assert.equal(broker.log.at(-1), 'close s0', 'the logic is closed, no transaction begun');
+
+  broker.recoveries.length = 0;
+  const lost = dataLoss('gone', 'x');
+  await assert.rejects(
+    new TwoPhaseCommitSinkOperator(broker.logicFor(0, { failCommit: () => lost })).finishAtJobEnd(
+      contextFor(OperatorStateBackend.restoreFor([snapshot as Uint8Array], 1, 0), new TaskMetrics(), { restoredCheckpointId: 2 }),
+    ),
+    (error: unknown) => error === lost,
+  );
+  assert.equal(broker.recoveries.length, 1, 'lingering transactions aborted despite the failed commit');
 });
 
 test('a restore from a savepoint whose transactions were committed commits nothing again', async () => {

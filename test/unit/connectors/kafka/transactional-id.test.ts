@@ -48,8 +48,43 @@ test('ids not of the form <prefix>-<subtask>-<slot> are not ours', () => {
   }
 });
 
-test('the default prefix is weir-<job name>-<sink uid>, with characters Kafka ids keep readable', () => {
+test('the default prefix is weir-<job name>-<sink uid> when that names the pair unambiguously, as before', () => {
   assert.equal(defaultTransactionalIdPrefix('payments', 'balances-out'), 'weir-payments-balances-out');
-  assert.equal(defaultTransactionalIdPrefix('my job/v2', 'sink: kafka'), 'weir-my-job-v2-sink-kafka');
   assert.equal(defaultTransactionalIdPrefix('a.b_c', 'x'), 'weir-a.b_c-x');
+  assert.equal(defaultTransactionalIdPrefix('orders', 'sink-3'), 'weir-orders-sink-3');
+});
+
+test('otherwise the default prefix stays readable and carries a hash of the original names', () => {
+  assert.match(defaultTransactionalIdPrefix('my job/v2', 'sink: kafka'), /^weir-my-job-v2-sink-kafka-h[0-9a-f]{12}$/);
+  assert.match(defaultTransactionalIdPrefix('orders-enrich', 'out'), /^weir-orders-enrich-out-h[0-9a-f]{12}$/);
+  assert.equal(defaultTransactionalIdPrefix('my job/v2', 'sink: kafka'), defaultTransactionalIdPrefix('my job/v2', 'sink: kafka'), 'deterministic');
+});
+
+test('distinct (job name, sink uid) pairs never get the same default prefix', () => {
+  const pairs: [string, string][] = [
+    ['a b', 'x'],
+    ['a-b', 'x'],
+    ['a/b', 'x'],
+    ['a', 'b-x'],
+    ['a', 'b x'],
+    ['a-b-x', ''],
+    ['a', 'b'],
+    ['a b', 'sink-1'],
+    ['a-b', 'sink-1'],
+    ['a', 'b-sink-1'],
+    ['x', 'y z'],
+    ['x', 'y-z'],
+    ['x', 'y_z'],
+  ];
+  const prefixes = new Map<string, [string, string]>();
+  for (const pair of pairs) {
+    const prefix = defaultTransactionalIdPrefix(...pair);
+    const clash = prefixes.get(prefix);
+    assert.equal(clash, undefined, `${JSON.stringify(pair)} and ${JSON.stringify(clash)} share ${prefix}`);
+    prefixes.set(prefix, pair);
+  }
+  // And no id of one prefix parses under another.
+  for (const a of prefixes.keys()) {
+    for (const b of prefixes.keys()) if (a !== b) assert.equal(parseTransactionalId(b, transactionalId(a, 0, 1)), undefined, `${a} vs ${b}`);
+  }
 });
