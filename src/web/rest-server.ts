@@ -126,6 +126,7 @@ export async function startRestServer(client: JobClient, options: { port: number
           restarts: status.restarts,
           latestCheckpointId: status.latestCheckpointId,
           vertices: status.vertices,
+          failure: status.failure,
           edges: client.graph.edges.map((edge) => ({ source: edge.source, target: edge.target, partitioning: edge.partitioning })),
         },
       ];

@@ -69,6 +69,8 @@ class JobMaster {
   readonly #restartLog: JobStatus['restarts'] = [];
   readonly #result: Promise<JobResult>;
   #restore: RestoreInfo | undefined;
+  /** The latest failure of an attempt, as /api/job shows it. */
+  #failure: JobStatus['failure'];
   #state: JobStatus['state'] = 'starting';
   #current: ExecutionAttempt | undefined;
   #stopRequested = false;
@@ -162,6 +164,7 @@ class JobMaster {
       } catch (error) {
         const latest = this.#coordinator?.latestCompleted;
         if (latest !== undefined) this.#restore = restoreAfterFailure(latest);
+        this.#failure = describeFailure(error);
         if (this.#stopRequested) throw error;
         const delay = error instanceof WeirError && error.code === 'DATA_LOSS' ? undefined : strategy.onFailure();
         if (delay === undefined) throw failedForGood(jobName, strategy, error);
@@ -232,8 +235,15 @@ class JobMaster {
       checkpoints: this.#stats.history(),
       latestCheckpointId: this.#coordinator?.latestCompleted?.checkpointId ?? this.#restore?.checkpointId,
       vertices: this.#metrics.vertices(this.#graph),
+      failure: this.#failure,
     };
   }
+}
+
+/** A failure as /api/job shows it: the message (with the job's own frames for an error of user code), the hint, the stack. */
+function describeFailure(error: unknown): JobStatus['failure'] {
+  if (!(error instanceof Error)) return { at: Date.now(), message: String(error), hint: undefined, stack: undefined };
+  return { at: Date.now(), message: error.message, hint: error instanceof WeirError ? error.hint : undefined, stack: error.stack };
 }
 
 /** The error a job ends with when its restart strategy allows no more restarts (DATA_LOSS never restarts, and stays as it is). */

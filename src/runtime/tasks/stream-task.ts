@@ -7,6 +7,7 @@ import type { OperatorContext, StreamOperator } from '../../core/operator/stream
 import type { JobVertex } from '../../graph/job-graph.ts';
 import type { StreamGraph } from '../../graph/stream-graph.ts';
 import type { RestoreInfo } from '../deployment/restore-info.ts';
+import { withUserCodeLocation } from '../deployment/user-code-location.ts';
 import type { FromWorker } from '../deployment/worker-messages.ts';
 import type { ChannelMessage } from '../io/channel-message.ts';
 import { CheckpointBarrierTracker } from '../io/checkpointing/checkpoint-barrier-tracker.ts';
@@ -250,7 +251,10 @@ export class StreamTask {
     const weirError =
       error instanceof WeirError
         ? error
-        : new WeirError('TASK_FAILED', `${this.name} failed: ${error instanceof Error ? error.message : String(error)}`, { fault: 'user', cause: error });
+        : new WeirError('TASK_FAILED', `${this.name} failed: ${error instanceof Error ? withUserCodeLocation(error.message, error.stack) : String(error)}`, {
+            fault: 'user',
+            cause: error,
+          });
     if (error instanceof Error && !(error instanceof WeirError) && error.stack) weirError.stack = error.stack;
     this.env.toMaster({ type: 'failed', vertexName: this.env.vertex.name, subtaskIndex: this.env.subtaskIndex, error: weirError.serialize() });
   }
