@@ -83,6 +83,27 @@ export async function startRestServer(client: JobClient, options: { port: number
     labelNames: ['job', 'vertex', 'metric'],
     registers: [registry],
   });
+  // Records an error policy let through without output (skip, dead letter) and records an out-of-range offset skipped, by operator uid.
+  const badRecords = {
+    recordsSkipped: new Gauge({
+      name: 'weir_records_skipped',
+      help: 'Records an operator or source skipped under its error policy (onError / onDeserializationError: skip), this attempt',
+      labelNames: ['job', 'vertex', 'operator'],
+      registers: [registry],
+    }),
+    deadLetters: new Gauge({
+      name: 'weir_dead_letters',
+      help: 'Records an operator or source sent to its dead-letter topic under its error policy, this attempt',
+      labelNames: ['job', 'vertex', 'operator'],
+      registers: [registry],
+    }),
+    recordsLostOutOfRange: new Gauge({
+      name: 'weir_source_records_lost',
+      help: "Records a Kafka source skipped because its offset was out of range (onOffsetOutOfRange 'earliest' or 'latest'), this attempt",
+      labelNames: ['job', 'vertex', 'operator'],
+      registers: [registry],
+    }),
+  };
   const counted = new Set<string>();
   const refreshMetrics = () => {
     const status = client.status();
@@ -97,7 +118,8 @@ export async function startRestServer(client: JobClient, options: { port: number
       } else aborted.inc(labels);
     }
     restarts.set(labels, status.restarts.length);
-    for (const gauge of [recordsIn, recordsOut, backPressured, busy, watermarkGauge, transactions, operatorMetrics]) gauge.reset();
+    for (const gauge of [recordsIn, recordsOut, backPressured, busy, watermarkGauge, transactions, operatorMetrics, ...Object.values(badRecords)])
+      gauge.reset();
     for (const vertex of status.vertices) {
       for (const subtask of vertex.subtasks) {
         const task = { ...labels, vertex: vertex.name, subtask: String(subtask.subtaskIndex) };
@@ -111,6 +133,8 @@ export async function startRestServer(client: JobClient, options: { port: number
         const transaction = /^(.+)\.transactions\.(\w+)$/.exec(metric);
         if (transaction !== null) transactions.set({ ...labels, sink: transaction[1] as string, state: transaction[2] as string }, value);
         else operatorMetrics.set({ ...labels, vertex: vertex.name, metric }, value);
+        const bad = /^(.+)\.(recordsSkipped|deadLetters|recordsLostOutOfRange)$/.exec(metric);
+        if (bad !== null) badRecords[bad[2] as keyof typeof badRecords].set({ ...labels, vertex: vertex.name, operator: bad[1] as string }, value);
       }
     }
   };

@@ -44,7 +44,16 @@ export interface KafkaSourceOptions<T> {
    * from their earliest offset. Default 30 s; 0 turns discovery off. Bounded sources never discover.
    */
   partitionDiscoveryInterval?: number | string;
+  /**
+   * What happens when the offset to read is no longer in the partition (retention or DeleteRecords
+   * passed a checkpointed offset while the job was down): 'fail' (default) names the lost range;
+   * 'earliest' or 'latest' go on from there with a loud warning, counted in recordsLostOutOfRange.
+   */
+  onOffsetOutOfRange?: OffsetOutOfRangePolicy;
 }
+
+/** What the Kafka source does with an offset the partition no longer holds (Kafka's auto.offset.reset, made explicit). */
+export type OffsetOutOfRangePolicy = 'fail' | 'earliest' | 'latest';
 
 const offsetsFallback = z.enum(['earliest', 'latest'], { error: "must be 'earliest' or 'latest'" });
 // Whole numbers are checked by a refinement, not .int(): inside a union, a failed refinement is
@@ -149,6 +158,15 @@ export const kafkaSourceOptionsSchema = z
         description:
           'How often to look for new partitions and, with a pattern, new topics; a new partition is read from its earliest offset by the subtask a stable hash of its name picks. `0` turns discovery off; a bounded source never discovers.',
         hint: 'give milliseconds or a number with a unit, for example 500ms, 10s, 15m or 1h; 0 turns discovery off',
+      } satisfies OptionMeta),
+    onOffsetOutOfRange: z
+      .enum(['fail', 'earliest', 'latest'], { error: "must be 'fail', 'earliest' or 'latest'" })
+      .default('fail')
+      .meta({
+        description:
+          'What happens when the offset to read is out of range: the partition no longer holds it (retention or DeleteRecords passed a checkpointed offset while the job was down) or it is past the end (the topic was recreated). ' +
+          "`fail`: the job fails, naming the partition, the offset and the range the partition holds, so the records lost are known. `earliest` or `latest`: the source goes on from the partition's earliest or latest offset, logs a warning naming the range skipped, and counts the records skipped in the `recordsLostOutOfRange` metric.",
+        hint: "use 'fail' (the default), 'earliest' or 'latest'",
       } satisfies OptionMeta),
   })
   .superRefine((options, context) => {

@@ -7,6 +7,7 @@ import { ClusterConnections, type TopicInfo } from './cluster-connections.ts';
 import { type BrokerAddress, formatBootstrap, resolveBootstrap } from './kafka-connection-options.ts';
 import type { ParsedKafkaSourceOptions } from './kafka-source-options.ts';
 import type { KafkaSplit } from './kafka-split.ts';
+import { OFFSET_OUT_OF_RANGE, resolveOutOfRange } from './offset-out-of-range.ts';
 import { EARLIEST_OFFSET, fetchPartitions, type IsolationLevel, LATEST_OFFSET, listOffsets, type TopicRecord } from './partition-fetcher.ts';
 import { subscribedTopics } from './subscribed-topics.ts';
 
@@ -126,7 +127,9 @@ export class KafkaSourceReader<T> implements SourceReader<T, KafkaSplit> {
       );
       this.#failingSince = undefined;
     } catch (error) {
-      await this.#onFetchError(error);
+      if ((error as { kafkaErrorCode?: number }).kafkaErrorCode === OFFSET_OUT_OF_RANGE)
+        await this.#onOffsetOutOfRange(error as { topic: string; partition: number }, live);
+      else await this.#onFetchError(error);
       return;
     }
     for (const result of results) {
@@ -240,6 +243,26 @@ export class KafkaSourceReader<T> implements SourceReader<T, KafkaSplit> {
     } finally {
       await admin.close().catch(() => {});
     }
+  }
+
+  /** A split's offset is no longer in its partition: fail naming the lost range, or go on from earliest or latest (onOffsetOutOfRange). */
+  async #onOffsetOutOfRange(error: { topic: string; partition: number }, live: KafkaSplit[]): Promise<void> {
+    const split = live.find((entry) => entry.topic === error.topic && entry.partition === error.partition);
+    if (split === undefined) throw error;
+    const info = this.#topics.get(split.topic) as TopicInfo;
+    const partitions = info.partitions.filter((entry) => entry.partition === split.partition);
+    const list = async (timestamp: bigint) =>
+      (await listOffsets(this.#connections, info, partitions, 'read_uncommitted', timestamp)).get(split.partition) as bigint;
+    const range = {
+      topic: split.topic,
+      partition: split.partition,
+      offset: split.offset as bigint,
+      earliest: await list(EARLIEST_OFFSET),
+      latest: await list(LATEST_OFFSET),
+    };
+    if (range.offset >= range.earliest && range.offset <= range.latest) return; // back in range (a leader change): fetch again
+    const lost = this.#context.metrics?.counter('recordsLostOutOfRange');
+    split.offset = resolveOutOfRange(range, this.#options.onOffsetOutOfRange, lost, (line) => console.warn(line));
   }
 
   async #onFetchError(error: unknown): Promise<void> {

@@ -1,3 +1,5 @@
+import type { OperatorMetricGroup } from '../metrics/metric-group.ts';
+
 /**
  * A source (Flink's FLIP-27 Source, simplified): a unit of work is a split, and the splits a
  * subtask reads, with its position in each, are the source's checkpointed state. On restore the
@@ -23,6 +25,8 @@ export interface Source<T, Split = unknown> {
 }
 
 export interface SourceReaderContext {
+  /** The source's own metrics (records skipped, records lost to an out-of-range offset...), shown per operator. */
+  readonly metrics?: OperatorMetricGroup;
   readonly subtaskIndex: number;
   readonly parallelism: number;
   readonly attemptNumber: number;

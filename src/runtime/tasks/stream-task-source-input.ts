@@ -65,6 +65,7 @@ export class StreamTaskSourceInput implements MailboxDefaultAction, CheckpointLi
       parallelism,
       attemptNumber,
       tracksSplits: this.#strategy !== undefined && this.#splitId !== undefined,
+      metrics: options.metrics.group(options.uid),
     });
     this.#splits = operatorState.getListState<unknown>(SPLITS_STATE);
     // Every subtask's splits, as union state: a source can tell a new split from one another subtask reads.
