@@ -1,6 +1,7 @@
 import type { ConnectionOptions } from '@platformatic/kafka';
 import { z } from 'zod';
 import { durationOption, functionOption, type OptionMeta, type ProblemParams, parseConnectorOptions, type Same } from '../connector-options.ts';
+import { type OnRecordError, onDeserializationErrorMeta, onRecordErrorSchema } from './dead-letter-sink.ts';
 import { bootstrapOption, connectionOption } from './kafka-connection-options.ts';
 import type { IsolationLevel, TopicRecord } from './partition-fetcher.ts';
 
@@ -50,6 +51,12 @@ export interface KafkaSourceOptions<T> {
    * 'earliest' or 'latest' go on from there with a loud warning, counted in recordsLostOutOfRange.
    */
   onOffsetOutOfRange?: OffsetOutOfRangePolicy;
+  /**
+   * What a record the deserializer throws on does: 'fail' (default; the error names topic,
+   * partition, offset and the record's first bytes), 'skip' (counted in recordsSkipped), or
+   * { deadLetter: { topic } } (its bytes and headers go there, counted in deadLetters).
+   */
+  onDeserializationError?: OnRecordError;
 }
 
 /** What the Kafka source does with an offset the partition no longer holds (Kafka's auto.offset.reset, made explicit). */
@@ -159,6 +166,7 @@ export const kafkaSourceOptionsSchema = z
           'How often to look for new partitions and, with a pattern, new topics; a new partition is read from its earliest offset by the subtask a stable hash of its name picks. `0` turns discovery off; a bounded source never discovers.',
         hint: 'give milliseconds or a number with a unit, for example 500ms, 10s, 15m or 1h; 0 turns discovery off',
       } satisfies OptionMeta),
+    onDeserializationError: onRecordErrorSchema('kafkaSource onDeserializationError').meta(onDeserializationErrorMeta),
     onOffsetOutOfRange: z
       .enum(['fail', 'earliest', 'latest'], { error: "must be 'fail', 'earliest' or 'latest'" })
       .default('fail')

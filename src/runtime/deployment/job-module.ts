@@ -1,7 +1,7 @@
+import { withUserCodeLocation } from '../../core/errors/user-code-location.ts';
 import { WeirError } from '../../core/errors/weir-error.ts';
 import { isJob, type Job } from '../../graph/job.ts';
 import { syntaxErrorLocation } from './syntax-error-location.ts';
-import { withUserCodeLocation } from './user-code-location.ts';
 
 /**
  * Imports a job module and returns its job; a module without one is a clear error. A syntax error

@@ -3,8 +3,8 @@
  * relays messages between them and the job master on the main thread.
  */
 import { type MessagePort, parentPort, workerData } from 'node:worker_threads';
+import { withUserCodeLocation } from '../../core/errors/user-code-location.ts';
 import { WeirError } from '../../core/errors/weir-error.ts';
-import { withUserCodeLocation } from '../deployment/user-code-location.ts';
 import type { FromWorker, ToWorker, WorkerInit } from '../deployment/worker-messages.ts';
 import { TaskExecutor } from './task-executor.ts';
 

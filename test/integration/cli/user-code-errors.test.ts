@@ -24,7 +24,7 @@ test('a map that throws: weir run prints the job file and the line of the throw'
       .findIndex((text) => text.includes('THROW-LINE')) + 1;
   const result = await weir(['run', job, '--no-ui']);
   assert.notEqual(result.code, 0, result.stderr);
-  assert.match(result.stderr, /^weir: .*check amount .*\(1\/1\) failed: record 100 is bad$/m, result.stderr);
+  assert.match(result.stderr, /^weir: .*operator "check amount" \(1\/1\) failed on a record \(value .*\): record 100 is bad$/m, result.stderr);
   assert.ok(result.stderr.includes(`throwing-map-job.ts:${line}:`), `the error names throwing-map-job.ts:${line}:\n${result.stderr}`);
   assert.match(result.stderr, /at checkAmount \(/, result.stderr);
 });
