@@ -16,6 +16,7 @@ import { formatBootstrap } from '../../../src/connectors/kafka/kafka-connection-
 import { PlainProducer } from '../../../src/connectors/kafka/plain-producer.ts';
 import { readTopic, type TopicRecord } from '../../../src/connectors/kafka/topic-reader.ts';
 import { type JobClient, startJob } from '../../../src/runtime/jobmaster/job-master.ts';
+import { startRestServer } from '../../../src/web/rest-server.ts';
 import { startJobProcess } from '../../harness/job-process.ts';
 import { createTestTopic, testBrokers } from '../../harness/kafka.ts';
 import { until } from '../../harness/weir-run.ts';
@@ -87,6 +88,20 @@ test("'skip' on the source and the map: output is the input less the bad records
       [...seqs].sort((a, b) => a - b),
       expected,
     );
+    // The counts in Prometheus' text and per vertex in /api/job.
+    const server = await startRestServer(client, { port: 0 });
+    try {
+      const metrics = await (await fetch(`${server.url}/metrics`)).text();
+      assert.match(metrics, /^weir_records_skipped\{job="error-policy",vertex="[^"]*kafka source[^"]*",operator="input"\} 30$/m, metrics);
+      assert.match(metrics, /^weir_records_skipped\{job="error-policy",vertex="[^"]*check[^"]*",operator="check"\} 30$/m, metrics);
+      const api = (await (await fetch(`${server.url}/api/job`)).json()) as { vertices: { operators: Record<string, number> }[] };
+      assert.deepEqual(api.vertices.flatMap((vertex) => Object.entries(vertex.operators).filter(([key]) => key.endsWith('.recordsSkipped'))).sort(), [
+        ['check.recordsSkipped', 30],
+        ['input.recordsSkipped', 30],
+      ]);
+    } finally {
+      await server.close();
+    }
   } finally {
     await client.cancel();
   }
