@@ -44,7 +44,7 @@ export function onRecordErrorSchema(setting: string) {
           }),
         }),
       ],
-      { error: `${setting} must be 'fail', 'skip' or { deadLetter: { topic, bootstrap?, connection?, deliveryGuarantee?, transactionalIdPrefix? } }` },
+      { error: `must be 'fail', 'skip' or { deadLetter: { topic, bootstrap?, connection?, deliveryGuarantee?, transactionalIdPrefix? } }` },
     )
     .default('fail');
 }
