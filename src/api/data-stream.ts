@@ -135,13 +135,13 @@ export interface ConnectedStreams<T1, T2> {
    */
   keyBy<K extends StateKey>(keyOfFirst: (value: T1) => K, keyOfSecond: (value: T2) => K): KeyedConnectedStreams<T1, T2, K>;
   /** Without keys: each subtask gets some records of each stream; side outputs, no keyed state or timers. */
-  process<R>(fn: CoProcessFunction<T1, T2, R>, options?: OperatorOptions): SingleOutputStreamOperator<R>;
+  process<R>(fn: CoProcessFunction<T1, T2, R>, options?: ProcessingOptions): SingleOutputStreamOperator<R>;
 }
 
 /** Two streams keyed by the same key (Flink's ConnectedStreams after keyBy). */
 export interface KeyedConnectedStreams<T1, T2, K extends StateKey> {
   /** Both streams' records of a key, with the key's shared state and timers (event and processing time). */
-  process<R>(fn: KeyedCoProcessFunction<K, T1, T2, R>, options?: OperatorOptions): SingleOutputStreamOperator<R>;
+  process<R>(fn: KeyedCoProcessFunction<K, T1, T2, R>, options?: ProcessingOptions): SingleOutputStreamOperator<R>;
 }
 
 /** Flink's CoGroupFunction: both inputs' records of one key and window. */

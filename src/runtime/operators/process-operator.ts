@@ -109,14 +109,17 @@ export class ProcessOperator<IN, OUT> extends StreamOperator<IN, OUT> {
 export class CoProcessOperator<IN1, IN2, OUT> extends StreamOperator<IN1, OUT> {
   readonly #fn: CoProcessFunction<IN1, IN2, OUT>;
   readonly #context = new NonKeyedProcessContext();
+  readonly #errors: RecordErrorHandler;
 
-  constructor(fn: CoProcessFunction<IN1, IN2, OUT>) {
+  constructor(fn: CoProcessFunction<IN1, IN2, OUT>, onError: RecordErrorPolicy = 'fail') {
     super();
     this.#fn = fn;
+    this.#errors = new RecordErrorHandler(onError);
   }
 
   override open(context: OperatorContext): void {
     this.#context.context = context;
+    this.#errors.open(context);
     this.#fn.open?.({ subtaskIndex: context.subtaskIndex, parallelism: context.parallelism, attemptNumber: context.attemptNumber });
   }
 
@@ -124,7 +127,7 @@ export class CoProcessOperator<IN1, IN2, OUT> extends StreamOperator<IN1, OUT> {
     const context = this.#context;
     const fn = this.#fn;
     const collector = context.collector as TimestampedCollector<OUT>;
-    context.run(batch, timestamps, (value) => fn.processElement1(value, context, collector));
+    context.run(batch, timestamps, (value) => fn.processElement1(value, context, collector), this.#errors);
     this.outputTimestamps = collector.timestamps;
     return collector.records;
   }
@@ -133,7 +136,7 @@ export class CoProcessOperator<IN1, IN2, OUT> extends StreamOperator<IN1, OUT> {
     const context = this.#context;
     const fn = this.#fn;
     const collector = context.collector as TimestampedCollector<OUT>;
-    context.run(batch as IN2[], timestamps, (value) => fn.processElement2(value, context, collector));
+    context.run(batch as IN2[], timestamps, (value) => fn.processElement2(value, context, collector), this.#errors);
     this.outputTimestamps = collector.timestamps;
     return collector.records;
   }

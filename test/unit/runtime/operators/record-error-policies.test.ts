@@ -5,8 +5,9 @@ import { WeirError } from '../../../../src/core/errors/weir-error.ts';
 import { DEAD_LETTER_TAG, type DeadLetterRecord } from '../../../../src/core/functions/dead-letter.ts';
 import { valueState } from '../../../../src/core/state/state-descriptors.ts';
 import type { ValueState } from '../../../../src/core/state/state-types.ts';
+import { KeyedCoProcessOperator } from '../../../../src/runtime/operators/keyed-co-process-operator.ts';
 import { KeyedProcessOperator } from '../../../../src/runtime/operators/keyed-process-operator.ts';
-import { ProcessOperator } from '../../../../src/runtime/operators/process-operator.ts';
+import { CoProcessOperator, ProcessOperator } from '../../../../src/runtime/operators/process-operator.ts';
 import { FilterOperator, FlatMapOperator, MapOperator } from '../../../../src/runtime/operators/stateless-operators.ts';
 import { OperatorHarness } from './operator-harness.ts';
 
@@ -132,4 +133,43 @@ test('a WeirError of the engine thrown inside a function is not skipped', async 
     }, 'skip'),
   ).open();
   await assert.rejects(h.process(input), /no key/);
+});
+
+test("co-process 'skip' and keyed co-process 'dead-letter': either input's bad records", async () => {
+  const co = await new OperatorHarness(
+    new CoProcessOperator<number, number, number>(
+      {
+        processElement1(n, _context, out) {
+          out.collect(check(n));
+        },
+        processElement2(n, _context, out) {
+          out.collect(-check(n));
+        },
+      },
+      'skip',
+    ),
+  ).open();
+  assert.deepEqual((await co.process(input)).records, good);
+  assert.deepEqual(
+    (await co.process2(input)).records,
+    good.map((n) => -n),
+  );
+  assert.equal(co.counters.get('recordsSkipped'), 6);
+  const keyed = await new OperatorHarness(
+    new KeyedCoProcessOperator<string, number, number, number>(
+      {
+        processElement1(n, _context, out) {
+          out.collect(check(n));
+        },
+        processElement2(n, _context, out) {
+          out.collect(check(n));
+        },
+      },
+      () => 'a',
+      () => 'b',
+      'dead-letter',
+    ),
+  ).open();
+  assert.deepEqual((await keyed.process2(input, stamps)).records, good);
+  assert.equal(keyed.sideOutputs.get(DEAD_LETTER_TAG)?.length, 3);
 });
