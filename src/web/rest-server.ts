@@ -16,7 +16,8 @@ export interface RestServer {
  *   GET  /                 the dashboard (polls the two GETs below)
  *   GET  /api/job          name, state, restarts and their causes, the job graph with parallelism,
  *                          per vertex: records in/out, rates, busy and back-pressured shares,
- *                          operator metrics (the sinks' transactions among them)
+ *                          operator metrics (the sinks' transactions among them, records skipped
+ *                          and dead letters), the latest failure with its stack
  *   GET  /api/checkpoints  checkpoint history: id, kind, status, duration, size, alignment time
  *   POST /api/savepoints   trigger a savepoint; answers when its transactions are committed
  *   POST /api/stop         stop with a savepoint (?drain=true: the end of event time first)
