@@ -17,6 +17,7 @@ export type {
   KeyedConnectedStreams,
   KeyedStream,
   OperatorOptions,
+  ProcessingOptions,
   SingleOutputStreamOperator,
   WindowedStream,
 } from './api/data-stream.ts';
@@ -35,12 +36,13 @@ export { TumblingEventTimeWindows, TumblingProcessingTimeWindows } from './api/w
 export { type DataGenOptions, type DataGenRecord, dataGenSource } from './connectors/datagen/datagen-source.ts';
 export { discardingSink } from './connectors/discarding-sink.ts';
 export { type FileSinkOptions, fileSink } from './connectors/file/file-sink.ts';
+export type { DeadLetterTopic, OnRecordError } from './connectors/kafka/dead-letter-sink.ts';
 export { kafkaDeserializers } from './connectors/kafka/kafka-deserializers.ts';
 export { type KafkaSettings, type KafkaSettingsOptions, loadKafkaSettings } from './connectors/kafka/kafka-settings.ts';
 export { kafkaSink } from './connectors/kafka/kafka-sink.ts';
 export type { KafkaProducerRecord, KafkaSinkOptions } from './connectors/kafka/kafka-sink-options.ts';
 export { kafkaSource } from './connectors/kafka/kafka-source.ts';
-export type { KafkaSourceOptions, StartingOffsets } from './connectors/kafka/kafka-source-options.ts';
+export type { KafkaSourceOptions, OffsetOutOfRangePolicy, StartingOffsets } from './connectors/kafka/kafka-source-options.ts';
 export type { TopicRecord } from './connectors/kafka/partition-fetcher.ts';
 export { type ReadTopicOptions, readTopic } from './connectors/kafka/topic-reader.ts';
 export { dataLoss, type TwoPhaseCommitLogic, twoPhaseCommitSink } from './connectors/two-phase-commit-sink.ts';
@@ -49,6 +51,7 @@ export type { DeliveryGuarantee, Sink } from './core/connector/sink.ts';
 export type { Source, SourceBatch, SourceReader, SourceReaderContext } from './core/connector/source.ts';
 export { WeirError } from './core/errors/weir-error.ts';
 export { type TimestampAssigner, type WatermarkGenerator, type WatermarkOutput, WatermarkStrategy } from './core/event-time/watermark-strategy.ts';
+export type { DeadLetterRecord } from './core/functions/dead-letter.ts';
 export { OutputTag } from './core/functions/output-tag.ts';
 export type {
   Collector,

@@ -6,7 +6,7 @@ import { KeyedCoProcessOperator } from '../runtime/operators/keyed-co-process-op
 import { CoProcessOperator } from '../runtime/operators/process-operator.ts';
 import type { ConnectedStreams, KeyedConnectedStreams, SingleOutputStreamOperator } from './data-stream.ts';
 import type { StreamFactory } from './stream-factory.ts';
-import { addOperator, type OperatorOptions, type Upstream } from './stream-transformations.ts';
+import { addOperator, addOperatorDeadLetters, errorPolicyOf, type ProcessingOptions, type Upstream } from './stream-transformations.ts';
 
 /** The {@link ConnectedStreams} of a job's graph. */
 export class ConnectedStreamsImpl<T1, T2> implements ConnectedStreams<T1, T2> {
@@ -27,12 +27,14 @@ export class ConnectedStreamsImpl<T1, T2> implements ConnectedStreams<T1, T2> {
     );
   }
 
-  process<R>(fn: CoProcessFunction<T1, T2, R>, options: OperatorOptions = {}): SingleOutputStreamOperator<R> {
+  process<R>(fn: CoProcessFunction<T1, T2, R>, options: ProcessingOptions = {}): SingleOutputStreamOperator<R> {
+    const onError = errorPolicyOf(options, 'co-process');
     const output = addOperator(this.#factory.graph, [this.#first, this.#second], {
       kind: 'co-process',
-      createOperator: () => new CoProcessOperator<T1, T2, R>(fn) as StreamOperator<unknown, unknown>,
+      createOperator: () => new CoProcessOperator<T1, T2, R>(fn, onError) as StreamOperator<unknown, unknown>,
       options,
     });
+    addOperatorDeadLetters(this.#factory.graph, output, options);
     return this.#factory.operatorOutput<R>(output);
   }
 }
@@ -49,14 +51,16 @@ export class KeyedConnectedStreamsImpl<T1, T2, K extends StateKey> implements Ke
     this.#second = second;
   }
 
-  process<R>(fn: KeyedCoProcessFunction<K, T1, T2, R>, options: OperatorOptions = {}): SingleOutputStreamOperator<R> {
+  process<R>(fn: KeyedCoProcessFunction<K, T1, T2, R>, options: ProcessingOptions = {}): SingleOutputStreamOperator<R> {
     const first = this.#first.keySelector as KeySelector<T1>;
     const second = this.#second.keySelector as KeySelector<T2>;
+    const onError = errorPolicyOf(options, 'co-process');
     const output = addOperator(this.#factory.graph, [this.#first, this.#second], {
       kind: 'co-process',
-      createOperator: () => new KeyedCoProcessOperator<K, T1, T2, R>(fn, first, second) as StreamOperator<unknown, unknown>,
+      createOperator: () => new KeyedCoProcessOperator<K, T1, T2, R>(fn, first, second, onError) as StreamOperator<unknown, unknown>,
       options,
     });
+    addOperatorDeadLetters(this.#factory.graph, output, options);
     return this.#factory.operatorOutput<R>(output);
   }
 }

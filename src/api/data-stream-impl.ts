@@ -9,7 +9,16 @@ import { ProcessOperator } from '../runtime/operators/process-operator.ts';
 import { FilterOperator, FlatMapOperator, IdentityOperator, MapOperator } from '../runtime/operators/stateless-operators.ts';
 import type { CoGroupedStreams, ConnectedStreams, DataStream, JoinedStreams, KeyedStream, SingleOutputStreamOperator } from './data-stream.ts';
 import type { StreamFactory } from './stream-factory.ts';
-import { addOperator, addSink, type OperatorOptions, type StreamInput, type Upstream } from './stream-transformations.ts';
+import {
+  addOperator,
+  addOperatorDeadLetters,
+  addSink,
+  errorPolicyOf,
+  type OperatorOptions,
+  type ProcessingOptions,
+  type StreamInput,
+  type Upstream,
+} from './stream-transformations.ts';
 
 /** The {@link DataStream} of a job's graph: each call adds to the graph through the job's {@link StreamFactory}. */
 export class DataStreamImpl<T> implements DataStream<T> {
@@ -25,20 +34,24 @@ export class DataStreamImpl<T> implements DataStream<T> {
     return this.factory.graph;
   }
 
-  map<R>(fn: (value: T) => R, options: OperatorOptions = {}): SingleOutputStreamOperator<R> {
-    return this.transform<R>('map', () => new MapOperator(fn), options);
+  map<R>(fn: (value: T) => R, options: ProcessingOptions = {}): SingleOutputStreamOperator<R> {
+    const onError = errorPolicyOf(options, 'map');
+    return this.transform<R>('map', () => new MapOperator(fn, onError), options);
   }
 
-  filter(predicate: (value: T) => boolean, options: OperatorOptions = {}): SingleOutputStreamOperator<T> {
-    return this.transform<T>('filter', () => new FilterOperator(predicate), options);
+  filter(predicate: (value: T) => boolean, options: ProcessingOptions = {}): SingleOutputStreamOperator<T> {
+    const onError = errorPolicyOf(options, 'filter');
+    return this.transform<T>('filter', () => new FilterOperator(predicate, onError), options);
   }
 
-  flatMap<R>(fn: (value: T) => Iterable<R>, options: OperatorOptions = {}): SingleOutputStreamOperator<R> {
-    return this.transform<R>('flatMap', () => new FlatMapOperator(fn), options);
+  flatMap<R>(fn: (value: T) => Iterable<R>, options: ProcessingOptions = {}): SingleOutputStreamOperator<R> {
+    const onError = errorPolicyOf(options, 'flatMap');
+    return this.transform<R>('flatMap', () => new FlatMapOperator(fn, onError), options);
   }
 
-  process<R>(fn: ProcessFunction<T, R>, options: OperatorOptions = {}): SingleOutputStreamOperator<R> {
-    return this.transform<R>('process', () => new ProcessOperator<T, R>(fn), options);
+  process<R>(fn: ProcessFunction<T, R>, options: ProcessingOptions = {}): SingleOutputStreamOperator<R> {
+    const onError = errorPolicyOf(options, 'process');
+    return this.transform<R>('process', () => new ProcessOperator<T, R>(fn, onError), options);
   }
 
   keyBy<K extends StateKey>(keySelector: (value: T) => K): KeyedStream<T, K> {
@@ -76,13 +89,14 @@ export class DataStreamImpl<T> implements DataStream<T> {
   }
 
   /** Adds an operator fed by this stream. */
-  protected transform<R>(kind: string, createOperator: () => StreamOperator<T, R>, options: OperatorOptions): SingleOutputStreamOperator<R> {
+  protected transform<R>(kind: string, createOperator: () => StreamOperator<T, R>, options: ProcessingOptions): SingleOutputStreamOperator<R> {
     const output = addOperator(this.graph, [this.upstream], {
       kind,
       createOperator: createOperator as () => StreamOperator<unknown, unknown>,
       options,
       keySelector: this.upstream.keySelector,
     });
+    addOperatorDeadLetters(this.graph, output, options);
     return this.factory.operatorOutput<R>(output);
   }
 }

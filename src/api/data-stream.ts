@@ -14,7 +14,7 @@ import type { GlobalWindow, Window } from '../core/windowing/window.ts';
 import type { WindowAssigner } from '../core/windowing/window-assigner.ts';
 import type { AggregateFunction, ProcessWindowFunction, ReduceFunction } from '../core/windowing/window-functions.ts';
 import type { StreamGraph } from '../graph/stream-graph.ts';
-import type { OperatorOptions, Upstream } from './stream-transformations.ts';
+import type { OperatorOptions, ProcessingOptions, Upstream } from './stream-transformations.ts';
 
 /**
  * The DataStream API's types: every stream and builder a job's `build(env)` sees, with Flink's
@@ -25,7 +25,7 @@ import type { OperatorOptions, Upstream } from './stream-transformations.ts';
  * record type at every step.
  */
 
-export type { OperatorOptions } from './stream-transformations.ts';
+export type { OperatorOptions, ProcessingOptions } from './stream-transformations.ts';
 
 /** A stream of records of type T (Flink's DataStream). */
 export interface DataStream<T> {
@@ -34,11 +34,11 @@ export interface DataStream<T> {
   /** @internal */
   readonly upstream: Upstream;
 
-  map<R>(fn: (value: T) => R, options?: OperatorOptions): SingleOutputStreamOperator<R>;
-  filter(predicate: (value: T) => boolean, options?: OperatorOptions): SingleOutputStreamOperator<T>;
-  flatMap<R>(fn: (value: T) => Iterable<R>, options?: OperatorOptions): SingleOutputStreamOperator<R>;
+  map<R>(fn: (value: T) => R, options?: ProcessingOptions): SingleOutputStreamOperator<R>;
+  filter(predicate: (value: T) => boolean, options?: ProcessingOptions): SingleOutputStreamOperator<T>;
+  flatMap<R>(fn: (value: T) => Iterable<R>, options?: ProcessingOptions): SingleOutputStreamOperator<R>;
   /** Per-record logic with side outputs (`context.output(tag, value)`); keyed state and timers need `keyBy(...).process(...)`. */
-  process<R>(fn: ProcessFunction<T, R>, options?: OperatorOptions): SingleOutputStreamOperator<R>;
+  process<R>(fn: ProcessFunction<T, R>, options?: ProcessingOptions): SingleOutputStreamOperator<R>;
   /** Partitions the stream by key: records with equal keys go to the same subtask, and keyed state is scoped to the key. */
   keyBy<K extends StateKey>(keySelector: (value: T) => K): KeyedStream<T, K>;
   /** Spreads records round-robin over the next operator's subtasks. */
@@ -72,7 +72,7 @@ export interface SingleOutputStreamOperator<T> extends DataStream<T> {
 /** A stream partitioned by key (Flink's KeyedStream). */
 export interface KeyedStream<T, K extends StateKey> extends DataStream<T> {
   /** Per-record logic with keyed state, timers (event and processing time) and side outputs. */
-  process<R>(fn: KeyedProcessFunction<K, T, R>, options?: OperatorOptions): SingleOutputStreamOperator<R>;
+  process<R>(fn: KeyedProcessFunction<K, T, R>, options?: ProcessingOptions): SingleOutputStreamOperator<R>;
   /** A running reduction per key: emits the new reduced value after every record. */
   reduce(reduce: (accumulated: T, value: T) => T, options?: OperatorOptions): SingleOutputStreamOperator<T>;
   /**
@@ -135,13 +135,13 @@ export interface ConnectedStreams<T1, T2> {
    */
   keyBy<K extends StateKey>(keyOfFirst: (value: T1) => K, keyOfSecond: (value: T2) => K): KeyedConnectedStreams<T1, T2, K>;
   /** Without keys: each subtask gets some records of each stream; side outputs, no keyed state or timers. */
-  process<R>(fn: CoProcessFunction<T1, T2, R>, options?: OperatorOptions): SingleOutputStreamOperator<R>;
+  process<R>(fn: CoProcessFunction<T1, T2, R>, options?: ProcessingOptions): SingleOutputStreamOperator<R>;
 }
 
 /** Two streams keyed by the same key (Flink's ConnectedStreams after keyBy). */
 export interface KeyedConnectedStreams<T1, T2, K extends StateKey> {
   /** Both streams' records of a key, with the key's shared state and timers (event and processing time). */
-  process<R>(fn: KeyedCoProcessFunction<K, T1, T2, R>, options?: OperatorOptions): SingleOutputStreamOperator<R>;
+  process<R>(fn: KeyedCoProcessFunction<K, T1, T2, R>, options?: ProcessingOptions): SingleOutputStreamOperator<R>;
 }
 
 /** Flink's CoGroupFunction: both inputs' records of one key and window. */

@@ -8,16 +8,17 @@ import type { WindowAssigner } from '../core/windowing/window-assigner.ts';
 import { KeyedProcessOperator } from '../runtime/operators/keyed-process-operator.ts';
 import type { IntervalJoin, KeyedStream, SingleOutputStreamOperator, WindowedStream } from './data-stream.ts';
 import { DataStreamImpl } from './data-stream-impl.ts';
-import type { OperatorOptions } from './stream-transformations.ts';
+import { errorPolicyOf, type OperatorOptions, type ProcessingOptions } from './stream-transformations.ts';
 import { CountTrigger } from './windowing/count-trigger.ts';
 import { GlobalWindows } from './windowing/global-windows.ts';
 import { PurgingTrigger } from './windowing/purging-trigger.ts';
 
 /** The {@link KeyedStream} of a job's graph. */
 export class KeyedStreamImpl<T, K extends StateKey> extends DataStreamImpl<T> implements KeyedStream<T, K> {
-  override process<R>(fn: KeyedProcessFunction<K, T, R>, options: OperatorOptions = {}): SingleOutputStreamOperator<R> {
+  override process<R>(fn: KeyedProcessFunction<K, T, R>, options: ProcessingOptions = {}): SingleOutputStreamOperator<R> {
     const keySelector = this.upstream.keySelector as KeySelector<T>;
-    return this.transform<R>('process', () => new KeyedProcessOperator<K, T, R>(fn, keySelector), options);
+    const onError = errorPolicyOf(options, 'process');
+    return this.transform<R>('process', () => new KeyedProcessOperator<K, T, R>(fn, keySelector, onError), options);
   }
 
   reduce(reduce: (accumulated: T, value: T) => T, options: OperatorOptions = {}): SingleOutputStreamOperator<T> {

@@ -1,4 +1,7 @@
+import { deadLetterSink, type OnRecordError, onRecordErrorSchema, recordErrorPolicy } from '../connectors/kafka/dead-letter-sink.ts';
 import type { Sink } from '../core/connector/sink.ts';
+import { WeirError } from '../core/errors/weir-error.ts';
+import { DEAD_LETTER_TAG, type DeadLetterRecord, type RecordErrorPolicy } from '../core/functions/dead-letter.ts';
 import type { KeySelector } from '../core/functions/key-selector.ts';
 import type { StreamOperator } from '../core/operator/stream-operator.ts';
 import type { OperatorNode, Partitioning, SinkNode, StreamGraph, StreamNode } from '../graph/stream-graph.ts';
@@ -8,6 +11,54 @@ export interface OperatorOptions {
   name?: string;
   uid?: string;
   parallelism?: number;
+}
+
+/**
+ * The settings of an operator that runs a user function on each record (map, filter, flatMap,
+ * process, keyed process): an operator's, plus what a record the function throws on does.
+ */
+export interface ProcessingOptions extends OperatorOptions {
+  /**
+   * A record the function throws on (Kafka Streams' ProcessingExceptionHandler): 'fail' (default:
+   * the task fails, naming the operator, the record and the job's line), 'skip' (dropped, counted
+   * in recordsSkipped), or { deadLetter: { topic } } (sent to that Kafka topic, exactly-once with
+   * the job's checkpoints, counted in deadLetters).
+   */
+  onError?: OnRecordError;
+}
+
+/** The runtime policy of an operator's `onError`, checked: one clear error for a bad value. */
+export function errorPolicyOf(options: ProcessingOptions, kind: string): RecordErrorPolicy {
+  if (options.onError === undefined) return 'fail';
+  const parsed = onRecordErrorSchema(`${kind} onError`).safeParse(options.onError);
+  if (!parsed.success) {
+    throw new WeirError(
+      'INVALID_CONFIG',
+      `operator "${options.name ?? kind}" onError: must be 'fail', 'skip' or { deadLetter: { topic, bootstrap?, connection?, deliveryGuarantee?, transactionalIdPrefix? } }, not ${JSON.stringify(options.onError)}`,
+      { hint: "use onError: 'skip' or onError: { deadLetter: { topic: 'my-dead-letters' } }" },
+    );
+  }
+  return recordErrorPolicy(options.onError);
+}
+
+/**
+ * An operator or source with a dead-letter policy: a Kafka sink into the dead-letter topic, fed by
+ * its dead-letter side output (so it is checkpointed like any sink). Its uid is the owner's plus
+ * `-dead-letters` (stable when the owner has a uid).
+ */
+export function addDeadLetterSink(graph: StreamGraph, owner: StreamNode, sink: Sink<DeadLetterRecord>, options: OperatorOptions): void {
+  addSink(graph, { inputs: [{ node: owner, outputTag: DEAD_LETTER_TAG }], partitioning: 'forward', keySelector: undefined }, sink as Sink<unknown>, {
+    ...(options.uid === undefined ? {} : { uid: `${options.uid}-dead-letters` }),
+    name: sink.name,
+    ...(options.parallelism === undefined ? {} : { parallelism: options.parallelism }),
+  });
+}
+
+/** Adds the dead-letter sink of an operator whose `onError` is { deadLetter }. */
+export function addOperatorDeadLetters(graph: StreamGraph, output: Upstream, options: ProcessingOptions): void {
+  const onError = options.onError;
+  if (typeof onError !== 'object' || onError === null) return;
+  addDeadLetterSink(graph, (output.inputs[0] as StreamInput).node, deadLetterSink(onError.deadLetter), options);
 }
 
 /** One stream feeding an operator: a node's main output, or one of its side outputs. */

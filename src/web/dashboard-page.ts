@@ -52,7 +52,7 @@ export const DASHBOARD_HTML = `<!doctype html>
   <section>
     <h2>Operators</h2>
     <table data-testid="operators">
-      <thead><tr><th>Operator chain</th><th>Parallelism</th><th>Records in</th><th>Records out</th><th>In / s</th><th>Out / s</th><th>Busy</th><th>Back pressure</th><th class="text">Watermark</th></tr></thead>
+      <thead><tr><th>Operator chain</th><th>Parallelism</th><th>Records in</th><th>Records out</th><th>In / s</th><th>Out / s</th><th>Busy</th><th>Back pressure</th><th class="text">Watermark</th><th class="text">Bad records</th></tr></thead>
       <tbody id="operators"></tbody>
     </table>
   </section>
@@ -162,8 +162,21 @@ function render(job, checkpoints) {
   drawGraph(job);
 
   fill("operators", job.vertices.map(function (v) {
-    return row([cell(v.name, "text"), v.parallelism, count(v.recordsIn), count(v.recordsOut), rate(v.recordsInPerSecond), rate(v.recordsOutPerSecond), percent(v.busy), cell(percent(v.backPressured), bpClass(v.backPressured)), cell(watermark(v.watermark), "text")], { "data-testid": "operator-row" });
-  }), "no operators", 9);
+    return row([cell(v.name, "text"), v.parallelism, count(v.recordsIn), count(v.recordsOut), rate(v.recordsInPerSecond), rate(v.recordsOutPerSecond), percent(v.busy), cell(percent(v.backPressured), bpClass(v.backPressured)), cell(watermark(v.watermark), "text"), cell(badRecords(v.operators), "text")], { "data-testid": "operator-row" });
+  }), "no operators", 10);
+
+  function badRecords(operators) {
+    var sums = { recordsSkipped: 0, deadLetters: 0, recordsLostOutOfRange: 0 };
+    Object.keys(operators).forEach(function (key) {
+      var name = key.slice(key.lastIndexOf(".") + 1);
+      if (name in sums) sums[name] += operators[key];
+    });
+    var parts = [];
+    if (sums.recordsSkipped > 0) parts.push(count(sums.recordsSkipped) + " skipped");
+    if (sums.deadLetters > 0) parts.push(count(sums.deadLetters) + " dead letters");
+    if (sums.recordsLostOutOfRange > 0) parts.push(count(sums.recordsLostOutOfRange) + " lost (offset out of range)");
+    return parts.join(" · ");
+  }
 
   var sinks = [];
   job.vertices.forEach(function (v) {

@@ -70,6 +70,27 @@ export function createPrometheusMetrics(jobName: string): PrometheusMetrics {
     labelNames: ['job', 'vertex', 'metric'],
     registers: [registry],
   });
+  // Records an error policy let through without output (skip, dead letter) and records an out-of-range offset skipped, by operator uid.
+  const badRecords = {
+    recordsSkipped: new Gauge({
+      name: 'weir_records_skipped',
+      help: 'Records an operator or source skipped under its error policy (onError / onDeserializationError: skip), this attempt',
+      labelNames: ['job', 'vertex', 'operator'],
+      registers: [registry],
+    }),
+    deadLetters: new Gauge({
+      name: 'weir_dead_letters',
+      help: 'Records an operator or source sent to its dead-letter topic under its error policy, this attempt',
+      labelNames: ['job', 'vertex', 'operator'],
+      registers: [registry],
+    }),
+    recordsLostOutOfRange: new Gauge({
+      name: 'weir_source_records_lost',
+      help: "Records a Kafka source skipped because its offset was out of range (onOffsetOutOfRange 'earliest' or 'latest'), this attempt",
+      labelNames: ['job', 'vertex', 'operator'],
+      registers: [registry],
+    }),
+  };
   // The counters follow the job's life-time counts (never the capped history).
   let countedCompleted = 0;
   let countedFailed = 0;
@@ -85,7 +106,8 @@ export function createPrometheusMetrics(jobName: string): PrometheusMetrics {
       size.set(labels, latest.bytes);
     }
     restarts.set(labels, status.restarts.length);
-    for (const gauge of [recordsIn, recordsOut, backPressured, busy, watermarkGauge, transactions, operatorMetrics]) gauge.reset();
+    for (const gauge of [recordsIn, recordsOut, backPressured, busy, watermarkGauge, transactions, operatorMetrics, ...Object.values(badRecords)])
+      gauge.reset();
     for (const vertex of status.vertices) {
       for (const subtask of vertex.subtasks) {
         const task = { ...labels, vertex: vertex.name, subtask: String(subtask.subtaskIndex) };
@@ -99,6 +121,8 @@ export function createPrometheusMetrics(jobName: string): PrometheusMetrics {
         const transaction = /^(.+)\.transactions\.(\w+)$/.exec(metric);
         if (transaction !== null) transactions.set({ ...labels, sink: transaction[1] as string, state: transaction[2] as string }, value);
         else operatorMetrics.set({ ...labels, vertex: vertex.name, metric }, value);
+        const bad = /^(.+)\.(recordsSkipped|deadLetters|recordsLostOutOfRange)$/.exec(metric);
+        if (bad !== null) badRecords[bad[2] as keyof typeof badRecords].set({ ...labels, vertex: vertex.name, operator: bad[1] as string }, value);
       }
     }
   };

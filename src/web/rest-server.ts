@@ -31,7 +31,8 @@ const ROUTES_HINT =
  *   GET  /                 the dashboard (polls the two GETs below)
  *   GET  /api/job          name, state, restarts and their causes, checkpoint counts over the job's
  *                          life, the job graph with parallelism, per vertex: records in/out, rates,
- *                          busy and back-pressured shares, operator metrics (the sinks' transactions)
+ *                          busy and back-pressured shares, operator metrics (the sinks' transactions
+ *                          among them, records skipped and dead letters), the latest failure with its stack
  *   GET  /api/checkpoints  checkpoint history (the latest 100): id, kind, status, duration, size, alignment
  *   POST /api/savepoints   trigger a savepoint; answers when its transactions are committed
  *   POST /api/stop         stop with a savepoint (?drain=true: the end of event time first)
@@ -60,6 +61,7 @@ export async function startRestServer(options: RestServerOptions): Promise<RestS
           latestCheckpointId: status.latestCheckpointId,
           checkpointCounts: status.checkpointCounts,
           vertices: status.vertices,
+          failure: status.failure,
           edges: job.graph.edges.map((edge) => ({ source: edge.source, target: edge.target, partitioning: edge.partitioning })),
         },
       ];

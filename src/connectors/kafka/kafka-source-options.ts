@@ -1,6 +1,7 @@
 import type { ConnectionOptions } from '@platformatic/kafka';
 import { z } from 'zod';
 import { durationOption, functionOption, type OptionMeta, type ProblemParams, parseConnectorOptions, type Same } from '../connector-options.ts';
+import { type OnRecordError, onDeserializationErrorMeta, onRecordErrorSchema } from './dead-letter-sink.ts';
 import { bootstrapOption, connectionOption } from './kafka-connection-options.ts';
 import type { IsolationLevel, TopicRecord } from './partition-fetcher.ts';
 
@@ -44,7 +45,22 @@ export interface KafkaSourceOptions<T> {
    * from their earliest offset. Default 30 s; 0 turns discovery off. Bounded sources never discover.
    */
   partitionDiscoveryInterval?: number | string;
+  /**
+   * What happens when the offset to read is no longer in the partition (retention or DeleteRecords
+   * passed a checkpointed offset while the job was down): 'fail' (default) names the lost range;
+   * 'earliest' or 'latest' go on from there with a loud warning, counted in recordsLostOutOfRange.
+   */
+  onOffsetOutOfRange?: OffsetOutOfRangePolicy;
+  /**
+   * What a record the deserializer throws on does: 'fail' (default; the error names topic,
+   * partition, offset and the record's first bytes), 'skip' (counted in recordsSkipped), or
+   * { deadLetter: { topic } } (its bytes and headers go there, counted in deadLetters).
+   */
+  onDeserializationError?: OnRecordError;
 }
+
+/** What the Kafka source does with an offset the partition no longer holds (Kafka's auto.offset.reset, made explicit). */
+export type OffsetOutOfRangePolicy = 'fail' | 'earliest' | 'latest';
 
 const offsetsFallback = z.enum(['earliest', 'latest'], { error: "must be 'earliest' or 'latest'" });
 // Whole numbers are checked by a refinement, not .int(): inside a union, a failed refinement is
@@ -149,6 +165,16 @@ export const kafkaSourceOptionsSchema = z
         description:
           'How often to look for new partitions and, with a pattern, new topics; a new partition is read from its earliest offset by the subtask a stable hash of its name picks. `0` turns discovery off; a bounded source never discovers.',
         hint: 'give milliseconds or a number with a unit, for example 500ms, 10s, 15m or 1h; 0 turns discovery off',
+      } satisfies OptionMeta),
+    onDeserializationError: onRecordErrorSchema('kafkaSource onDeserializationError').meta(onDeserializationErrorMeta),
+    onOffsetOutOfRange: z
+      .enum(['fail', 'earliest', 'latest'], { error: "must be 'fail', 'earliest' or 'latest'" })
+      .default('fail')
+      .meta({
+        description:
+          'What happens when the offset to read is out of range: the partition no longer holds it (retention or DeleteRecords passed a checkpointed offset while the job was down) or it is past the end (the topic was recreated). ' +
+          "`fail`: the job fails, naming the partition, the offset and the range the partition holds, so the records lost are known. `earliest` or `latest`: the source goes on from the partition's earliest or latest offset, logs a warning naming the range skipped, and counts the records skipped in the `recordsLostOutOfRange` metric.",
+        hint: "use 'fail' (the default), 'earliest' or 'latest'",
       } satisfies OptionMeta),
   })
   .superRefine((options, context) => {

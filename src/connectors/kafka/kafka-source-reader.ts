@@ -1,13 +1,18 @@
 import { setTimeout as sleep } from 'node:timers/promises';
 import { Admin, type ConnectionOptions } from '@platformatic/kafka';
 import type { SourceBatch, SourceReader, SourceReaderContext } from '../../core/connector/source.ts';
+import { withUserCodeLocation } from '../../core/errors/user-code-location.ts';
 import { WeirError } from '../../core/errors/weir-error.ts';
+import { DEAD_LETTER_TAG, type DeadLetterRecord, describeError, previewBytes, type RecordErrorPolicy } from '../../core/functions/dead-letter.ts';
+import type { MetricCounter } from '../../core/metrics/metric-group.ts';
 import { keyHash } from '../../state/key-group-range-assignment.ts';
 import { ClusterConnections, type TopicInfo } from './cluster-connections.ts';
+import { recordErrorPolicy } from './dead-letter-sink.ts';
 import { type BrokerAddress, formatBootstrap } from './kafka-connection-options.ts';
 import { resolveKafkaConnection } from './kafka-default-connection.ts';
 import type { ParsedKafkaSourceOptions } from './kafka-source-options.ts';
 import type { KafkaSplit } from './kafka-split.ts';
+import { OFFSET_OUT_OF_RANGE, resolveOutOfRange } from './offset-out-of-range.ts';
 import { EARLIEST_OFFSET, fetchPartitions, type IsolationLevel, LATEST_OFFSET, listOffsets, type TopicRecord } from './partition-fetcher.ts';
 import { subscribedTopics } from './subscribed-topics.ts';
 
@@ -41,12 +46,17 @@ export class KafkaSourceReader<T> implements SourceReader<T, KafkaSplit> {
   /** "topic:partition" of every split any subtask reads or has read. */
   readonly #known = new Set<string>();
   #nextDiscovery = 0;
+  readonly #errorPolicy: RecordErrorPolicy;
+  #skipped: MetricCounter | undefined;
+  #deadLetters: MetricCounter | undefined;
+  #warnedSkip = false;
 
   constructor(options: ParsedKafkaSourceOptions<T>, context: SourceReaderContext, discoveryMs: number) {
     this.#options = options;
     this.#context = context;
     this.#discoveryMs = discoveryMs;
     this.#isolation = options.isolation;
+    this.#errorPolicy = recordErrorPolicy(options.onDeserializationError);
     const kafka = resolveKafkaConnection(options, 'kafkaSource');
     this.#bootstrap = kafka.bootstrap;
     this.#connection = kafka.connection;
@@ -103,7 +113,17 @@ export class KafkaSourceReader<T> implements SourceReader<T, KafkaSplit> {
         const splitId = splitIds === undefined ? '' : `${split.topic}:${split.partition}`;
         for (let i = 0; i < take && out.length < max; i++) {
           const record = queue.records[queue.next++] as TopicRecord;
-          out.push(deserialize(record));
+          let value: T;
+          try {
+            value = deserialize(record);
+          } catch (error) {
+            this.#onDeserializationError(error, record); // throws under 'fail'
+            split.offset = record.offset + 1n;
+            this.#buffered--;
+            progressed = true;
+            continue;
+          }
+          out.push(value);
           splitIds?.push(splitId);
           timestamps?.push(record.timestamp >= 0n ? Number(record.timestamp) : Number.NaN); // -1: the record has no timestamp
           split.offset = record.offset + 1n;
@@ -130,7 +150,9 @@ export class KafkaSourceReader<T> implements SourceReader<T, KafkaSplit> {
       );
       this.#failingSince = undefined;
     } catch (error) {
-      await this.#onFetchError(error);
+      if ((error as { kafkaErrorCode?: number }).kafkaErrorCode === OFFSET_OUT_OF_RANGE)
+        await this.#onOffsetOutOfRange(error as { topic: string; partition: number }, live);
+      else await this.#onFetchError(error);
       return;
     }
     for (const result of results) {
@@ -244,6 +266,71 @@ export class KafkaSourceReader<T> implements SourceReader<T, KafkaSplit> {
     } finally {
       await admin.close().catch(() => {});
     }
+  }
+
+  /** The deserializer threw on `record`: fail naming where it is and its first bytes, skip it (counted), or send it to the dead-letter topic. */
+  #onDeserializationError(error: unknown, record: TopicRecord): void {
+    const policy = this.#errorPolicy;
+    const where = `${record.topic}/${record.partition} offset ${record.offset}`;
+    if (policy === 'fail') {
+      const message = error instanceof Error ? error.message : String(error);
+      const failure = new WeirError(
+        'DESERIALIZATION_FAILED',
+        `kafka source cannot deserialize the record at ${where} (timestamp ${record.timestamp}, key ${previewBytes(record.key)}, value ${previewBytes(record.value)}): ${withUserCodeLocation(message, error instanceof Error ? error.stack : undefined)}`,
+        {
+          hint: "fix the producer or the deserializer; or set kafkaSource's onDeserializationError to 'skip' (count and drop such records) or { deadLetter: { topic } } (send them to a topic)",
+          cause: error,
+        },
+      );
+      throw failure;
+    }
+    const context = this.#context;
+    if (policy === 'skip') {
+      this.#skipped ??= context.metrics?.counter('recordsSkipped');
+      this.#skipped?.inc();
+      if (!this.#warnedSkip) {
+        this.#warnedSkip = true;
+        console.warn(
+          `WARNING kafka source skips records it cannot deserialize (onDeserializationError 'skip'), the first at ${where}: ${describeError(error).errorMessage}; the others are counted in recordsSkipped`,
+        );
+      }
+      return;
+    }
+    const letter: DeadLetterRecord = {
+      key: record.key,
+      value: record.value,
+      headers: record.headers,
+      origin: { topic: record.topic, partition: record.partition, offset: record.offset },
+      timestamp: record.timestamp >= 0n ? Number(record.timestamp) : Number.NaN,
+      operatorUid: context.uid ?? '',
+      operatorName: context.name ?? 'kafka source',
+      ...describeError(error),
+    };
+    if (context.output?.(DEAD_LETTER_TAG, letter, Number.NaN) !== true) {
+      throw new WeirError('INTERNAL', `kafka source: no dead-letter stream reads the dead letters of ${where}`, { fault: 'internal' });
+    }
+    this.#deadLetters ??= context.metrics?.counter('deadLetters');
+    this.#deadLetters?.inc();
+  }
+
+  /** A split's offset is no longer in its partition: fail naming the lost range, or go on from earliest or latest (onOffsetOutOfRange). */
+  async #onOffsetOutOfRange(error: { topic: string; partition: number }, live: KafkaSplit[]): Promise<void> {
+    const split = live.find((entry) => entry.topic === error.topic && entry.partition === error.partition);
+    if (split === undefined) throw error;
+    const info = this.#topics.get(split.topic) as TopicInfo;
+    const partitions = info.partitions.filter((entry) => entry.partition === split.partition);
+    const list = async (timestamp: bigint) =>
+      (await listOffsets(this.#connections, info, partitions, 'read_uncommitted', timestamp)).get(split.partition) as bigint;
+    const range = {
+      topic: split.topic,
+      partition: split.partition,
+      offset: split.offset as bigint,
+      earliest: await list(EARLIEST_OFFSET),
+      latest: await list(LATEST_OFFSET),
+    };
+    if (range.offset >= range.earliest && range.offset <= range.latest) return; // back in range (a leader change): fetch again
+    const lost = this.#context.metrics?.counter('recordsLostOutOfRange');
+    split.offset = resolveOutOfRange(range, this.#options.onOffsetOutOfRange, lost, (line) => console.warn(line));
   }
 
   async #onFetchError(error: unknown): Promise<void> {

@@ -62,27 +62,39 @@ export async function fetchPartitions(
     [...byLeader].map(async ([leader, group]) => {
       const byTopic = new Map<string, FetchPosition[]>();
       for (const position of group) byTopic.set(position.topic, [...(byTopic.get(position.topic) ?? []), position]);
-      const response = await fetchV17.api.async(
-        await connections.node(leader),
-        options.maxWaitMs,
-        1,
-        32 * 1024 * 1024,
-        isolationLevel,
-        0,
-        -1,
-        [...byTopic].map(([topic, entries]) => ({
-          topicId: (topics.get(topic) as TopicInfo).topicId,
-          partitions: entries.map((position) => ({
-            partition: position.partition,
-            currentLeaderEpoch: partitionInfo(topics, topic, position.partition).leaderEpoch,
-            fetchOffset: position.offset,
-            lastFetchedEpoch: -1,
-            partitionMaxBytes: options.maxBytesPerPartition ?? 4 * 1024 * 1024,
+      const connection = await connections.node(leader);
+      const request = () =>
+        fetchV17.api.async(
+          connection,
+          options.maxWaitMs,
+          1,
+          32 * 1024 * 1024,
+          isolationLevel,
+          0,
+          -1,
+          [...byTopic].map(([topic, entries]) => ({
+            topicId: (topics.get(topic) as TopicInfo).topicId,
+            partitions: entries.map((position) => ({
+              partition: position.partition,
+              currentLeaderEpoch: partitionInfo(topics, topic, position.partition).leaderEpoch,
+              fetchOffset: position.offset,
+              lastFetchedEpoch: -1,
+              partitionMaxBytes: options.maxBytesPerPartition ?? 4 * 1024 * 1024,
+            })),
           })),
-        })),
-        [],
-        '',
-      );
+          [],
+          '',
+        );
+      let response: Awaited<ReturnType<typeof request>>;
+      try {
+        response = await request();
+      } catch (error) {
+        // The client throws on any partition's error code, with the decoded response attached: read
+        // the codes per partition below (OFFSET_OUT_OF_RANGE, NOT_LEADER...), as the callers handle them.
+        const decoded = (error as { response?: Awaited<ReturnType<typeof request>> }).response;
+        if (decoded?.responses === undefined) throw error;
+        response = decoded;
+      }
       const nameOf = new Map([...topics.values()].map((info) => [info.topicId, info.name]));
       for (const topicResponse of response.responses) {
         const topic = nameOf.get(topicResponse.topicId) as string;
@@ -93,7 +105,7 @@ export async function fetchPartitions(
                 fault: 'external',
                 retriable: true,
               }),
-              { kafkaErrorCode: partition.errorCode },
+              { kafkaErrorCode: partition.errorCode, topic, partition: partition.partitionIndex },
             );
           }
           const position = group.find((entry) => entry.topic === topic && entry.partition === partition.partitionIndex) as FetchPosition;

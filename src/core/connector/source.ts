@@ -1,3 +1,7 @@
+import type { DeadLetterRecord } from '../functions/dead-letter.ts';
+import type { OperatorMetricGroup } from '../metrics/metric-group.ts';
+import type { Sink } from './sink.ts';
+
 /**
  * A source (Flink's FLIP-27 Source, simplified): a unit of work is a split, and the splits a
  * subtask reads, with its position in each, are the source's checkpointed state. On restore the
@@ -20,9 +24,17 @@ export interface Source<T, Split = unknown> {
    * generator, and the subtask emits their minimum (idle splits left out), as Flink's sources do.
    */
   splitId?(split: Split): string;
+  /**
+   * Where the records the reader cannot read go (an error policy's dead-letter topic): the job's
+   * graph adds this sink on the source's dead-letter side output, and the reader emits them with
+   * {@link SourceReaderContext.output} under DEAD_LETTER_TAG.
+   */
+  readonly deadLetterSink?: Sink<DeadLetterRecord> | undefined;
 }
 
 export interface SourceReaderContext {
+  /** The source's own metrics (records skipped, records lost to an out-of-range offset...), shown per operator. */
+  readonly metrics?: OperatorMetricGroup;
   readonly subtaskIndex: number;
   readonly parallelism: number;
   readonly attemptNumber: number;
@@ -31,6 +43,11 @@ export interface SourceReaderContext {
    * {@link SourceBatch.splitIds}. When false or unset, leave them out (they would be ignored).
    */
   readonly tracksSplits?: boolean;
+  /** Emits a record on a side output of the source (its dead letters); false when no stream reads the tag. */
+  readonly output?: (tag: string, record: unknown, timestamp: number) => boolean;
+  /** The source's uid and name, for its dead letters and errors. */
+  readonly uid?: string;
+  readonly name?: string;
 }
 
 /** What {@link SourceReader.pollNextBatch} returns: the records, plus what the source knows of each (index by index). */

@@ -39,6 +39,9 @@ export const ERROR_CODES = [
   'INVALID_TRIGGER',
   'AGGREGATE_MERGE_MISSING',
   'INVALID_JOIN_BOUNDS',
+  // A user function or deserializer failed on a record (the 'fail' error policy).
+  'RECORD_FAILED',
+  'DESERIALIZATION_FAILED',
   // Keyed and operator state: key groups and snapshots.
   'INVALID_KEY_GROUP_RANGE',
   'INVALID_OPERATOR_INDEX',
@@ -109,6 +112,7 @@ export const ERROR_CODES = [
   'KAFKA_REQUEST_FAILED',
   'FETCH_FAILED',
   'LIST_OFFSETS_FAILED',
+  'OFFSET_OUT_OF_RANGE',
   'READ_TIMEOUT',
   'TRANSACTION_TIMEOUT_REFUSED',
   'UNSUPPORTED_COMMITTABLE',

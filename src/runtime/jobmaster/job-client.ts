@@ -67,4 +67,6 @@ export interface JobStatus {
   latestCheckpointId: number | undefined;
   /** Per job vertex: records in and out, rates, back pressure, operator metrics (this attempt). */
   vertices: VertexMetrics[];
+  /** The latest failure of an attempt (the cause of the latest restart, or why the job failed); its message names the job's file and line for an error of user code. */
+  failure?: { at: number; message: string; hint: string | undefined; stack: string | undefined } | undefined;
 }

@@ -91,6 +91,8 @@ class JobMaster {
   readonly #restartLog: JobStatus['restarts'] = [];
   readonly #result: Promise<JobResult>;
   #restore: RestoreInfo | undefined;
+  /** The latest failure of an attempt, as /api/job shows it. */
+  #failure: JobStatus['failure'];
   #state: JobStatus['state'] = 'starting';
   #current: ExecutionAttempt | undefined;
   #stopRequested = false;
@@ -211,6 +213,7 @@ class JobMaster {
       } catch (error) {
         const latest = this.#coordinator?.latestCompleted;
         if (latest !== undefined) this.#restore = restoreAfterFailure(latest);
+        this.#failure = describeFailure(error);
         if (this.#stopRequested) throw error;
         const delay = error instanceof WeirError && error.code === 'DATA_LOSS' ? undefined : strategy.onFailure();
         if (delay === undefined) throw failedForGood(jobName, strategy, error);
@@ -327,12 +330,19 @@ class JobMaster {
       checkpointCounts: this.#stats.counts(),
       latestCheckpointId: this.#coordinator?.latestCompleted?.checkpointId ?? this.#restore?.checkpointId,
       vertices: this.#metrics.vertices(this.#graph),
+      failure: this.#failure,
     };
   }
 }
 
 function notRunning(why: string, hint = 'start the job again (`weir run`) and ask once GET /health/ready answers 200'): WeirError {
   return new WeirError('JOB_NOT_RUNNING', `cannot take the savepoint: ${why}`, { hint, retriable: true });
+}
+
+/** A failure as /api/job shows it: the message (with the job's own frames for an error of user code), the hint, the stack. */
+function describeFailure(error: unknown): JobStatus['failure'] {
+  if (!(error instanceof Error)) return { at: Date.now(), message: String(error), hint: undefined, stack: undefined };
+  return { at: Date.now(), message: error.message, hint: error instanceof WeirError ? error.hint : undefined, stack: error.stack };
 }
 
 /** The error a job ends with when its restart strategy allows no more restarts (DATA_LOSS never restarts, and stays as it is). */

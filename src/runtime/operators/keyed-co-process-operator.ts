@@ -1,3 +1,4 @@
+import type { RecordErrorPolicy } from '../../core/functions/dead-letter.ts';
 import type { KeySelector } from '../../core/functions/key-selector.ts';
 import type { KeyedCoProcessFunction } from '../../core/functions/process-functions.ts';
 import { type OperatorContext, StreamOperator } from '../../core/operator/stream-operator.ts';
@@ -5,6 +6,7 @@ import type { KeyedStateBackend } from '../../core/state/keyed-state-backend.ts'
 import type { StateKey } from '../../core/state/state-key.ts';
 import { validateStateKey } from '../../state/key-group-range-assignment.ts';
 import { KeyedProcessContext, keyedRuntimeContext, requireKeyedState, type TimerFunction } from './keyed-process-operator.ts';
+import { RecordErrorHandler } from './record-error-handler.ts';
 import type { TimestampedCollector } from './timestamped-collector.ts';
 
 /**
@@ -19,15 +21,23 @@ export class KeyedCoProcessOperator<K extends StateKey, IN1, IN2, OUT> extends S
   #backend!: KeyedStateBackend;
   #name = '';
   readonly #context = new KeyedProcessContext<K>();
+  readonly #errors: RecordErrorHandler;
 
-  constructor(fn: KeyedCoProcessFunction<K, IN1, IN2, OUT>, keySelector1: KeySelector<IN1>, keySelector2: KeySelector<IN2>) {
+  constructor(
+    fn: KeyedCoProcessFunction<K, IN1, IN2, OUT>,
+    keySelector1: KeySelector<IN1>,
+    keySelector2: KeySelector<IN2>,
+    onError: RecordErrorPolicy = 'fail',
+  ) {
     super();
     this.#fn = fn;
     this.#keySelector1 = keySelector1;
     this.#keySelector2 = keySelector2;
+    this.#errors = new RecordErrorHandler(onError);
   }
 
   override open(context: OperatorContext): void {
+    this.#errors.open(context);
     this.#backend = requireKeyedState(context, 'connect(...).keyBy(...).process(...)');
     this.#name = context.operatorName;
     this.#fn.open?.(keyedRuntimeContext(context, this.#backend));
@@ -60,7 +70,13 @@ export class KeyedCoProcessOperator<K extends StateKey, IN1, IN2, OUT> extends S
       const value = batch[i] as T;
       backend.setCurrentKey(validateStateKey(select(value), name));
       if (timestamps !== undefined) context.setTimestamp(timestamps[i]);
-      call(value, context, collector);
+      const mark = collector.records.length;
+      try {
+        call(value, context, collector);
+      } catch (error) {
+        collector.truncate(mark);
+        this.#errors.onError(error, value, timestamps?.[i]);
+      }
     }
     this.outputTimestamps = collector.timestamps;
     return collector.records;

@@ -1,4 +1,5 @@
 import { WeirError } from '../../core/errors/weir-error.ts';
+import type { RecordErrorPolicy } from '../../core/functions/dead-letter.ts';
 import type { KeySelector } from '../../core/functions/key-selector.ts';
 import type { OutputTag } from '../../core/functions/output-tag.ts';
 import type { Collector, KeyedProcessFunction, OnTimerContext, RuntimeContext, TimerService } from '../../core/functions/process-functions.ts';
@@ -8,6 +9,7 @@ import type { StateDescriptor } from '../../core/state/state-descriptors.ts';
 import type { StateKey } from '../../core/state/state-key.ts';
 import type { TimeDomain } from '../../core/time/time-domain.ts';
 import { validateStateKey } from '../../state/key-group-range-assignment.ts';
+import { RecordErrorHandler } from './record-error-handler.ts';
 import { TimestampedCollector } from './timestamped-collector.ts';
 
 /** The backend of a keyed operator, or a clear error when it runs on a stream that is not keyed. */
@@ -140,14 +142,17 @@ export class KeyedProcessOperator<K extends StateKey, IN, OUT> extends StreamOpe
   #backend!: KeyedStateBackend;
   #name = '';
   readonly #context = new KeyedProcessContext<K>();
+  readonly #errors: RecordErrorHandler;
 
-  constructor(fn: KeyedProcessFunction<K, IN, OUT>, keySelector: KeySelector<IN>) {
+  constructor(fn: KeyedProcessFunction<K, IN, OUT>, keySelector: KeySelector<IN>, onError: RecordErrorPolicy = 'fail') {
     super();
     this.#fn = fn;
     this.#keySelector = keySelector;
+    this.#errors = new RecordErrorHandler(onError);
   }
 
   override open(context: OperatorContext): void {
+    this.#errors.open(context);
     this.#backend = requireKeyedState(context, 'process(...)');
     this.#name = context.operatorName;
     this.#fn.open?.(keyedRuntimeContext(context, this.#backend));
@@ -167,7 +172,13 @@ export class KeyedProcessOperator<K extends StateKey, IN, OUT> extends StreamOpe
       const value = batch[i] as IN;
       backend.setCurrentKey(validateStateKey(select(value), name));
       if (timestamps !== undefined) context.setTimestamp(timestamps[i]);
-      fn.processElement(value, context, collector);
+      const mark = collector.records.length;
+      try {
+        fn.processElement(value, context, collector);
+      } catch (error) {
+        collector.truncate(mark); // state it changed before throwing stays changed
+        this.#errors.onError(error, value, timestamps?.[i]);
+      }
     }
     this.outputTimestamps = collector.timestamps;
     return collector.records;

@@ -1,7 +1,9 @@
 import { WeirError } from '../../core/errors/weir-error.ts';
+import type { RecordErrorPolicy } from '../../core/functions/dead-letter.ts';
 import type { OutputTag } from '../../core/functions/output-tag.ts';
 import type { CoProcessFunction, ProcessContext, ProcessFunction, TimerService } from '../../core/functions/process-functions.ts';
 import { type OperatorContext, StreamOperator } from '../../core/operator/stream-operator.ts';
+import { RecordErrorHandler } from './record-error-handler.ts';
 import { TimestampedCollector } from './timestamped-collector.ts';
 
 function noTimers(context: () => OperatorContext): never {
@@ -44,12 +46,24 @@ class NonKeyedProcessContext implements ProcessContext {
     this.collector.timestamp = none ? Number.NaN : timestamp;
   }
 
-  run<T>(batch: T[], timestamps: readonly number[] | undefined, call: (value: T) => void): void {
-    this.collector.reset(timestamps !== undefined);
+  /** Calls the function on every record; with `errors`, a record it throws on emits nothing (side outputs already emitted stay) and goes to the error policy. */
+  run<T>(batch: T[], timestamps: readonly number[] | undefined, call: (value: T) => void, errors?: RecordErrorHandler): void {
+    const collector = this.collector;
+    collector.reset(timestamps !== undefined);
     this.setTimestamp(undefined);
     for (let i = 0; i < batch.length; i++) {
       if (timestamps !== undefined) this.setTimestamp(timestamps[i]);
-      call(batch[i] as T);
+      if (errors === undefined) {
+        call(batch[i] as T);
+        continue;
+      }
+      const mark = collector.records.length;
+      try {
+        call(batch[i] as T);
+      } catch (error) {
+        collector.truncate(mark);
+        errors.onError(error, batch[i], timestamps?.[i]);
+      }
     }
   }
 }
@@ -58,14 +72,17 @@ class NonKeyedProcessContext implements ProcessContext {
 export class ProcessOperator<IN, OUT> extends StreamOperator<IN, OUT> {
   readonly #fn: ProcessFunction<IN, OUT>;
   readonly #context = new NonKeyedProcessContext();
+  readonly #errors: RecordErrorHandler;
 
-  constructor(fn: ProcessFunction<IN, OUT>) {
+  constructor(fn: ProcessFunction<IN, OUT>, onError: RecordErrorPolicy = 'fail') {
     super();
     this.#fn = fn;
+    this.#errors = new RecordErrorHandler(onError);
   }
 
   override open(context: OperatorContext): void {
     this.#context.context = context;
+    this.#errors.open(context);
     this.#fn.open?.({ subtaskIndex: context.subtaskIndex, parallelism: context.parallelism, attemptNumber: context.attemptNumber });
   }
 
@@ -73,7 +90,7 @@ export class ProcessOperator<IN, OUT> extends StreamOperator<IN, OUT> {
     const context = this.#context;
     const fn = this.#fn;
     const collector = context.collector as TimestampedCollector<OUT>;
-    context.run(batch, timestamps, (value) => fn.processElement(value, context, collector));
+    context.run(batch, timestamps, (value) => fn.processElement(value, context, collector), this.#errors);
     this.outputTimestamps = collector.timestamps;
     return collector.records;
   }
@@ -92,14 +109,17 @@ export class ProcessOperator<IN, OUT> extends StreamOperator<IN, OUT> {
 export class CoProcessOperator<IN1, IN2, OUT> extends StreamOperator<IN1, OUT> {
   readonly #fn: CoProcessFunction<IN1, IN2, OUT>;
   readonly #context = new NonKeyedProcessContext();
+  readonly #errors: RecordErrorHandler;
 
-  constructor(fn: CoProcessFunction<IN1, IN2, OUT>) {
+  constructor(fn: CoProcessFunction<IN1, IN2, OUT>, onError: RecordErrorPolicy = 'fail') {
     super();
     this.#fn = fn;
+    this.#errors = new RecordErrorHandler(onError);
   }
 
   override open(context: OperatorContext): void {
     this.#context.context = context;
+    this.#errors.open(context);
     this.#fn.open?.({ subtaskIndex: context.subtaskIndex, parallelism: context.parallelism, attemptNumber: context.attemptNumber });
   }
 
@@ -107,7 +127,7 @@ export class CoProcessOperator<IN1, IN2, OUT> extends StreamOperator<IN1, OUT> {
     const context = this.#context;
     const fn = this.#fn;
     const collector = context.collector as TimestampedCollector<OUT>;
-    context.run(batch, timestamps, (value) => fn.processElement1(value, context, collector));
+    context.run(batch, timestamps, (value) => fn.processElement1(value, context, collector), this.#errors);
     this.outputTimestamps = collector.timestamps;
     return collector.records;
   }
@@ -116,7 +136,7 @@ export class CoProcessOperator<IN1, IN2, OUT> extends StreamOperator<IN1, OUT> {
     const context = this.#context;
     const fn = this.#fn;
     const collector = context.collector as TimestampedCollector<OUT>;
-    context.run(batch as IN2[], timestamps, (value) => fn.processElement2(value, context, collector));
+    context.run(batch as IN2[], timestamps, (value) => fn.processElement2(value, context, collector), this.#errors);
     this.outputTimestamps = collector.timestamps;
     return collector.records;
   }

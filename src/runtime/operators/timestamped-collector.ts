@@ -16,6 +16,12 @@ export class TimestampedCollector<T> implements Collector<T> {
     this.timestamps = stamped ? [] : undefined;
   }
 
+  /** Drops what was collected after the first `length` records (the output of a call that threw). */
+  truncate(length: number): void {
+    this.records.length = length;
+    if (this.timestamps !== undefined) this.timestamps.length = length;
+  }
+
   collect(record: T): void {
     this.records.push(record);
     this.timestamps?.push(this.timestamp);

@@ -4,6 +4,7 @@
  */
 import { type MessagePort, parentPort, workerData } from 'node:worker_threads';
 import { setConnectorDefaults } from '../../core/config/connector-defaults.ts';
+import { withUserCodeLocation } from '../../core/errors/user-code-location.ts';
 import { WeirError } from '../../core/errors/weir-error.ts';
 import type { FromWorker, ToWorker, WorkerInit } from '../deployment/worker-messages.ts';
 import { TaskExecutor } from './task-executor.ts';
@@ -25,7 +26,10 @@ try {
   const weirError =
     error instanceof WeirError
       ? error
-      : new WeirError('TASK_FAILED', `worker ${init.workerIndex} failed to start: ${error instanceof Error ? error.message : String(error)}`);
+      : new WeirError(
+          'TASK_FAILED',
+          `worker ${init.workerIndex} failed to start: ${error instanceof Error ? withUserCodeLocation(error.message, error.stack) : String(error)}`,
+        );
   if (!(error instanceof WeirError) && error instanceof Error && error.stack) weirError.stack = error.stack;
   toMaster({ type: 'failed', vertexName: `worker ${init.workerIndex}`, subtaskIndex: -1, error: weirError.serialize() });
 }

@@ -161,7 +161,8 @@ export class OperatorChain {
 
   /**
    * Emits `record` on the side output `tag` of operator `index`, after the current call. Only the
-   * chain's last operator can have side-output edges (a node with one does not chain on).
+   * chain's last operator can have side-output edges (a node with one does not chain on); a
+   * source's side outputs (its dead letters) are index -1, in a chain of no operators.
    */
   sideOutput(index: number, tag: string, record: unknown, timestamp: number): boolean {
     if (index !== this.#operators.length - 1) return false;
@@ -211,6 +212,11 @@ export class OperatorChain {
     if (timestamps !== undefined && timestamps.length !== out.length) throw this.#timestampMismatch(index, out.length, timestamps.length);
     if (this.#sideOutputPending) this.#flushSideOutputs();
     if (out.length > 0) await this.processBatch(out, timestamps, index + 1);
+  }
+
+  /** Sends what side outputs hold (a source's dead letters, after its poll). */
+  flushSideOutputs(): void {
+    if (this.#sideOutputPending) this.#flushSideOutputs();
   }
 
   #flushSideOutputs(): void {

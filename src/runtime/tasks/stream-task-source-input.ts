@@ -65,6 +65,10 @@ export class StreamTaskSourceInput implements MailboxDefaultAction, CheckpointLi
       parallelism,
       attemptNumber,
       tracksSplits: this.#strategy !== undefined && this.#splitId !== undefined,
+      metrics: options.metrics.group(options.uid),
+      output: (tag, record, timestamp) => options.chain.sideOutput(-1, tag, record, timestamp),
+      uid: options.uid,
+      name: node.name,
     });
     this.#splits = operatorState.getListState<unknown>(SPLITS_STATE);
     // Every subtask's splits, as union state: a source can tell a new split from one another subtask reads.
@@ -112,6 +116,7 @@ export class StreamTaskSourceInput implements MailboxDefaultAction, CheckpointLi
     if (watermarks !== undefined && reader.pollNextBatch !== undefined) polled = reader.pollNextBatch(batchSize);
     else polled = reader.pollNext(batchSize);
     if (isThenable(polled)) polled = await polled;
+    chain.flushSideOutputs(); // the reader's dead letters, before any barrier that covers their offsets
     if (polled === null) {
       this.#finished = true;
       await this.#options.onEndOfInput();

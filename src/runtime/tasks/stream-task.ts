@@ -2,6 +2,7 @@ import type { StopMode } from '../../checkpoint/stop-mode.ts';
 import type { CheckpointLocation } from '../../checkpoint/storage/checkpoint-location.ts';
 import type { CheckpointStorage } from '../../checkpoint/storage/checkpoint-storage.ts';
 import type { EnvironmentConfig } from '../../core/config/environment-config.ts';
+import { withUserCodeLocation } from '../../core/errors/user-code-location.ts';
 import { WeirError } from '../../core/errors/weir-error.ts';
 import type { OperatorContext, StreamOperator } from '../../core/operator/stream-operator.ts';
 import type { JobVertex } from '../../graph/job-graph.ts';
@@ -251,7 +252,10 @@ export class StreamTask {
     const weirError =
       error instanceof WeirError
         ? error
-        : new WeirError('TASK_FAILED', `${this.name} failed: ${error instanceof Error ? error.message : String(error)}`, { fault: 'user', cause: error });
+        : new WeirError('TASK_FAILED', `${this.name} failed: ${error instanceof Error ? withUserCodeLocation(error.message, error.stack) : String(error)}`, {
+            fault: 'user',
+            cause: error,
+          });
     if (error instanceof Error && !(error instanceof WeirError) && error.stack) weirError.stack = error.stack;
     this.env.toMaster({ type: 'failed', vertexName: this.env.vertex.name, subtaskIndex: this.env.subtaskIndex, error: weirError.serialize() });
   }

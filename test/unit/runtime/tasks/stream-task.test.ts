@@ -356,7 +356,11 @@ test('a task whose operator throws reports failed once, with a TASK_FAILED error
   const error = WeirError.fromSerialized(failed[0].error);
   assert.equal(error.code, 'TASK_FAILED');
   assert.equal(error.fault, 'user');
-  assert.match(error.message, /^collect \(1\/1\) failed: cannot handle boom$/);
+  assert.match(
+    error.message,
+    /^collect \(1\/1\) failed: cannot handle boom\n {4}at .*stream-task.test.ts:\d+:\d+/,
+    'the message names where the user code threw',
+  );
   assert.match(error.stack ?? '', /processBatch/, "the stack is the operator's");
   assert.deepEqual(h.writer.trace, ['["ok"]']);
   assert.equal(h.master.messages.length, 1, 'nothing runs after the failure');
