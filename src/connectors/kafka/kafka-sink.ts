@@ -42,7 +42,7 @@ export function kafkaSink<T>(options: KafkaSinkOptions<T>): Sink<T> & Preflighta
           const brokerMax = await brokerTransactionMaxTimeout(bootstrap, connection);
           findings.push(...transactionTimeoutFindings(where, transactionTimeoutMs, recoveryBudgetMs, brokerMax, context));
           const prefix = options.transactionalIdPrefix ?? defaultTransactionalIdPrefix(context.jobName, context.uid);
-          const inUse = await prefixInUseFinding(where, prefix, bootstrap, options.connection, prefixProbeWindow(context.config.checkpointing?.interval));
+          const inUse = await prefixInUseFinding(where, prefix, bootstrap, connection, prefixProbeWindow(context.config.checkpointing?.interval));
           if (inUse !== undefined) findings.push(inUse);
         } else if (context.config.checkpointing !== undefined) {
           findings.push({
