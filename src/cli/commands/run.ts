@@ -1,5 +1,7 @@
 import { Command, InvalidArgumentError, Option } from 'commander';
 import type { EnvironmentConfigInput } from '../../core/config/environment-config.ts';
+import { LOG_LEVELS, type LogFormat, type LogLevel } from '../../core/logging/logger.ts';
+import { processLog } from '../../core/logging/pino-logger.ts';
 import { startJob } from '../../runtime/jobmaster/job-master.ts';
 import { startRestServer } from '../../web/rest-server.ts';
 import { durationArgument, positiveIntegerArgument } from '../arguments.ts';
@@ -23,6 +25,8 @@ interface RunOptions {
   fromSavepoint?: string;
   ui: boolean;
   uiPort: number;
+  logLevel?: LogLevel;
+  logFormat?: LogFormat;
 }
 
 const wholeNumber = (value: string): number => {
@@ -54,7 +58,11 @@ export function runCommand(): Command {
     .addOption(new Option('--tolerable-failures <n>', 'checkpointing.tolerableFailures').argParser(wholeNumber))
     .addOption(new Option('--retained-checkpoints <n>', 'checkpointing.retained').argParser(positiveIntegerArgument))
     .addOption(new Option('--checkpoint-storage <folder>', 'checkpointing.storage: the checkpoint folder'))
-    .addOption(new Option('--restart-attempts <n>', 'restartStrategy fixed-delay: restarts allowed').argParser(wholeNumber))
+    .addOption(
+      new Option('--restart-attempts <n>', 'restartStrategy fixed-delay: restarts allowed (default: exponential-delay, see docs/operations.md)').argParser(
+        wholeNumber,
+      ),
+    )
     .addOption(new Option('--restart-delay <duration>', 'restartStrategy fixed-delay: wait before a restart').argParser(durationArgument))
     .option('--no-restart', 'restartStrategy none: the first failure fails the job')
     .option('--fresh', 'start without restoring the latest checkpoint', false)
@@ -65,6 +73,18 @@ export function runCommand(): Command {
         .default(8081),
     )
     .option('--no-ui', 'serve no dashboard, REST API or metrics')
+    .addOption(
+      new Option(
+        '--log-level <level>',
+        'debug shows every checkpoint; info a summary a minute, restarts, broker outages (env WEIR_LOG_LEVEL; default info)',
+      ).choices(LOG_LEVELS),
+    )
+    .addOption(
+      new Option('--log-format <format>', 'pretty (time, level, message) or json, one object a line (env WEIR_LOG_FORMAT; default pretty)').choices([
+        'pretty',
+        'json',
+      ]),
+    )
     .action(async (job: string, options: RunOptions) => {
       const config: EnvironmentConfigInput = {};
       if (options.parallelism !== undefined) config.parallelism = options.parallelism;
@@ -84,7 +104,11 @@ export function runCommand(): Command {
       else if (options.restartAttempts !== undefined || options.restartDelay !== undefined) {
         config.restartStrategy = { type: 'fixed-delay', attempts: options.restartAttempts ?? 3, delay: options.restartDelay ?? 1000 };
       }
-      const log = (line: string) => process.stderr.write(`${line}\n`);
+      // Set before any worker thread starts: workers inherit the environment and log the same way.
+      if (options.logLevel !== undefined) process.env.WEIR_LOG_LEVEL = options.logLevel;
+      if (options.logFormat !== undefined) process.env.WEIR_LOG_FORMAT = options.logFormat;
+      const logger = processLog();
+      const log = (line: string) => logger.info(line);
       const started = Date.now();
       let checkpoints = 0;
       const client = await startJob({
@@ -92,12 +116,9 @@ export function runCommand(): Command {
         config,
         fresh: options.fresh,
         ...(options.fromSavepoint === undefined ? {} : { fromSavepoint: options.fromSavepoint }),
-        log,
+        log: logger,
         onEvent: (event) => {
-          if (event.type === 'checkpoint-completed') {
-            checkpoints++;
-            log(`checkpoint ${event.checkpointId} completed in ${event.durationMs} ms (${event.bytes} bytes of state)`);
-          }
+          if (event.type === 'checkpoint-completed') checkpoints++;
         },
       });
       const server = options.ui ? await startRestServer(client, { port: options.uiPort }) : undefined;

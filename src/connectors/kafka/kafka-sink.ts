@@ -18,7 +18,7 @@ import { type KafkaSinkOptions, parseKafkaSinkOptions } from './kafka-sink-optio
  */
 export function kafkaSink<T>(options: KafkaSinkOptions<T>): Sink<T> & Preflightable {
   // Validated once, here: a bad option fails when the job is built, naming the setting and the fix.
-  const { transactionTimeout: transactionTimeoutMs, recoveryBudget: recoveryBudgetMs } = parseKafkaSinkOptions(options);
+  const { transactionTimeout: transactionTimeoutMs, recoveryBudget: recoveryBudgetMs, retryTimeout: retryTimeoutMs } = parseKafkaSinkOptions(options);
   return {
     name: `kafka sink${options.topic === undefined ? '' : ` (${options.topic})`}`,
     deliveryGuarantee: options.deliveryGuarantee,
@@ -54,7 +54,7 @@ export function kafkaSink<T>(options: KafkaSinkOptions<T>): Sink<T> & Preflighta
     },
     createOperator: () =>
       (options.deliveryGuarantee === 'exactly-once'
-        ? new TwoPhaseCommitSinkOperator(new ExactlyOnceKafkaWriter(options, transactionTimeoutMs))
-        : new AtLeastOnceKafkaWriter(options)) as unknown as StreamOperator<T, never>,
+        ? new TwoPhaseCommitSinkOperator(new ExactlyOnceKafkaWriter(options, transactionTimeoutMs, retryTimeoutMs))
+        : new AtLeastOnceKafkaWriter(options, retryTimeoutMs)) as unknown as StreamOperator<T, never>,
   };
 }

@@ -44,6 +44,8 @@ export interface KafkaSourceOptions<T> {
    * from their earliest offset. Default 30 s; 0 turns discovery off. Bounded sources never discover.
    */
   partitionDiscoveryInterval?: number | string;
+  /** How long fetches and metadata requests are retried while brokers are unreachable or leaders move, before the task fails. Default 1 minute. */
+  retryTimeout?: number | string;
 }
 
 const offsetsFallback = z.enum(['earliest', 'latest'], { error: "must be 'earliest' or 'latest'" });
@@ -149,6 +151,13 @@ export const kafkaSourceOptionsSchema = z
         description:
           'How often to look for new partitions and, with a pattern, new topics; a new partition is read from its earliest offset by the subtask a stable hash of its name picks. `0` turns discovery off; a bounded source never discovers.',
         hint: 'give milliseconds or a number with a unit, for example 500ms, 10s, 15m or 1h; 0 turns discovery off',
+      } satisfies OptionMeta),
+    retryTimeout: durationOption('kafkaSource retryTimeout')
+      .default(60_000)
+      .meta({
+        description:
+          'How long fetches and metadata requests are retried, with backoff, while brokers are unreachable (a broker restarting) or a leader moves, before the task fails and the job restarts as `restartStrategy` allows.',
+        hint: 'give a duration such as 1m',
       } satisfies OptionMeta),
   })
   .superRefine((options, context) => {

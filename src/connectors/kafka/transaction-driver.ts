@@ -145,7 +145,7 @@ export class TransactionDriver {
     // One produce request per leader and chunk; each partition's batch carries the next sequence
     // number, so a chunk's sequences are counted before the next chunk is built.
     for (const chunk of chunksBelowBatchLimit(records)) {
-      const byLeader = await this.#leaders.groupByLeader(chunk);
+      const byLeader = await this.#retry('Metadata for the leaders', () => this.#leaders.groupByLeader(chunk));
       await Promise.all(
         [...byLeader].map(([leader, group]) =>
           this.#retry(`Produce for "${transaction.transactionalId}"`, async () =>
@@ -206,7 +206,7 @@ export class TransactionDriver {
 
   /** The transactional ids with this prefix that have an open (Ongoing) transaction, on every broker. */
   async listOpenTransactions(prefix: string): Promise<string[]> {
-    const metadata = await this.#connections.metadata([]);
+    const metadata = await this.#retry('Metadata', () => this.#connections.metadata([]));
     const ids = new Set<string>();
     for (const broker of metadata.brokers) {
       const response = await this.#retry('ListTransactions', async () =>
@@ -246,6 +246,6 @@ export class TransactionDriver {
   }
 
   #retry<T>(what: string, request: () => Promise<T>): Promise<T> {
-    return retryKafkaRequest(what, request, this.#options.retryTimeoutMs, this.#forgetRoutes);
+    return retryKafkaRequest(what, request, this.#options.retryTimeoutMs, this.#forgetRoutes, this.#connections);
   }
 }

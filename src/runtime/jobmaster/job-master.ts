@@ -10,11 +10,13 @@ import { CompletedCheckpointStore } from '../../checkpoint/storage/completed-che
 import { openCheckpointStorage } from '../../checkpoint/storage/open-checkpoint-storage.ts';
 import { type EnvironmentConfig, parseEnvironmentConfig } from '../../core/config/environment-config.ts';
 import { WeirError } from '../../core/errors/weir-error.ts';
+import { type Logger, toLogger } from '../../core/logging/logger.ts';
 import { buildStreamGraph } from '../../graph/job.ts';
 import { buildJobGraph, type JobGraph } from '../../graph/job-graph.ts';
 import { loadJobModule } from '../deployment/job-module.ts';
 import type { RestoreInfo } from '../deployment/restore-info.ts';
 import { JobMetrics } from '../metrics/job-metrics.ts';
+import { CheckpointLogSummary } from './checkpoint-log-summary.ts';
 import { ExecutionAttempt } from './execution-attempt.ts';
 import type { JobClient, JobResult, JobStatus, RunJobOptions } from './job-client.ts';
 import { RestartStrategy } from './restart-strategy.ts';
@@ -30,7 +32,8 @@ export type { JobClient, JobEvent, JobResult, JobStatus, RunJobOptions } from '.
  * completed snapshot.
  */
 export async function startJob(options: RunJobOptions): Promise<JobClient> {
-  const log = options.log ?? (() => {});
+  const logger = toLogger(options.log);
+  const log = (line: string) => logger.info(line);
   const url = options.job.startsWith('file:') ? options.job : pathToFileURL(resolve(options.job)).href;
   const job = await loadJobModule(url);
   // Options over the job's own config; checkpointing merges setting by setting.
@@ -41,13 +44,13 @@ export async function startJob(options: RunJobOptions): Promise<JobClient> {
   const config = parseEnvironmentConfig({ ...job.config, ...options.config, ...checkpointing });
   const streamGraph = buildStreamGraph(job);
   const graph = buildJobGraph(job.name, streamGraph, config);
-  enforcePreflight(await runPreflight(job.name, streamGraph, graph, config), log);
+  enforcePreflight(await runPreflight(job.name, streamGraph, graph, config), (line) => logger.warn(line));
 
   const storage = config.checkpointing === undefined ? undefined : openCheckpointStorage(config.checkpointing.storage);
   await storage?.initialize();
   const restore = await findRestorePoint(graph, storage, options);
   const highest = storage === undefined ? 0 : await new CompletedCheckpointStore(storage).highestCheckpointId();
-  const master = new JobMaster({ ...options, log }, url, config, graph, storage, restore, Math.max(highest, restore?.checkpointId ?? 0) + 1);
+  const master = new JobMaster({ ...options, log, logger }, url, config, graph, storage, restore, Math.max(highest, restore?.checkpointId ?? 0) + 1);
   return master.client();
 }
 
@@ -58,7 +61,7 @@ export async function runJob(options: RunJobOptions): Promise<JobResult> {
 
 /** The job master's own parts: the attempts, the coordinator and its statistics, the restarts. */
 class JobMaster {
-  readonly #options: RunJobOptions & { log: (line: string) => void };
+  readonly #options: RunJobOptions & { log: (line: string) => void; logger: Logger };
   readonly #url: string;
   readonly #config: EnvironmentConfig;
   readonly #graph: JobGraph;
@@ -75,7 +78,7 @@ class JobMaster {
   #cancelled = false;
 
   constructor(
-    options: RunJobOptions & { log: (line: string) => void },
+    options: RunJobOptions & { log: (line: string) => void; logger: Logger },
     url: string,
     config: EnvironmentConfig,
     graph: JobGraph,
@@ -90,17 +93,21 @@ class JobMaster {
     this.#storage = storage;
     this.#restore = restore;
     const { log, onEvent } = options;
+    const summary = new CheckpointLogSummary(options.logger, options.logSummaryIntervalMs);
     this.#stats = new CheckpointStatsTracker({
-      onCompleted: (stats) =>
+      onCompleted: (stats) => {
+        summary.completed(stats.checkpointId, stats.durationMs ?? 0, stats.bytes);
         onEvent?.({
           type: 'checkpoint-completed',
           checkpointId: stats.checkpointId,
           durationMs: stats.durationMs ?? 0,
           bytes: stats.bytes,
           alignmentMs: stats.alignmentMs,
-        }),
+        });
+      },
       onFailed: (stats) => {
-        log(`checkpoint ${stats.checkpointId} aborted: ${stats.reason ?? 'unknown reason'}`);
+        summary.aborted();
+        options.logger.warn(`checkpoint ${stats.checkpointId} aborted: ${stats.reason ?? 'unknown reason'}`);
         onEvent?.({ type: 'checkpoint-aborted', checkpointId: stats.checkpointId });
       },
     });
@@ -112,6 +119,7 @@ class JobMaster {
     this.#result.catch(() => {
       this.#state = 'failed';
     });
+    void this.#result.finally(() => summary.close()).catch(() => {});
   }
 
   client(): JobClient {
@@ -169,7 +177,7 @@ class JobMaster {
         this.#state = 'restarting';
         const cause = error instanceof Error ? error.message : String(error);
         this.#restartLog.push({ at: Date.now(), cause });
-        log(
+        this.#options.logger.warn(
           `job failed: ${cause}; restarting in ${delay} ms from ${this.#restore === undefined ? 'the beginning' : `checkpoint ${this.#restore.checkpointId}`}`,
         );
         onEvent?.({ type: 'restarting', attempt: attemptNumber + 1, delayMs: delay, cause });

@@ -26,6 +26,8 @@ test('SIGTERM cancels the job cleanly; the next run resumes and the output is ex
     const job = join(repositoryRoot, 'test', 'fixtures', 'jobs', 'kafka-count-job.ts');
     const args = [
       job,
+      '--log-level',
+      'debug',
       '--parallelism',
       '2',
       '--workers',
