@@ -156,6 +156,7 @@ export class ClusterConnections {
 function isConnectFailure(error: unknown): boolean {
   const code = (error as { code?: string } | undefined)?.code;
   if (code !== 'PLT_KFK_NETWORK' && code !== 'PLT_KFK_TIMEOUT') return false;
+  if (findNested(error, (entry) => (entry as { code?: string }).code === 'PLT_KFK_AUTHENTICATION') !== undefined) return false;
   return (error as { closed?: boolean }).closed !== true;
 }
 

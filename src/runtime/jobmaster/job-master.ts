@@ -114,7 +114,14 @@ class JobMaster {
     this.#coordinator =
       config.checkpointing === undefined || storage === undefined
         ? undefined
-        : new CheckpointCoordinator({ config: config.checkpointing, storage, graph, firstCheckpointId, stats: this.#stats, log });
+        : new CheckpointCoordinator({
+            config: config.checkpointing,
+            storage,
+            graph,
+            firstCheckpointId,
+            stats: this.#stats,
+            log: (line) => options.logger.warn(line),
+          });
     this.#result = this.#run();
     this.#result.catch(() => {
       this.#state = 'failed';
