@@ -92,8 +92,8 @@ class JobMaster {
     this.#graph = graph;
     this.#storage = storage;
     this.#restore = restore;
-    const { log, onEvent } = options;
-    const summary = new CheckpointLogSummary(options.logger, options.logSummaryIntervalMs);
+    const { onEvent } = options;
+    const summary = new CheckpointLogSummary(options.logger, options.logSummaryIntervalMs, () => throughputOf(graph, this.#metrics));
     this.#stats = new CheckpointStatsTracker({
       onCompleted: (stats) => {
         summary.completed(stats.checkpointId, stats.durationMs ?? 0, stats.bytes);
@@ -249,6 +249,17 @@ class JobMaster {
       vertices: this.#metrics.vertices(this.#graph),
     };
   }
+}
+
+/** Records a second into the job (what its sources emit) and out of it (what its last vertices take in). */
+function throughputOf(graph: JobGraph, metrics: JobMetrics): { inPerSecond: number; outPerSecond: number } {
+  let inPerSecond = 0;
+  let outPerSecond = 0;
+  for (const vertex of metrics.vertices(graph)) {
+    if (!graph.edges.some((edge) => edge.target === vertex.id)) inPerSecond += vertex.recordsOutPerSecond;
+    if (!graph.edges.some((edge) => edge.source === vertex.id)) outPerSecond += vertex.recordsInPerSecond;
+  }
+  return { inPerSecond, outPerSecond };
 }
 
 /** The error a job ends with when its restart strategy allows no more restarts (DATA_LOSS never restarts, and stays as it is). */

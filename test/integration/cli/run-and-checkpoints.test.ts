@@ -56,6 +56,11 @@ test('weir run runs a job with options over its config; weir checkpoints lists a
     lines.some((line) => line.level === 20 && /^checkpoint \d+ completed in \d+ ms/.test(line.msg)),
     result.stderr,
   );
+  // At info, the summary (once a minute, and when the job ends).
+  assert.ok(
+    lines.some((line) => line.level === 30 && /^checkpoints: \d+ completed, \d+ aborted since the last summary; latest \d+/.test(line.msg)),
+    result.stderr,
+  );
   assert.match(result.stdout, /^job "keyed-sum" finished in [\d.]+s: \d+ checkpoints, 0 restarts, last checkpoint \d+$/m);
   assert.match(result.stderr, /checkpoint \d+ completed in \d+ ms/);
   assert.deepEqual(auditKeyedSum(join(folder, 'out'), 6000), { records: 6000, duplicates: 0, missing: 0, unexpected: 0, wrongSums: [] });

@@ -32,3 +32,17 @@ test('a line per checkpoint at debug, a summary at info only when something happ
     ['info', 'checkpoints: 2 completed, 1 aborted since the last summary; latest 2, 15ms, 310 bytes of state'],
   ]);
 });
+
+test('the summary gives the records a second in and out, and comes while records flow even without checkpoints', () => {
+  const logger = recordingLogger();
+  let rates = { inPerSecond: 0, outPerSecond: 0 };
+  const summary = new CheckpointLogSummary(logger, 3_600_000, () => rates);
+  summary.flush(); // nothing happened
+  rates = { inPerSecond: 1200.4, outPerSecond: 1199.6 };
+  summary.flush();
+  summary.close();
+  assert.deepEqual(logger.lines, [
+    ['info', 'checkpoints: 0 completed, 0 aborted since the last summary; 1200 records/s in, 1200 out'],
+    ['info', 'checkpoints: 0 completed, 0 aborted since the last summary; 1200 records/s in, 1200 out'],
+  ]);
+});
