@@ -168,6 +168,8 @@ describe('a broker outage longer than the old restart budget, while input flows'
       writer.stop();
       job.child.kill('SIGKILL');
       await job.exit;
+      // A failure mid-outage leaves the broker down: the next test needs it.
+      if (!(await localBrokerStatus({ dataDir: dataDir() })).running) await startBroker(false);
     }
   }
 
