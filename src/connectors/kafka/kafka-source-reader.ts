@@ -254,7 +254,7 @@ export class KafkaSourceReader<T> implements SourceReader<T, KafkaSplit> {
     if (code !== undefined && !RETRIABLE_FETCH_ERRORS.has(code)) throw error;
     if (!network && code === undefined) throw error;
     // A leader moved or a broker restarts: find the leaders again and retry, for up to a minute.
-    this.#failingSince ??= Date.now();
+    this.#failingSince ??= this.#connections.outage.unreachableSince ?? Date.now(); // connecting may have waited already
     if (Date.now() - this.#failingSince > this.#options.retryTimeout) throw error;
     await sleep(200);
     await this.#refreshMetadata().catch(() => {});
