@@ -67,6 +67,7 @@ export type {
   RuntimeContext,
   TimerService,
 } from './core/functions/process-functions.ts';
+export type { LogFields, Logger, LogLevel } from './core/logging/logger.ts';
 export { aggregatingState, listState, mapState, reducingState, valueState } from './core/state/state-descriptors.ts';
 export type { AggregatingState, ListState, MapState, ReducingState, ValueState } from './core/state/state-types.ts';
 export type { OnMergeContext, Trigger, TriggerContext, TriggerResult, WindowValueState } from './core/windowing/trigger.ts';

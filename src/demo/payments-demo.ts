@@ -357,7 +357,7 @@ function watch(child: ChildProcess, log: (line: string) => void, records: number
     const text = chunk.toString();
     stderr += text;
     for (const line of text.split('\n')) {
-      if (/starting job|every input has ended/.test(line)) log(`  job: ${line.trim()}`);
+      if (/starting job|every input has ended/.test(line)) log(`  job: ${line.trim().replace(/^\[[\d:.]+\] [A-Z]+: /, '')}`); // without the log's time and level
       const dashboard = /dashboard at (http:\/\/[^/\s]+)\//.exec(line);
       if (dashboard !== null) {
         url = dashboard[1];

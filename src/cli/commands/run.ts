@@ -1,6 +1,8 @@
 import { Command, InvalidArgumentError, Option } from 'commander';
 import type { KafkaSettingsOptions } from '../../connectors/kafka/kafka-settings.ts';
 import type { EnvironmentConfigInput } from '../../core/config/environment-config.ts';
+import { LOG_LEVELS, type LogFormat, type LogLevel } from '../../core/logging/logger.ts';
+import { processLog } from '../../core/logging/pino-logger.ts';
 import { startJob } from '../../runtime/jobmaster/job-master.ts';
 import { isLoopback } from '../../web/request-guard.ts';
 import { startRestServer } from '../../web/rest-server.ts';
@@ -29,6 +31,8 @@ interface RunOptions extends KafkaSettingsOptions {
   uiPort: number;
   uiHost: string;
   uiToken?: string;
+  logLevel?: LogLevel;
+  logFormat?: LogFormat;
 }
 
 const wholeNumber = (value: string): number => {
@@ -60,7 +64,11 @@ export function runCommand(): Command {
     .addOption(new Option('--tolerable-failures <n>', 'checkpointing.tolerableFailures').argParser(wholeNumber))
     .addOption(new Option('--retained-checkpoints <n>', 'checkpointing.retained').argParser(positiveIntegerArgument))
     .addOption(new Option('--checkpoint-storage <folder>', 'checkpointing.storage: the checkpoint folder'))
-    .addOption(new Option('--restart-attempts <n>', 'restartStrategy fixed-delay: restarts allowed').argParser(wholeNumber))
+    .addOption(
+      new Option('--restart-attempts <n>', 'restartStrategy fixed-delay: restarts allowed (default: exponential-delay, see docs/operations.md)').argParser(
+        wholeNumber,
+      ),
+    )
     .addOption(new Option('--restart-delay <duration>', 'restartStrategy fixed-delay: wait before a restart').argParser(durationArgument))
     .option('--no-restart', 'restartStrategy none: the first failure fails the job')
     .option('--fresh', 'start without restoring the latest checkpoint', false)
@@ -77,6 +85,18 @@ export function runCommand(): Command {
     )
     .addOption(new Option('--ui-token <token>', 'a secret /api and /metrics then need as "Authorization: Bearer <token>"').env('WEIR_UI_TOKEN'))
     .option('--no-ui', 'serve no dashboard, REST API or metrics')
+    .addOption(
+      new Option(
+        '--log-level <level>',
+        'debug shows every checkpoint; info a summary a minute, restarts, broker outages (env WEIR_LOG_LEVEL; default info)',
+      ).choices(LOG_LEVELS),
+    )
+    .addOption(
+      new Option('--log-format <format>', 'pretty (time, level, message) or json, one object a line (env WEIR_LOG_FORMAT; default pretty)').choices([
+        'pretty',
+        'json',
+      ]),
+    )
     .action(async (job: string, options: RunOptions) => {
       const config: EnvironmentConfigInput = {};
       if (options.parallelism !== undefined) config.parallelism = options.parallelism;
@@ -96,7 +116,11 @@ export function runCommand(): Command {
       else if (options.restartAttempts !== undefined || options.restartDelay !== undefined) {
         config.restartStrategy = { type: 'fixed-delay', attempts: options.restartAttempts ?? 3, delay: options.restartDelay ?? 1000 };
       }
-      const log = (line: string) => process.stderr.write(`${line}\n`);
+      // Set before any worker thread starts: workers inherit the environment and log the same way.
+      if (options.logLevel !== undefined) process.env.WEIR_LOG_LEVEL = options.logLevel;
+      if (options.logFormat !== undefined) process.env.WEIR_LOG_FORMAT = options.logFormat;
+      const logger = processLog();
+      const log = (line: string) => logger.info(line);
       // The default connection of every Kafka source and sink of the job that does not set its own
       // (handed to the worker threads in memory: never in the job's config or its checkpoints).
       useKafkaSettings(options, log);
@@ -109,7 +133,7 @@ export function runCommand(): Command {
         log(`dashboard at ${server.url}/, REST API at ${server.url}/api, Prometheus metrics at ${server.url}/metrics`);
         if (token !== undefined) log('the REST API and metrics need the --ui-token (Authorization: Bearer); open the dashboard as <address>/#token=<token>');
         else if (!isLoopback(options.uiHost)) {
-          log(`warning: the REST API on ${options.uiHost} has no authentication: anyone who reaches it can stop the job; give --ui-token (or WEIR_UI_TOKEN)`);
+          logger.warn(`the REST API on ${options.uiHost} has no authentication: anyone who reaches it can stop the job; give --ui-token (or WEIR_UI_TOKEN)`);
         }
       }
       const client = await startJob({
@@ -117,12 +141,9 @@ export function runCommand(): Command {
         config,
         fresh: options.fresh,
         ...(options.fromSavepoint === undefined ? {} : { fromSavepoint: options.fromSavepoint }),
-        log,
+        log: logger,
         onEvent: (event) => {
-          if (event.type === 'checkpoint-completed') {
-            checkpoints++;
-            log(`checkpoint ${event.checkpointId} completed in ${event.durationMs} ms (${event.bytes} bytes of state)`);
-          }
+          if (event.type === 'checkpoint-completed') checkpoints++;
         },
       }).catch(async (error: unknown) => {
         await server?.close();

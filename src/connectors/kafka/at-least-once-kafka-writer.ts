@@ -1,8 +1,9 @@
+import type { OperatorContext } from '../../core/operator/stream-operator.ts';
 import { StreamOperator } from '../../core/operator/stream-operator.ts';
 import { ClusterConnections } from './cluster-connections.ts';
 import { resolveKafkaConnection } from './kafka-default-connection.ts';
 import { KafkaRecordSerializer } from './kafka-record-serializer.ts';
-import type { KafkaSinkOptions } from './kafka-sink-options.ts';
+import { DEFAULT_RETRY_TIMEOUT_MS, type KafkaSinkOptions } from './kafka-sink-options.ts';
 import { PlainProducer } from './plain-producer.ts';
 
 /**
@@ -12,21 +13,28 @@ import { PlainProducer } from './plain-producer.ts';
  */
 export class AtLeastOnceKafkaWriter<T> extends StreamOperator<T, never> {
   readonly #options: KafkaSinkOptions<T>;
+  readonly #retryTimeoutMs: number;
   #connections!: ClusterConnections;
   #serializer!: KafkaRecordSerializer<T>;
   #producer!: PlainProducer;
   #pending: Promise<unknown>[] = [];
 
-  constructor(options: KafkaSinkOptions<T>) {
+  constructor(options: KafkaSinkOptions<T>, retryTimeoutMs = DEFAULT_RETRY_TIMEOUT_MS) {
     super();
     this.#options = options;
+    this.#retryTimeoutMs = retryTimeoutMs;
   }
 
-  override open(): void {
+  override open(context: OperatorContext): void {
     const kafka = resolveKafkaConnection(this.#options, 'kafkaSink');
-    this.#connections = new ClusterConnections(kafka.bootstrap, { clientId: 'weir-sink', ...kafka.connection });
+    this.#connections = new ClusterConnections(kafka.bootstrap, {
+      clientId: 'weir-sink',
+      ...kafka.connection,
+      retryTimeoutMs: this.#retryTimeoutMs,
+      owner: `the kafka sink "${context.uid}" (subtask ${context.subtaskIndex})`,
+    });
     this.#serializer = new KafkaRecordSerializer(this.#options, this.#connections);
-    this.#producer = new PlainProducer(this.#connections);
+    this.#producer = new PlainProducer(this.#connections, { retryTimeoutMs: this.#retryTimeoutMs });
   }
 
   async processBatch(batch: T[]): Promise<never[]> {

@@ -1,5 +1,8 @@
+import { setTimeout as sleep } from 'node:timers/promises';
 import { type Connection, type ConnectionOptions, ConnectionPool, metadataV12 } from '@platformatic/kafka';
 import { WeirError } from '../../core/errors/weir-error.ts';
+import { processLog } from '../../core/logging/pino-logger.ts';
+import { BrokerOutage } from './broker-outage.ts';
 import { type BrokerAddress, formatBootstrap } from './kafka-connection-options.ts';
 import { hasKafkaError } from './kafka-error-ids.ts';
 
@@ -15,26 +18,58 @@ export interface TopicInfo {
   partitions: PartitionInfo[];
 }
 
+export interface ClusterConnectionsOptions extends ConnectionOptions {
+  clientId?: string;
+  /**
+   * How long to keep trying to connect while brokers are unreachable (a broker restarting) before
+   * failing; default 0: at once (preflight, tools). Tasks pass their connector's `retryTimeout`.
+   */
+  retryTimeoutMs?: number;
+  /** Who connects, for the outage warnings: `the kafka sink "output"`. */
+  owner?: string;
+}
+
 /**
  * Connections to a cluster's brokers, by node id, for the protocol-level parts of Weir (the
  * read_committed reader, the transaction driver). TLS and SASL options pass through to every
- * connection.
+ * connection. While brokers are unreachable, connecting is retried with backoff for
+ * `retryTimeoutMs`, and `outage` says so in the log.
  */
 export class ClusterConnections {
   readonly bootstrap: readonly BrokerAddress[];
+  /** Reports unreachable brokers and their return; retry loops over these connections report here too. */
+  readonly outage: BrokerOutage;
+  readonly retryTimeoutMs: number;
   readonly #pool: ConnectionPool;
   readonly #tls: ConnectionOptions['tls'];
   #brokers = new Map<number, BrokerAddress>();
 
-  constructor(bootstrap: readonly BrokerAddress[], options: ConnectionOptions & { clientId?: string } = {}) {
+  constructor(bootstrap: readonly BrokerAddress[], options: ClusterConnectionsOptions = {}) {
     this.bootstrap = bootstrap;
-    const { clientId = 'weir', ...connectionOptions } = options;
+    const { clientId = 'weir', retryTimeoutMs = 0, owner = `Kafka client ${clientId}`, ...connectionOptions } = options;
     this.#tls = options.tls;
+    this.retryTimeoutMs = retryTimeoutMs;
+    this.outage = new BrokerOutage(owner, processLog);
     this.#pool = new ConnectionPool(clientId, { connectTimeout: 5_000, requestTimeout: 30_000, ...connectionOptions });
   }
 
   /** A connection to any reachable bootstrap broker. */
   async any(): Promise<Connection> {
+    const deadline = Date.now() + this.retryTimeoutMs;
+    for (let attempt = 0; ; attempt++) {
+      try {
+        const connection = await this.#connectAny();
+        this.outage.recovered();
+        return connection;
+      } catch (error) {
+        if (!(error instanceof WeirError) || error.code !== 'BROKER_UNREACHABLE' || Date.now() >= deadline) throw error;
+        this.outage.failed(formatBootstrap(this.bootstrap), describeNetworkError(error.cause), deadline);
+        await sleep(Math.min(1000, 100 * 2 ** attempt, Math.max(0, deadline - Date.now())));
+      }
+    }
+  }
+
+  async #connectAny(): Promise<Connection> {
     try {
       return await this.#pool.getFirstAvailable([...this.bootstrap]);
     } catch (error) {
@@ -84,7 +119,18 @@ export class ClusterConnections {
     if (broker === undefined) {
       throw new WeirError('UNKNOWN_BROKER', `the cluster has no broker with node id ${nodeId}`, { fault: 'external', retriable: true });
     }
-    return this.#pool.get(broker);
+    const deadline = Date.now() + this.retryTimeoutMs;
+    for (let attempt = 0; ; attempt++) {
+      try {
+        const connection = await this.#pool.get(broker);
+        this.outage.recovered();
+        return connection;
+      } catch (error) {
+        if (!isConnectFailure(error) || Date.now() >= deadline) throw error;
+        this.outage.failed(`${broker.host}:${broker.port}`, describeNetworkError(error), deadline);
+        await sleep(Math.min(1000, 100 * 2 ** attempt, Math.max(0, deadline - Date.now())));
+      }
+    }
   }
 
   /** Cluster metadata for these topics; null asks for every topic. */
@@ -147,8 +193,16 @@ export class ClusterConnections {
 /** Node's and OpenSSL's TLS failures: certificate checks, handshake alerts, a TLS client on a plaintext port. */
 const TLS_ERROR = /CERT_|_CERT|UNABLE_TO_(GET|VERIFY)|SELF_SIGNED|ERR_SSL|ERR_TLS|SSL routines|alert|wrong version number|certificate/i;
 
+/** Whether connecting failed for a network reason (refused, reset, timed out), not a closed pool or bad credentials. */
+function isConnectFailure(error: unknown): boolean {
+  const code = (error as { code?: string } | undefined)?.code;
+  if (code !== 'PLT_KFK_NETWORK' && code !== 'PLT_KFK_TIMEOUT') return false;
+  if (findNested(error, (entry) => (entry as { code?: string }).code === 'PLT_KFK_AUTHENTICATION') !== undefined) return false;
+  return (error as { closed?: boolean }).closed !== true;
+}
+
 /** The most telling part of a connection failure: the system error code (ECONNREFUSED, ...) when there is one. */
-function describeNetworkError(error: unknown): string {
+export function describeNetworkError(error: unknown): string {
   if (!(error instanceof Error)) return String(error);
   const nested = error instanceof AggregateError ? error.errors : [error];
   return nested

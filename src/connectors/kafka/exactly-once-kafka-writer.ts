@@ -3,7 +3,7 @@ import type { RecoveryContext, TwoPhaseCommitLogic } from '../two-phase-commit-s
 import { ClusterConnections } from './cluster-connections.ts';
 import { resolveKafkaConnection } from './kafka-default-connection.ts';
 import { KafkaRecordSerializer } from './kafka-record-serializer.ts';
-import type { KafkaSinkOptions } from './kafka-sink-options.ts';
+import { DEFAULT_RETRY_TIMEOUT_MS, type KafkaSinkOptions } from './kafka-sink-options.ts';
 import { committableOf, type KafkaCommittable, type OpenTransaction, TransactionDriver } from './transaction-driver.ts';
 import { defaultTransactionalIdPrefix, parseTransactionalId, transactionalId } from './transactional-id.ts';
 
@@ -29,6 +29,7 @@ type SlotState = { state: 'free' } | { state: 'in-use' } | { state: 'cooling'; s
 export class ExactlyOnceKafkaWriter<T> implements TwoPhaseCommitLogic<T, KafkaTransaction, KafkaCommittable> {
   readonly #options: KafkaSinkOptions<T>;
   readonly #transactionTimeoutMs: number;
+  readonly #retryTimeoutMs: number;
   #connections!: ClusterConnections;
   #driver!: TransactionDriver;
   #serializer!: KafkaRecordSerializer<T>;
@@ -36,15 +37,21 @@ export class ExactlyOnceKafkaWriter<T> implements TwoPhaseCommitLogic<T, KafkaTr
   #subtaskIndex = 0;
   readonly #slots: SlotState[] = [];
 
-  constructor(options: KafkaSinkOptions<T>, transactionTimeoutMs: number) {
+  constructor(options: KafkaSinkOptions<T>, transactionTimeoutMs: number, retryTimeoutMs = DEFAULT_RETRY_TIMEOUT_MS) {
     this.#options = options;
     this.#transactionTimeoutMs = transactionTimeoutMs;
+    this.#retryTimeoutMs = retryTimeoutMs;
   }
 
   open(context: OperatorContext): void {
     const kafka = resolveKafkaConnection(this.#options, 'kafkaSink');
-    this.#connections = new ClusterConnections(kafka.bootstrap, { clientId: 'weir-sink', ...kafka.connection });
-    this.#driver = new TransactionDriver(this.#connections, { transactionTimeoutMs: this.#transactionTimeoutMs });
+    this.#connections = new ClusterConnections(kafka.bootstrap, {
+      clientId: 'weir-sink',
+      ...kafka.connection,
+      retryTimeoutMs: this.#retryTimeoutMs,
+      owner: `the kafka sink "${context.uid}" (subtask ${context.subtaskIndex})`,
+    });
+    this.#driver = new TransactionDriver(this.#connections, { transactionTimeoutMs: this.#transactionTimeoutMs, retryTimeoutMs: this.#retryTimeoutMs });
     this.#serializer = new KafkaRecordSerializer(this.#options, this.#connections);
     this.#prefix = this.#options.transactionalIdPrefix ?? defaultTransactionalIdPrefix(context.jobName, context.uid);
     this.#subtaskIndex = context.subtaskIndex;

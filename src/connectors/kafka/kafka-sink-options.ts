@@ -44,6 +44,11 @@ export interface KafkaSinkOptions<T> {
    * check. Default 1 minute.
    */
   recoveryBudget?: number | string;
+  /**
+   * How long a request is retried while brokers are unreachable or answer with a retriable error
+   * (a broker restarting, a leader or coordinator moving) before the task fails. Default 1 minute.
+   */
+  retryTimeout?: number | string;
   /** Picks a partition for a record without one; default: murmur2 of the key (as Kafka's Java client), round-robin without a key. */
   partitioner?: (key: Buffer | null, partitions: number) => number;
   /** TLS and SASL options passed to every connection. */
@@ -53,6 +58,8 @@ export interface KafkaSinkOptions<T> {
 /** The sink's transaction.timeout.ms when it sets none: Kafka's default transaction.max.timeout.ms. */
 export const DEFAULT_TRANSACTION_TIMEOUT_MS = 15 * 60 * 1000;
 export const DEFAULT_RECOVERY_BUDGET_MS = 60 * 1000;
+/** How long the connectors retry requests while brokers are unreachable, unless set. */
+export const DEFAULT_RETRY_TIMEOUT_MS = 60 * 1000;
 
 /**
  * The Kafka sink's options as a zod schema: validated once when `kafkaSink(...)` is called, and
@@ -108,6 +115,13 @@ export const kafkaSinkOptionsSchema = z.strictObject({
         "Exactly-once: the longest you expect between a crash and the restarted job committing, beyond the restart strategy's delay (restarting the process, start-up). Part of the preflight's transaction timeout check.",
       hint: 'give a duration such as 1m',
     } satisfies OptionMeta),
+  retryTimeout: durationOption('kafkaSink retryTimeout')
+    .default(DEFAULT_RETRY_TIMEOUT_MS)
+    .meta({
+      description:
+        'How long a request is retried, with backoff, while brokers are unreachable (a broker restarting: the connection closed or refused) or answer with a retriable error (a leader or coordinator moving, NOT_ENOUGH_REPLICAS, a timeout) before the task fails and the job restarts as `restartStrategy` allows. Retried writes keep their producer id, epoch and sequence numbers, so the broker drops what it already has.',
+      hint: 'give a duration such as 1m',
+    } satisfies OptionMeta),
   partitioner: functionOption<(key: Buffer | null, partitions: number) => number>('(key, partitions) => partition')
     .optional()
     .meta({
@@ -120,9 +134,10 @@ export const kafkaSinkOptionsSchema = z.strictObject({
 });
 
 /** The sink's options once validated: defaults applied, durations in milliseconds. */
-export type ParsedKafkaSinkOptions<T> = Omit<KafkaSinkOptions<T>, 'transactionTimeout' | 'recoveryBudget'> & {
+export type ParsedKafkaSinkOptions<T> = Omit<KafkaSinkOptions<T>, 'transactionTimeout' | 'recoveryBudget' | 'retryTimeout'> & {
   transactionTimeout: number;
   recoveryBudget: number;
+  retryTimeout: number;
 };
 
 /** Validates kafkaSink's options: one clear error (INVALID_SINK, or the code of a bad duration or bootstrap) naming each bad setting and its fix. */

@@ -20,7 +20,7 @@ import { defaultTransactionalIdPrefix } from './transactional-id.ts';
  */
 export function kafkaSink<T>(options: KafkaSinkOptions<T>): Sink<T> & Preflightable {
   // Validated once, here: a bad option fails when the job is built, naming the setting and the fix.
-  const { transactionTimeout: transactionTimeoutMs, recoveryBudget: recoveryBudgetMs } = parseKafkaSinkOptions(options);
+  const { transactionTimeout: transactionTimeoutMs, recoveryBudget: recoveryBudgetMs, retryTimeout: retryTimeoutMs } = parseKafkaSinkOptions(options);
   return {
     name: `kafka sink${options.topic === undefined ? '' : ` (${options.topic})`}`,
     deliveryGuarantee: options.deliveryGuarantee,
@@ -69,12 +69,15 @@ export function kafkaSink<T>(options: KafkaSinkOptions<T>): Sink<T> & Preflighta
         : [],
     createOperator: () =>
       (options.deliveryGuarantee === 'exactly-once'
-        ? new TwoPhaseCommitSinkOperator(new ExactlyOnceKafkaWriter(options, transactionTimeoutMs))
-        : new AtLeastOnceKafkaWriter(options)) as unknown as StreamOperator<T, never>,
+        ? new TwoPhaseCommitSinkOperator(new ExactlyOnceKafkaWriter(options, transactionTimeoutMs, retryTimeoutMs))
+        : new AtLeastOnceKafkaWriter(options, retryTimeoutMs)) as unknown as StreamOperator<T, never>,
     // At the job's end: commit what the latest completed checkpoint holds, abort every other open transaction.
     onJobEnd: async (subtasks) => {
       if (options.deliveryGuarantee !== 'exactly-once') return;
-      await finishTransactionsAtJobEnd(() => new TwoPhaseCommitSinkOperator(new ExactlyOnceKafkaWriter(options, transactionTimeoutMs)), subtasks);
+      await finishTransactionsAtJobEnd(
+        () => new TwoPhaseCommitSinkOperator(new ExactlyOnceKafkaWriter(options, transactionTimeoutMs, retryTimeoutMs)),
+        subtasks,
+      );
     },
   };
 }

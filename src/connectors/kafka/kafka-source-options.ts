@@ -57,6 +57,8 @@ export interface KafkaSourceOptions<T> {
    * { deadLetter: { topic } } (its bytes and headers go there, counted in deadLetters).
    */
   onDeserializationError?: OnRecordError;
+  /** How long fetches and metadata requests are retried while brokers are unreachable or leaders move, before the task fails. Default 1 minute. */
+  retryTimeout?: number | string;
 }
 
 /** What the Kafka source does with an offset the partition no longer holds (Kafka's auto.offset.reset, made explicit). */
@@ -175,6 +177,13 @@ export const kafkaSourceOptionsSchema = z
           'What happens when the offset to read is out of range: the partition no longer holds it (retention or DeleteRecords passed a checkpointed offset while the job was down) or it is past the end (the topic was recreated). ' +
           "`fail`: the job fails, naming the partition, the offset and the range the partition holds, so the records lost are known. `earliest` or `latest`: the source goes on from the partition's earliest or latest offset, logs a warning naming the range skipped, and counts the records skipped in the `recordsLostOutOfRange` metric.",
         hint: "use 'fail' (the default), 'earliest' or 'latest'",
+      } satisfies OptionMeta),
+    retryTimeout: durationOption('kafkaSource retryTimeout')
+      .default(60_000)
+      .meta({
+        description:
+          'How long fetches and metadata requests are retried, with backoff, while brokers are unreachable (a broker restarting) or a leader moves, before the task fails and the job restarts as `restartStrategy` allows.',
+        hint: 'give a duration such as 1m',
       } satisfies OptionMeta),
   })
   .superRefine((options, context) => {

@@ -63,7 +63,13 @@ export class KafkaSourceReader<T> implements SourceReader<T, KafkaSplit> {
   }
 
   async open(splits: KafkaSplit[], allSplits: KafkaSplit[]): Promise<void> {
-    this.#connections = new ClusterConnections(this.#bootstrap, { clientId: 'weir-source', ...this.#connection });
+    const owner = `the kafka source (subtask ${this.#context.subtaskIndex})`;
+    this.#connections = new ClusterConnections(this.#bootstrap, {
+      clientId: 'weir-source',
+      ...this.#connection,
+      retryTimeoutMs: this.#options.retryTimeout,
+      owner,
+    });
     this.#splits = splits.map((split) => ({ ...split }));
     for (const split of [...allSplits, ...splits]) this.#known.add(`${split.topic}:${split.partition}`);
     this.#nextDiscovery = Date.now() + this.#discoveryMs;
@@ -339,8 +345,8 @@ export class KafkaSourceReader<T> implements SourceReader<T, KafkaSplit> {
     if (code !== undefined && !RETRIABLE_FETCH_ERRORS.has(code)) throw error;
     if (!network && code === undefined) throw error;
     // A leader moved or a broker restarts: find the leaders again and retry, for up to a minute.
-    this.#failingSince ??= Date.now();
-    if (Date.now() - this.#failingSince > 60_000) throw error;
+    this.#failingSince ??= this.#connections.outage.unreachableSince ?? Date.now(); // connecting may have waited already
+    if (Date.now() - this.#failingSince > this.#options.retryTimeout) throw error;
     await sleep(200);
     await this.#refreshMetadata().catch(() => {});
   }

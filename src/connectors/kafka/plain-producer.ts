@@ -29,7 +29,13 @@ export class PlainProducer {
   /** Writes records (each with its topic and partition): acks -1 waits for every in-sync replica, 1 for the leader. */
   async send(records: MessageRecord[], acks: -1 | 1): Promise<void> {
     for (const chunk of chunksBelowBatchLimit(records)) {
-      const byLeader = await this.#leaders.groupByLeader(chunk);
+      const byLeader = await retryKafkaRequest(
+        'Metadata for the leaders',
+        () => this.#leaders.groupByLeader(chunk),
+        this.#retryTimeoutMs,
+        this.#forgetLeaders,
+        this.#connections,
+      );
       await Promise.all(
         [...byLeader].map(([leader, group]) =>
           retryKafkaRequest(
@@ -37,6 +43,7 @@ export class PlainProducer {
             async () => produceV11.api.async(await this.#connections.node(leader), acks, 30_000, group, {}),
             this.#retryTimeoutMs,
             this.#forgetLeaders,
+            this.#connections,
           ),
         ),
       );

@@ -1,18 +1,36 @@
 import { setTimeout as sleep } from 'node:timers/promises';
 import { WeirError } from '../../core/errors/weir-error.ts';
+import type { BrokerOutage } from './broker-outage.ts';
+import { describeNetworkError } from './cluster-connections.ts';
+import { formatBootstrap } from './kafka-connection-options.ts';
 import { kafkaErrorIds, RETRIABLE_TRANSACTION_ERRORS } from './kafka-error-ids.ts';
+
+/** The connections a request runs over, as far as retrying needs them: their brokers and their outage report. */
+export interface RetryReporting {
+  readonly bootstrap: Parameters<typeof formatBootstrap>[0];
+  readonly outage: BrokerOutage;
+}
 
 /**
  * Runs a request, retrying with backoff (50 ms doubling up to 1 s) on retriable Kafka errors and
  * on network errors (a broker restarting), until `retryTimeoutMs` has passed; `beforeRetry` forgets
  * what may have moved (coordinators, leaders). The last error is thrown as KAFKA_REQUEST_FAILED
- * naming `what` and the Kafka error ids, unless it already is a WeirError.
+ * naming `what` and the Kafka error ids, unless it already is a WeirError. Network errors are
+ * reported to `connections.outage` (a warning within seconds, repeated while it lasts).
  */
-export async function retryKafkaRequest<T>(what: string, request: () => Promise<T>, retryTimeoutMs: number, beforeRetry: () => void): Promise<T> {
+export async function retryKafkaRequest<T>(
+  what: string,
+  request: () => Promise<T>,
+  retryTimeoutMs: number,
+  beforeRetry: () => void,
+  connections?: RetryReporting,
+): Promise<T> {
   const deadline = Date.now() + retryTimeoutMs;
   for (let attempt = 0; ; attempt++) {
     try {
-      return await request();
+      const result = await request();
+      connections?.outage.recovered();
+      return result;
     } catch (error) {
       const ids = kafkaErrorIds(error);
       const retriable = ids.length === 0 ? isNetworkError(error) : ids.every((id) => RETRIABLE_TRANSACTION_ERRORS.includes(id));
@@ -31,6 +49,8 @@ export async function retryKafkaRequest<T>(what: string, request: () => Promise<
           { apiId: ids[0] },
         );
       }
+      if (ids.length === 0 && connections !== undefined)
+        connections.outage.failed(formatBootstrap(connections.bootstrap), describeNetworkError(error), deadline);
       beforeRetry();
       await sleep(Math.min(1000, 50 * 2 ** Math.min(attempt, 5)));
     }
@@ -46,6 +66,8 @@ export function isNetworkError(error: unknown): boolean {
     code === 'ECONNREFUSED' ||
     code === 'ECONNRESET' ||
     code === 'BROKER_UNREACHABLE' ||
-    code === 'EPIPE'
+    code === 'EPIPE' ||
+    code === 'ETIMEDOUT' ||
+    code === 'UNKNOWN_BROKER'
   );
 }

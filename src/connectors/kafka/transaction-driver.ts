@@ -161,7 +161,7 @@ export class TransactionDriver {
     // One produce request per leader and chunk; each partition's batch carries the next sequence
     // number, so a chunk's sequences are counted before the next chunk is built.
     for (const chunk of chunksBelowBatchLimit(records)) {
-      const byLeader = await this.#leaders.groupByLeader(chunk);
+      const byLeader = await this.#retry('Metadata for the leaders', () => this.#leaders.groupByLeader(chunk));
       await Promise.all(
         [...byLeader].map(([leader, group]) =>
           this.#retry(`Produce for "${transaction.transactionalId}"`, async () =>
@@ -226,7 +226,7 @@ export class TransactionDriver {
    * merely starts with this one (`<prefix>-x-0-3`) are not listed.
    */
   async listOpenTransactions(prefix: string): Promise<string[]> {
-    const metadata = await this.#connections.metadata([]);
+    const metadata = await this.#retry('Metadata', () => this.#connections.metadata([]));
     const ids = new Set<string>();
     for (const broker of metadata.brokers) {
       const response = await this.#retry('ListTransactions', async () =>
@@ -289,6 +289,6 @@ export class TransactionDriver {
   }
 
   #retry<T>(what: string, request: () => Promise<T>): Promise<T> {
-    return retryKafkaRequest(what, request, this.#options.retryTimeoutMs, this.#forgetRoutes);
+    return retryKafkaRequest(what, request, this.#options.retryTimeoutMs, this.#forgetRoutes, this.#connections);
   }
 }

@@ -72,15 +72,24 @@ export const restartStrategySchema = z.discriminatedUnion('type', [
       type: z.literal('exponential-delay'),
       initialBackoff: duration('restartStrategy.initialBackoff').default(1000).describe('The wait before the first restart.'),
       maxBackoff: duration('restartStrategy.maxBackoff').default(60_000).describe('The longest wait.'),
-      multiplier: z.number().min(1).default(2).describe('Each wait is the one before times this.'),
+      multiplier: z.number().min(1).default(1.5).describe('Each wait is the one before times this.'),
       resetBackoffThreshold: duration('restartStrategy.resetBackoffThreshold')
         .default(60 * 60 * 1000)
-        .describe('Back to the initial backoff after running this long without failure.'),
+        .describe(
+          'A failure this long after the one before finds the job healthy: the wait goes back to `initialBackoff` and the count of `attemptsBeforeResetBackoff` starts again.',
+        ),
       jitter: z.number().min(0).max(1).default(0.1).describe('A random change of each wait, as a fraction of it: 0.1 is up to 10% more or less.'),
+      attemptsBeforeResetBackoff: positiveInt
+        .default(20)
+        .describe(
+          'Restarts allowed in a row, each failure within `resetBackoffThreshold` of the one before; one more fails the job (a crash loop). Flink allows any number by default.',
+        ),
       attempts: positiveInt.optional().describe('How many restarts this run allows in all; without it, no limit.'),
     })
     .strict()
-    .describe('Restarts with a growing wait: `initialBackoff`, then times `multiplier` up to `maxBackoff`.'),
+    .describe(
+      "Restarts with a growing wait (Flink's exponential-delay): `initialBackoff`, then times `multiplier` up to `maxBackoff`; back to `initialBackoff` once the job ran `resetBackoffThreshold` without failure; at most `attemptsBeforeResetBackoff` restarts in a row.",
+    ),
   z
     .object({
       type: z.literal('failure-rate'),
@@ -112,10 +121,20 @@ export const environmentConfigSchema = z
       defaultText: 'none: off',
     }),
     restartStrategy: restartStrategySchema
-      .default({ type: 'fixed-delay', attempts: 3, delay: 1000 })
-      .describe(
-        'What a task failure does: the job restarts from its latest completed checkpoint after a wait, as long as the strategy allows, and fails when it no longer does. A DATA_LOSS failure never restarts.',
-      ),
+      .default({
+        type: 'exponential-delay',
+        initialBackoff: 1000,
+        maxBackoff: 60_000,
+        multiplier: 1.5,
+        resetBackoffThreshold: 60 * 60 * 1000,
+        jitter: 0.1,
+        attemptsBeforeResetBackoff: 20,
+      })
+      .meta({
+        description:
+          "What a task failure does: the job restarts from its latest completed checkpoint after a wait, as long as the strategy allows, and fails when it no longer does. A DATA_LOSS failure never restarts. The default (Flink's since 1.19, bounded) rides out outages of many minutes and stops a crash loop after 20 restarts in a row (about 12 minutes of waits: 1 s, 1.5 s, 2.3 s, ... up to 1 min each).",
+        defaultText: 'exponential-delay: initialBackoff 1s, multiplier 1.5, maxBackoff 1m, jitter 0.1, resetBackoffThreshold 1h, attemptsBeforeResetBackoff 20',
+      }),
   })
   .strict()
   .superRefine((config, context) => {

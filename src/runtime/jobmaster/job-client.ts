@@ -1,6 +1,7 @@
 import type { CheckpointStats, CheckpointStatsCounts } from '../../checkpoint/checkpoint-stats-tracker.ts';
 import type { CompletedCheckpoint } from '../../checkpoint/completed-checkpoint.ts';
 import type { EnvironmentConfig, EnvironmentConfigInput } from '../../core/config/environment-config.ts';
+import type { Logger } from '../../core/logging/logger.ts';
 import type { JobGraph } from '../../graph/job-graph.ts';
 import type { VertexMetrics } from '../metrics/job-metrics.ts';
 
@@ -13,7 +14,10 @@ export interface RunJobOptions {
   fresh?: boolean;
   /** Start from this savepoint (or checkpoint) folder. */
   fromSavepoint?: string;
-  log?: (line: string) => void;
+  /** Where the job logs: a Logger (levels, times; `weir run` passes its pino logger), or a line callback (info and above, the message only). */
+  log?: Logger | ((line: string) => void);
+  /** How often the checkpoint summary is logged at info; per-checkpoint lines are debug. Default 1 minute. */
+  logSummaryIntervalMs?: number;
   onEvent?: (event: JobEvent) => void;
 }
 

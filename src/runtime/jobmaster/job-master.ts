@@ -11,12 +11,14 @@ import { CompletedCheckpointStore } from '../../checkpoint/storage/completed-che
 import { openCheckpointStorage } from '../../checkpoint/storage/open-checkpoint-storage.ts';
 import { type EnvironmentConfig, parseEnvironmentConfig } from '../../core/config/environment-config.ts';
 import { WeirError } from '../../core/errors/weir-error.ts';
+import { type Logger, toLogger } from '../../core/logging/logger.ts';
 import { buildStreamGraph } from '../../graph/job.ts';
 import { buildJobGraph, type JobGraph } from '../../graph/job-graph.ts';
 import type { StreamGraph } from '../../graph/stream-graph.ts';
 import { loadJobModule } from '../deployment/job-module.ts';
 import type { RestoreInfo } from '../deployment/restore-info.ts';
 import { JobMetrics } from '../metrics/job-metrics.ts';
+import { CheckpointLogSummary } from './checkpoint-log-summary.ts';
 import { ExecutionAttempt } from './execution-attempt.ts';
 import type { JobClient, JobResult, JobStatus, RunJobOptions } from './job-client.ts';
 import { RestartStrategy } from './restart-strategy.ts';
@@ -33,7 +35,8 @@ export type { JobClient, JobEvent, JobResult, JobStatus, RunJobOptions } from '.
  * completed snapshot.
  */
 export async function startJob(options: RunJobOptions): Promise<JobClient> {
-  const log = options.log ?? (() => {});
+  const logger = toLogger(options.log);
+  const log = (line: string) => logger.info(line);
   const url = options.job.startsWith('file:') ? options.job : pathToFileURL(resolve(options.job)).href;
   const job = await loadJobModule(url);
   // Options over the job's own config; checkpointing merges setting by setting.
@@ -44,7 +47,7 @@ export async function startJob(options: RunJobOptions): Promise<JobClient> {
   const config = parseEnvironmentConfig({ ...job.config, ...options.config, ...checkpointing });
   const streamGraph = buildStreamGraph(job);
   const graph = buildJobGraph(job.name, streamGraph, config);
-  enforcePreflight(await runPreflight(job.name, streamGraph, graph, config), log);
+  enforcePreflight(await runPreflight(job.name, streamGraph, graph, config), (line) => logger.warn(line));
 
   const storage = config.checkpointing === undefined ? undefined : openCheckpointStorage(config.checkpointing.storage);
   await storage?.initialize();
@@ -59,10 +62,10 @@ export async function startJob(options: RunJobOptions): Promise<JobClient> {
   try {
     const restore = await findRestorePoint(graph, storage, options);
     const superseded = restore === undefined ? undefined : supersededRestoreWarning(restore);
-    if (superseded !== undefined) log(superseded);
+    if (superseded !== undefined) logger.warn(superseded);
     const highest = storage === undefined ? 0 : await new CompletedCheckpointStore(storage).highestCheckpointId();
     const firstCheckpointId = Math.max(highest, restore?.checkpointId ?? 0) + 1;
-    const master = new JobMaster({ ...options, log }, url, config, streamGraph, graph, storage, restore, firstCheckpointId);
+    const master = new JobMaster({ ...options, log, logger }, url, config, streamGraph, graph, storage, restore, firstCheckpointId);
     client = master.client();
     client.result.then(release, release); // first on the result: released before anyone hears of the end
     return client;
@@ -79,7 +82,7 @@ export async function runJob(options: RunJobOptions): Promise<JobResult> {
 
 /** The job master's own parts: the attempts, the coordinator and its statistics, the restarts. */
 class JobMaster {
-  readonly #options: RunJobOptions & { log: (line: string) => void };
+  readonly #options: RunJobOptions & { log: (line: string) => void; logger: Logger };
   readonly #url: string;
   readonly #config: EnvironmentConfig;
   readonly #streamGraph: StreamGraph;
@@ -103,7 +106,7 @@ class JobMaster {
   readonly #cancelWait = new AbortController();
 
   constructor(
-    options: RunJobOptions & { log: (line: string) => void },
+    options: RunJobOptions & { log: (line: string) => void; logger: Logger },
     url: string,
     config: EnvironmentConfig,
     streamGraph: StreamGraph,
@@ -119,31 +122,43 @@ class JobMaster {
     this.#graph = graph;
     this.#storage = storage;
     this.#restore = restore;
-    const { log, onEvent } = options;
+    const { onEvent } = options;
+    const summary = new CheckpointLogSummary(options.logger, options.logSummaryIntervalMs, () => throughputOf(graph, this.#metrics));
     this.#stats = new CheckpointStatsTracker({
-      onCompleted: (stats) =>
+      onCompleted: (stats) => {
+        summary.completed(stats.checkpointId, stats.durationMs ?? 0, stats.bytes);
         onEvent?.({
           type: 'checkpoint-completed',
           checkpointId: stats.checkpointId,
           durationMs: stats.durationMs ?? 0,
           bytes: stats.bytes,
           alignmentMs: stats.alignmentMs,
-        }),
+        });
+      },
       onFailed: (stats) => {
-        log(`checkpoint ${stats.checkpointId} aborted: ${stats.reason ?? 'unknown reason'}`);
+        summary.aborted();
+        options.logger.warn(`checkpoint ${stats.checkpointId} aborted: ${stats.reason ?? 'unknown reason'}`);
         onEvent?.({ type: 'checkpoint-aborted', checkpointId: stats.checkpointId });
       },
     });
     this.#coordinator =
       config.checkpointing === undefined || storage === undefined
         ? undefined
-        : new CheckpointCoordinator({ config: config.checkpointing, storage, graph, firstCheckpointId, stats: this.#stats, log });
+        : new CheckpointCoordinator({
+            config: config.checkpointing,
+            storage,
+            graph,
+            firstCheckpointId,
+            stats: this.#stats,
+            log: (line) => options.logger.warn(line),
+          });
     this.#result = this.#run();
     this.#result.catch(() => {
       this.#state = 'failed';
     });
     const ended = () => this.#rejectRunningWaiters('the job has ended');
     this.#result.then(ended, ended);
+    void this.#result.finally(() => summary.close()).catch(() => {});
   }
 
   client(): JobClient {
@@ -221,7 +236,7 @@ class JobMaster {
         this.#state = 'restarting';
         const cause = error instanceof Error ? error.message : String(error);
         this.#restartLog.push({ at: Date.now(), cause });
-        log(
+        this.#options.logger.warn(
           `job failed: ${cause}; restarting in ${delay} ms from ${this.#restore === undefined ? 'the beginning' : `checkpoint ${this.#restore.checkpointId}`}`,
         );
         onEvent?.({ type: 'restarting', attempt: attemptNumber + 1, delayMs: delay, cause });
@@ -343,6 +358,17 @@ function notRunning(why: string, hint = 'start the job again (`weir run`) and as
 function describeFailure(error: unknown): JobStatus['failure'] {
   if (!(error instanceof Error)) return { at: Date.now(), message: String(error), hint: undefined, stack: undefined };
   return { at: Date.now(), message: error.message, hint: error instanceof WeirError ? error.hint : undefined, stack: error.stack };
+}
+
+/** Records a second into the job (what its sources emit) and out of it (what its last vertices take in). */
+function throughputOf(graph: JobGraph, metrics: JobMetrics): { inPerSecond: number; outPerSecond: number } {
+  let inPerSecond = 0;
+  let outPerSecond = 0;
+  for (const vertex of metrics.vertices(graph)) {
+    if (!graph.edges.some((edge) => edge.target === vertex.id)) inPerSecond += vertex.recordsOutPerSecond;
+    if (!graph.edges.some((edge) => edge.source === vertex.id)) outPerSecond += vertex.recordsInPerSecond;
+  }
+  return { inPerSecond, outPerSecond };
 }
 
 /** The error a job ends with when its restart strategy allows no more restarts (DATA_LOSS never restarts, and stays as it is). */

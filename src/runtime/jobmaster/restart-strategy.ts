@@ -1,10 +1,13 @@
 import type { RestartStrategyConfig } from '../../core/config/environment-config.ts';
+import { formatDuration } from '../../core/time/duration.ts';
 
 /** Decides whether a failed job restarts, and after how long (Flink's restart strategies). */
 export class RestartStrategy {
   readonly #config: RestartStrategyConfig;
   readonly #failures: number[] = [];
   #attempts = 0;
+  /** exponential-delay: restarts since the backoff was last reset (Flink's attempts before reset). */
+  #attemptsInRow = 0;
   #backoff = 0;
   #lastFailureAt = 0;
 
@@ -23,9 +26,13 @@ export class RestartStrategy {
         return this.#attempts <= config.attempts ? config.delay : undefined;
       case 'exponential-delay': {
         if (config.attempts !== undefined && this.#attempts > config.attempts) return undefined;
-        if (this.#backoff === 0 || now - this.#lastFailureAt > config.resetBackoffThreshold) this.#backoff = config.initialBackoff;
-        else this.#backoff = Math.min(config.maxBackoff, this.#backoff * config.multiplier);
+        // A failure long enough after the one before finds a healthy job: start again from the initial backoff.
+        if (this.#backoff === 0 || now - this.#lastFailureAt >= config.resetBackoffThreshold) {
+          this.#backoff = config.initialBackoff;
+          this.#attemptsInRow = 0;
+        } else this.#backoff = Math.min(config.maxBackoff, this.#backoff * config.multiplier);
         this.#lastFailureAt = now;
+        if (++this.#attemptsInRow > config.attemptsBeforeResetBackoff) return undefined;
         const jitter = this.#backoff * config.jitter * (Math.random() * 2 - 1);
         return Math.max(0, Math.round(this.#backoff + jitter));
       }
@@ -44,8 +51,12 @@ export class RestartStrategy {
         return 'restartStrategy none';
       case 'fixed-delay':
         return `restartStrategy fixed-delay allows ${config.attempts} restarts`;
-      case 'exponential-delay':
-        return config.attempts === undefined ? 'restartStrategy exponential-delay' : `restartStrategy exponential-delay allows ${config.attempts} restarts`;
+      case 'exponential-delay': {
+        const inRow = `${config.attemptsBeforeResetBackoff} restarts in a row (failures less than ${formatDuration(config.resetBackoffThreshold)} apart)`;
+        return config.attempts === undefined
+          ? `restartStrategy exponential-delay allows ${inRow}`
+          : `restartStrategy exponential-delay allows ${inRow}, ${config.attempts} in all`;
+      }
       case 'failure-rate':
         return `restartStrategy failure-rate allows ${config.maxFailuresPerInterval} failures per ${config.failureRateInterval} ms`;
     }

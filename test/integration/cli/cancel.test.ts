@@ -26,6 +26,8 @@ test('SIGTERM cancels the job cleanly; the next run resumes and the output is ex
     const job = join(repositoryRoot, 'test', 'fixtures', 'jobs', 'kafka-count-job.ts');
     const args = [
       job,
+      '--log-level',
+      'debug',
       '--parallelism',
       '2',
       '--workers',
@@ -41,7 +43,7 @@ test('SIGTERM cancels the job cleanly; the next run resumes and the output is ex
     await first.waitFor(/checkpoint \d+ completed/);
     first.child.kill('SIGTERM');
     assert.equal(await first.exited, 0, first.stderr());
-    assert.match(first.stderr(), /^SIGTERM: cancelling the job/m);
+    assert.match(first.stderr(), /^\[[\d:.]+\] INFO: SIGTERM: cancelling the job/m);
     assert.match(first.stdout(), /^job "kafka-count" cancelled after [\d.]+s: \d+ checkpoints, 0 restarts, last checkpoint \d+$/m);
     assert.doesNotMatch(first.stderr(), /WORKER_EXITED|job failed/);
 

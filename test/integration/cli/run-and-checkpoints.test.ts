@@ -35,10 +35,32 @@ test('weir run runs a job with options over its config; weir checkpoints lists a
       '3',
       '--ui-port',
       '0',
+      '--log-level',
+      'debug',
+      '--log-format',
+      'json',
     ],
     env,
   );
   assert.equal(result.code, 0, result.stderr);
+  // --log-format json: every stderr line is an object with a level, a time and a message; at debug, one per checkpoint.
+  const lines = result.stderr
+    .trim()
+    .split('\n')
+    .map((line) => JSON.parse(line) as { level: number; time: number; msg: string });
+  assert.ok(
+    lines.every((line) => typeof line.level === 'number' && typeof line.time === 'number' && typeof line.msg === 'string'),
+    result.stderr,
+  );
+  assert.ok(
+    lines.some((line) => line.level === 20 && /^checkpoint \d+ completed in \d+ ms/.test(line.msg)),
+    result.stderr,
+  );
+  // At info, the summary (once a minute, and when the job ends).
+  assert.ok(
+    lines.some((line) => line.level === 30 && /^checkpoints: \d+ completed, \d+ aborted since the last summary; latest \d+/.test(line.msg)),
+    result.stderr,
+  );
   assert.match(result.stdout, /^job "keyed-sum" finished in [\d.]+s: \d+ checkpoints, 0 restarts, last checkpoint \d+$/m);
   assert.match(result.stderr, /checkpoint \d+ completed in \d+ ms/);
   assert.deepEqual(auditKeyedSum(join(folder, 'out'), 6000), { records: 6000, duplicates: 0, missing: 0, unexpected: 0, wrongSums: [] });
@@ -62,6 +84,9 @@ test('weir run runs a job with options over its config; weir checkpoints lists a
   );
   assert.equal(again.code, 0, again.stderr);
   assert.match(again.stderr, /starting job "keyed-sum" from checkpoint \d+/);
+  // At info (the default), pretty lines with a time and a level, and no line per checkpoint.
+  assert.match(again.stderr, /^\[\d\d:\d\d:\d\d\.\d{3}\] INFO: starting job/m);
+  assert.doesNotMatch(again.stderr, /checkpoint \d+ completed in/);
   assert.deepEqual(auditKeyedSum(join(folder, 'out'), 6000), { records: 6000, duplicates: 0, missing: 0, unexpected: 0, wrongSums: [] });
 });
 

@@ -97,6 +97,8 @@ test('a job resumes from a savepoint newer than its latest checkpoint: after a c
     // Checkpoints every 2 s: the savepoint is taken, and the job killed, before the next one completes.
     const args = [
       job,
+      '--log-level',
+      'debug',
       '--parallelism',
       '2',
       '--workers',

@@ -16,7 +16,15 @@ test('defaults', () => {
   assert.equal(config.checkpointing?.interval, 100);
   assert.equal(config.checkpointing?.mode, 'exactly-once');
   assert.equal(config.checkpointing?.timeout, 600_000);
-  assert.deepEqual(config.restartStrategy, { type: 'fixed-delay', attempts: 3, delay: 1000 });
+  assert.deepEqual(config.restartStrategy, {
+    type: 'exponential-delay',
+    initialBackoff: 1000,
+    maxBackoff: 60_000,
+    multiplier: 1.5,
+    resetBackoffThreshold: 3_600_000,
+    jitter: 0.1,
+    attemptsBeforeResetBackoff: 20,
+  });
 });
 
 test('a negative or zero checkpoint interval names the setting', () => {
