@@ -132,7 +132,7 @@ export const environmentConfigSchema = z
       })
       .meta({
         description:
-          "What a task failure does: the job restarts from its latest completed checkpoint after a wait, as long as the strategy allows, and fails when it no longer does. A DATA_LOSS failure never restarts. The default (Flink's since 1.19, bounded) rides out outages of many minutes and stops a crash loop after 20 restarts in a row (about 12 minutes of waits: 1 s, 1.5 s, 2.3 s, ... up to 1 min each).",
+          "What a task failure does: the job restarts from its latest completed checkpoint after a wait, as long as the strategy allows, and fails when it no longer does. A failure no restart can cure never restarts: DATA_LOSS, DESERIALIZATION_FAILED (the 'fail' policy of a source) and OFFSET_OUT_OF_RANGE (onOffsetOutOfRange 'fail'). The default (Flink's since 1.19, bounded) rides out outages of many minutes and stops a crash loop after 20 restarts in a row (about 12 minutes of waits: 1 s, 1.5 s, 2.3 s, ... up to 1 min each).",
         defaultText: 'exponential-delay: initialBackoff 1s, multiplier 1.5, maxBackoff 1m, jitter 0.1, resetBackoffThreshold 1h, attemptsBeforeResetBackoff 20',
       }),
   })

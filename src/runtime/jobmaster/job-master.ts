@@ -230,7 +230,7 @@ class JobMaster {
         if (latest !== undefined) this.#restore = restoreAfterFailure(latest);
         this.#failure = describeFailure(error);
         if (this.#stopRequested) throw error;
-        const delay = error instanceof WeirError && error.code === 'DATA_LOSS' ? undefined : strategy.onFailure();
+        const delay = neverRestarts(error) ? undefined : strategy.onFailure();
         if (delay === undefined) throw failedForGood(jobName, strategy, error);
         restarts++;
         this.#state = 'restarting';
@@ -371,9 +371,20 @@ function throughputOf(graph: JobGraph, metrics: JobMetrics): { inPerSecond: numb
   return { inPerSecond, outPerSecond };
 }
 
-/** The error a job ends with when its restart strategy allows no more restarts (DATA_LOSS never restarts, and stays as it is). */
+/**
+ * Failures a restart cannot cure, so the job fails at once: lost data (DATA_LOSS), a record the
+ * (synchronous, so deterministic) deserializer cannot read under the 'fail' policy, and an offset
+ * the partition no longer holds under onOffsetOutOfRange 'fail'. Each restart would meet them again.
+ */
+const NEVER_RESTART: ReadonlySet<string> = new Set(['DATA_LOSS', 'DESERIALIZATION_FAILED', 'OFFSET_OUT_OF_RANGE']);
+
+function neverRestarts(error: unknown): boolean {
+  return error instanceof WeirError && NEVER_RESTART.has(error.code);
+}
+
+/** The error a job ends with when its restart strategy allows no more restarts (a failure that never restarts stays as it is). */
 function failedForGood(jobName: string, strategy: RestartStrategy, error: unknown): unknown {
-  if (!(error instanceof WeirError) || error.code === 'DATA_LOSS') return error;
+  if (!(error instanceof WeirError) || neverRestarts(error)) return error;
   return new WeirError(error.code, `job "${jobName}" failed (${strategy.describe()}, no restart left): ${error.message}`, {
     hint: error.hint,
     fault: error.fault,

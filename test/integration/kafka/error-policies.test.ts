@@ -180,17 +180,15 @@ test('dead letters under SIGKILL: read_committed output plus dead letters is the
   }
 });
 
-test("'fail' on the source: the job fails naming topic, partition, offset and the record's bytes", async () => {
+test("'fail' on the source: the job fails at once (no restart meets the record again), naming topic, partition, offset and the record's bytes", async () => {
   const { input, output, folder } = await topics('ep-fail');
   process.env.EP_INPUT = input;
   process.env.EP_OUTPUT = output;
   delete process.env.EP_SOURCE_POLICY;
   process.env.EP_MAP_POLICY = 'skip';
   process.env.EP_BOUNDED = '1';
-  const client = await startJob({
-    job,
-    config: { parallelism: 1, restartStrategy: { type: 'none' }, checkpointing: { interval: 200, storage: join(folder, 'checkpoints') } },
-  });
+  // The default restart strategy: a record the deserializer cannot read fails the job without a restart.
+  const client = await startJob({ job, config: { parallelism: 1, checkpointing: { interval: 200, storage: join(folder, 'checkpoints') } } });
   await assert.rejects(client.result, (error: Error & { code?: string }) => {
     assert.equal(error.code, 'DESERIALIZATION_FAILED', error.message);
     // seq 7 is the first record that is not JSON: partition 1, offset 3.
@@ -198,6 +196,7 @@ test("'fail' on the source: the job fails naming topic, partition, offset and th
     assert.ok(error.message.includes(`hex ${Buffer.from('not json 7').toString('hex')}, text "not json 7"`), error.message);
     return true;
   });
+  assert.equal(client.status().restarts.length, 0);
 });
 
 test("'fail' on the map: the job fails naming the operator, the record and the job's line", async () => {
