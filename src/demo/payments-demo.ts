@@ -1,4 +1,4 @@
-import { type ChildProcess, spawn } from 'node:child_process';
+import { spawn } from 'node:child_process';
 import { rm } from 'node:fs/promises';
 import { createServer } from 'node:net';
 import { join } from 'node:path';
@@ -10,6 +10,7 @@ import { ClusterConnections } from '../connectors/kafka/cluster-connections.ts';
 import { type BrokerAddress, formatBootstrap } from '../connectors/kafka/kafka-connection-options.ts';
 import { LATEST_OFFSET, listOffsets } from '../connectors/kafka/partition-fetcher.ts';
 import { committableOf, TransactionDriver } from '../connectors/kafka/transaction-driver.ts';
+import { type WriteProgress, watchJobProcess } from './job-process-watch.ts';
 import type { BalanceUpdate, MinuteTotal, Payment } from './payments-job.ts';
 
 export interface PaymentsDemoOptions {
@@ -116,8 +117,11 @@ export async function runPaymentsDemo(options: PaymentsDemoOptions): Promise<Pay
     for (let round = 0; round <= options.crashes; round++) {
       const last = round === options.crashes;
       log(last ? 'running the job until it has caught up...' : `running the job (it will be killed with SIGKILL, ${round + 1} of ${options.crashes})...`);
-      const child = spawn(process.execPath, [weirBin, 'run', jobModule, '--ui-port', String(uiPort)], { env, stdio: ['ignore', 'pipe', 'pipe'] });
-      const job = watch(child, log, options.records, progress, lag);
+      const child = spawn(process.execPath, [weirBin, 'run', jobModule, '--ui-port', String(uiPort), '--log-level', 'debug'], {
+        env,
+        stdio: ['ignore', 'pipe', 'pipe'],
+      }); // debug: the demo waits for the job's first "checkpoint N completed" line before it kills it
+      const job = watchJobProcess(child, log, options.records, progress, lag);
       if (!last) {
         // After the run's first checkpoint, at a random moment spread over the writing time.
         await job.waitFor(/checkpoint \d+ completed/, 120_000);
@@ -133,6 +137,13 @@ export async function runPaymentsDemo(options: PaymentsDemoOptions): Promise<Pay
         continue;
       }
       const { committed } = await writing;
+      // Running (its REST API has the job), then caught up: the lag may be 0 before this run has started.
+      const running = async () => {
+        const url = job.url();
+        if (url === undefined) return false;
+        return ((await (await fetch(`${url}/api/job`)).json()) as { state?: string }).state === 'running';
+      };
+      await until('the job to run', 180_000, async () => child.exitCode !== null || (await running()), job);
       await until('the job to catch up with its input (consumer lag 0)', 180_000, async () => (await lag.total()) === 0n || child.exitCode !== null, job);
       if (child.exitCode !== null) throw new Error(`the job exited (code ${child.exitCode}):\n${job.stderr()}`);
       log(
@@ -166,11 +177,6 @@ export async function runPaymentsDemo(options: PaymentsDemoOptions): Promise<Pay
     seconds: (Date.now() - started) / 1000,
     kills,
   };
-}
-
-interface WriteProgress {
-  written: number;
-  done: boolean;
 }
 
 async function writePayments(
@@ -333,71 +339,4 @@ function portFree(port: number): Promise<boolean> {
     server.once('error', () => done(false));
     server.listen(port, '127.0.0.1', () => server.close(() => done(true)));
   });
-}
-
-interface VertexProgress {
-  name: string;
-  recordsIn: number;
-  recordsInPerSecond: number;
-  operators: Record<string, number>;
-}
-
-/**
- * Relays a job process's progress lines and lets the caller wait for one; every second it asks
- * the job's REST API how far it is and prints it with the consumer group's lag.
- */
-function watch(child: ChildProcess, log: (line: string) => void, records: number, written: WriteProgress, lag: ConsumerLag) {
-  let stdout = '';
-  let stderr = '';
-  let url: string | undefined;
-  child.stdout?.on('data', (chunk: Buffer) => {
-    stdout += chunk.toString();
-  });
-  child.stderr?.on('data', (chunk: Buffer) => {
-    const text = chunk.toString();
-    stderr += text;
-    for (const line of text.split('\n')) {
-      if (/starting job|every input has ended/.test(line)) log(`  job: ${line.trim().replace(/^\[[\d:.]+\] [A-Z]+: /, '')}`); // without the log's time and level
-      const dashboard = /dashboard at (http:\/\/[^/\s]+)\//.exec(line);
-      if (dashboard !== null) {
-        url = dashboard[1];
-        log(`  job: dashboard at ${url}/ (open it in a browser while the job runs)`);
-      }
-    }
-  });
-  const number = (n: number | bigint) => n.toLocaleString('en-US');
-  const poller = setInterval(() => {
-    if (url === undefined) return;
-    Promise.all([
-      fetch(`${url}/api/job`).then((response) => response.json() as Promise<{ latestCheckpointId?: number; vertices: VertexProgress[] }>),
-      lag.total(),
-    ])
-      .then(([job, behind]) => {
-        const source = job.vertices[0];
-        if (source === undefined) return;
-        let committed = 0;
-        for (const vertex of job.vertices) {
-          for (const [name, value] of Object.entries(vertex.operators)) if (name.endsWith('.transactions.committed')) committed += value;
-        }
-        log(
-          `  progress: ${number(written.written)} of ${number(records)} payments written; job read ${number(source.recordsIn)} this run (${number(Math.round(source.recordsInPerSecond))}/s), lag ${number(behind)}, checkpoint ${job.latestCheckpointId ?? 'none'}, ${committed} transactions committed`,
-        );
-      })
-      .catch(() => {}); // the job is starting, ending or was just killed
-  }, 1000);
-  const exit = new Promise<number | null>((done) =>
-    child.once('exit', (code) => {
-      clearInterval(poller);
-      done(code);
-    }),
-  );
-  return {
-    exit,
-    url: () => url,
-    stderr: () => stderr + stdout,
-    waitFor: async (pattern: RegExp, timeoutMs: number) => {
-      const deadline = Date.now() + timeoutMs;
-      while (!pattern.test(stderr) && child.exitCode === null && Date.now() < deadline) await sleep(20);
-    },
-  };
 }

@@ -15,7 +15,7 @@ test("a second weir run on one checkpoint folder is refused; a SIGKILLed one's l
   const folder = await mkdtemp(join(tmpdir(), 'weir-lock-'));
   const job = join(repositoryRoot, 'test', 'fixtures', 'jobs', 'keyed-sum-job.ts');
   const storage = join(folder, 'checkpoints');
-  const args = [job, '--checkpoint-interval', '100ms', '--checkpoint-storage', storage];
+  const args = [job, '--log-level', 'debug', '--checkpoint-interval', '100ms', '--checkpoint-storage', storage];
   const env = { KS_OUTPUT: join(folder, 'out'), KS_COUNT: '100000000', KS_RATE: '2000' };
   const first = startWeirRun([...args, '--no-ui'], env);
   try {

@@ -23,7 +23,7 @@ test('weir savepoint and weir stop --savepoint while the job is starting wait fo
   const folder = await mkdtemp(join(tmpdir(), 'weir-early-savepoint-'));
   const storage = join(folder, 'checkpoints');
   const env = { SS_OUTPUT: join(folder, 'out'), SS_OPEN_MS: '4000' };
-  const args = [job, '--checkpoint-interval', '200ms', '--checkpoint-storage', storage, '--ui-port', '0'];
+  const args = [job, '--log-level', 'debug', '--checkpoint-interval', '200ms', '--checkpoint-storage', storage, '--ui-port', '0'];
   try {
     const run = startWeirRun(args, env);
     try {

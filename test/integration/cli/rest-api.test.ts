@@ -23,7 +23,11 @@ test('REST API, metrics, weir savepoint and weir stop --savepoint on a running j
     try {
       const url = await run.url();
 
-      const jobInfo = (await (await fetch(`${url}/api/job`)).json()) as { name: string; state: string; vertices: { name: string; parallelism: number }[] };
+      // The API listens before the job module is loaded (503 until then).
+      const jobInfo = await until('GET /api/job answering', async () => {
+        const response = await fetch(`${url}/api/job`);
+        return response.ok ? ((await response.json()) as { name: string; state: string; vertices: { name: string; parallelism: number }[] }) : undefined;
+      });
       assert.equal(jobInfo.name, 'keyed-sum');
       assert.match(jobInfo.state, /^(starting|running)$/);
       await until('the job running', async () =>

@@ -111,6 +111,8 @@ describe('secured clusters: TLS, mutual TLS and SASL SCRAM against a real broker
         '2',
         '--checkpoint-interval',
         '200ms',
+        '--log-level',
+        'debug',
         '--checkpoint-storage',
         storage,
         '--ui-port',

@@ -146,7 +146,7 @@ test('--ui-token: /api and /metrics need the bearer token, /health does not; wei
 test('--ui-host beyond loopback without a token warns that the API has no authentication', async () => {
   const run = await startJob(['--ui-port', '0', '--ui-host', '0.0.0.0'], { WEIR_UI_TOKEN: '' });
   const [, port] = (await run.waitFor(/dashboard at http:\/\/0\.0\.0\.0:(\d+)\//)) as unknown as [string, string];
-  await run.waitFor(/^warning: the REST API on 0\.0\.0\.0 has no authentication: anyone who reaches it can stop the job; give --ui-token/m);
+  await run.waitFor(/WARN: the REST API on 0\.0\.0\.0 has no authentication: anyone who reaches it can stop the job; give --ui-token/m);
   // Any Host is served there (the address is not loopback), but cross-site POSTs still are not.
   assert.equal((await fetch(`http://127.0.0.1:${port}/health`)).status, 200);
   assert.equal((await fetch(`http://127.0.0.1:${port}/api/stop`, { method: 'POST', headers: { 'sec-fetch-site': 'cross-site' } })).status, 403);
