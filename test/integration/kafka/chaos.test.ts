@@ -32,7 +32,7 @@ describe('chaos: Kafka -> keyBy -> count -> Kafka under SIGKILL', () => {
     for (const cleanup of cleanups) await cleanup();
   });
 
-  async function chaos(guarantee: 'exactly-once' | 'at-least-once', count: number, kills: number) {
+  async function chaos(guarantee: 'exactly-once' | 'at-least-once', count: number, kills: number, leastKills: number) {
     const brokers = testBrokers();
     const input = await createTestTopic(brokers, `chaos-in-${guarantee}`, 4);
     const output = await createTestTopic(brokers, `chaos-out-${guarantee}`, 4);
@@ -66,7 +66,7 @@ describe('chaos: Kafka -> keyBy -> count -> Kafka under SIGKILL', () => {
         // On a loaded machine the rounds may use up the input first: the run ended on its own, after
         // the kills so far; the audit below holds all the same. Enough kills must have landed.
         assert.equal(exit.code, 0, `round ${killed + 1}: ${run.stderr}`);
-        assert.ok(killed >= Math.min(kills, 3), `the job ended before it could be killed (round ${killed + 1}): ${run.stderr}`);
+        assert.ok(killed >= leastKills, `the job ended before it could be killed (round ${killed + 1}): ${run.stderr}`);
         break;
       }
       assert.equal(exit.signal, 'SIGKILL');
@@ -80,12 +80,12 @@ describe('chaos: Kafka -> keyBy -> count -> Kafka under SIGKILL', () => {
   }
 
   test('exactly-once: up to 6 kills (one between checkpoint complete and commit; at least 3), exact output', async () => {
-    const audit = await chaos('exactly-once', 100_000, 6);
+    const audit = await chaos('exactly-once', 100_000, 6, 3);
     assert.deepEqual(audit, exactCountAudit(100_000));
   });
 
-  test('at-least-once: 3 kills, nothing lost, nothing from aborted input', async () => {
-    const audit = await chaos('at-least-once', 60_000, 3);
+  test('at-least-once: up to 3 kills (at least 2), nothing lost, nothing from aborted input', async () => {
+    const audit = await chaos('at-least-once', 60_000, 3, 2);
     assert.equal(audit.missing, 0);
     assert.equal(audit.fromAborted, 0);
     assert.ok(audit.outputs >= 60_000);
