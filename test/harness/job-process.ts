@@ -1,6 +1,7 @@
 /** Runs a job in a child process (test/fixtures/run-job.ts), so a test can SIGKILL the whole process. */
 import { type ChildProcess, spawn } from 'node:child_process';
 import { join } from 'node:path';
+import { setTimeout as sleep } from 'node:timers/promises';
 
 const runner = join(import.meta.dirname, '..', 'fixtures', 'run-job.ts');
 
@@ -35,4 +36,13 @@ export function startJobProcess(jobModule: string, config: object, env: Record<s
     run.stderr += chunk.toString();
   });
   return run;
+}
+
+/** Polls `condition` until it holds; fails after `timeoutMs`, naming `what`. */
+export async function waitFor(what: string, condition: () => boolean | Promise<boolean>, timeoutMs: number): Promise<void> {
+  const deadline = Date.now() + timeoutMs;
+  while (!(await condition())) {
+    if (Date.now() > deadline) throw new Error(`timed out waiting for ${what}`);
+    await sleep(20);
+  }
 }

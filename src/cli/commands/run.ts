@@ -83,7 +83,12 @@ export function runCommand(): Command {
         '127.0.0.1',
       ),
     )
-    .addOption(new Option('--ui-token <token>', 'a secret /api and /metrics then need as "Authorization: Bearer <token>"').env('WEIR_UI_TOKEN'))
+    .addOption(
+      new Option(
+        '--ui-token <token>',
+        'a secret /api and /metrics then need as "Authorization: Bearer <token>"; prefer the variable WEIR_UI_TOKEN (a command line is visible to every user)',
+      ).env('WEIR_UI_TOKEN'),
+    )
     .option('--no-ui', 'serve no dashboard, REST API or metrics')
     .addOption(
       new Option(

@@ -1,10 +1,10 @@
 import type { OperatorContext } from '../../core/operator/stream-operator.ts';
 import { StreamOperator } from '../../core/operator/stream-operator.ts';
-import { ClusterConnections } from './cluster-connections.ts';
-import { resolveKafkaConnection } from './kafka-default-connection.ts';
+import type { ClusterConnections } from './cluster-connections.ts';
 import { KafkaRecordSerializer } from './kafka-record-serializer.ts';
 import { DEFAULT_RETRY_TIMEOUT_MS, type KafkaSinkOptions } from './kafka-sink-options.ts';
 import { PlainProducer } from './plain-producer.ts';
+import { sinkConnections } from './sink-connections.ts';
 
 /**
  * The Kafka sink's operator for `at-least-once`: each batch is acknowledged by every in-sync
@@ -26,13 +26,7 @@ export class AtLeastOnceKafkaWriter<T> extends StreamOperator<T, never> {
   }
 
   override open(context: OperatorContext): void {
-    const kafka = resolveKafkaConnection(this.#options, 'kafkaSink');
-    this.#connections = new ClusterConnections(kafka.bootstrap, {
-      clientId: 'weir-sink',
-      ...kafka.connection,
-      retryTimeoutMs: this.#retryTimeoutMs,
-      owner: `the kafka sink "${context.uid}" (subtask ${context.subtaskIndex})`,
-    });
+    this.#connections = sinkConnections(this.#options, context, this.#retryTimeoutMs);
     this.#serializer = new KafkaRecordSerializer(this.#options, this.#connections);
     this.#producer = new PlainProducer(this.#connections, { retryTimeoutMs: this.#retryTimeoutMs });
   }

@@ -1,9 +1,9 @@
 import type { OperatorContext } from '../../core/operator/stream-operator.ts';
 import type { RecoveryContext, TwoPhaseCommitLogic } from '../two-phase-commit-sink.ts';
-import { ClusterConnections } from './cluster-connections.ts';
-import { resolveKafkaConnection } from './kafka-default-connection.ts';
+import type { ClusterConnections } from './cluster-connections.ts';
 import { KafkaRecordSerializer } from './kafka-record-serializer.ts';
 import { DEFAULT_RETRY_TIMEOUT_MS, type KafkaSinkOptions } from './kafka-sink-options.ts';
+import { sinkConnections } from './sink-connections.ts';
 import { committableOf, type KafkaCommittable, type OpenTransaction, TransactionDriver } from './transaction-driver.ts';
 import { defaultTransactionalIdPrefix, parseTransactionalId, transactionalId } from './transactional-id.ts';
 
@@ -44,13 +44,7 @@ export class ExactlyOnceKafkaWriter<T> implements TwoPhaseCommitLogic<T, KafkaTr
   }
 
   open(context: OperatorContext): void {
-    const kafka = resolveKafkaConnection(this.#options, 'kafkaSink');
-    this.#connections = new ClusterConnections(kafka.bootstrap, {
-      clientId: 'weir-sink',
-      ...kafka.connection,
-      retryTimeoutMs: this.#retryTimeoutMs,
-      owner: `the kafka sink "${context.uid}" (subtask ${context.subtaskIndex})`,
-    });
+    this.#connections = sinkConnections(this.#options, context, this.#retryTimeoutMs);
     this.#driver = new TransactionDriver(this.#connections, { transactionTimeoutMs: this.#transactionTimeoutMs, retryTimeoutMs: this.#retryTimeoutMs });
     this.#serializer = new KafkaRecordSerializer(this.#options, this.#connections);
     this.#prefix = this.#options.transactionalIdPrefix ?? defaultTransactionalIdPrefix(context.jobName, context.uid);

@@ -17,21 +17,13 @@ import type { BrokerAddress } from '../../../src/connectors/kafka/kafka-connecti
 import { committableOf, TransactionDriver } from '../../../src/connectors/kafka/transaction-driver.ts';
 import { isAlive, localBrokerStatus, startLocalBroker, stopLocalBroker } from '../../../src/local-kafka/local-broker.ts';
 import { freePort } from '../../../src/local-kafka/ports.ts';
-import { startJobProcess } from '../../harness/job-process.ts';
+import { startJobProcess, waitFor } from '../../harness/job-process.ts';
 import { createTestTopic } from '../../harness/kafka.ts';
 import { auditCounts, exactCountAudit, KEYS } from '../../harness/kafka-count-audit.ts';
 
 const jobModule = join(import.meta.dirname, '..', '..', 'fixtures', 'jobs', 'kafka-count-job.ts');
 const OUTAGE_MS = 30_000;
 const BATCH = 250;
-
-async function waitFor(what: string, condition: () => boolean | Promise<boolean>, timeoutMs: number): Promise<void> {
-  const deadline = Date.now() + timeoutMs;
-  while (!(await condition())) {
-    if (Date.now() > deadline) throw new Error(`timed out waiting for ${what}`);
-    await sleep(100);
-  }
-}
 
 /** Writes {seq, key} records in committed transactions of BATCH, one every 100 ms, while not paused; `written` counts the committed ones. */
 class InputWriter {

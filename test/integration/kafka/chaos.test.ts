@@ -12,17 +12,9 @@ import { join } from 'node:path';
 import { after, describe, test } from 'node:test';
 import { setTimeout as sleep } from 'node:timers/promises';
 import { formatBootstrap } from '../../../src/connectors/kafka/kafka-connection-options.ts';
-import { startJobProcess } from '../../harness/job-process.ts';
+import { startJobProcess, waitFor } from '../../harness/job-process.ts';
 import { createTestTopic, testBrokers } from '../../harness/kafka.ts';
 import { auditCounts, exactCountAudit, writeChaosInput } from '../../harness/kafka-count-audit.ts';
-
-async function waitFor(condition: () => boolean, timeoutMs: number): Promise<void> {
-  const deadline = Date.now() + timeoutMs;
-  while (!condition()) {
-    if (Date.now() > deadline) throw new Error('timed out waiting for the job');
-    await sleep(20);
-  }
-}
 
 const jobModule = join(import.meta.dirname, '..', '..', 'fixtures', 'jobs', 'kafka-count-job.ts');
 
@@ -40,7 +32,14 @@ describe('chaos: Kafka -> keyBy -> count -> Kafka under SIGKILL', () => {
     cleanups.push(input.remove, output.remove, () => rm(folder, { recursive: true, force: true }));
     await writeChaosInput(brokers, input.topic, 4, count);
 
-    const env = { KAFKA_BROKERS: formatBootstrap(brokers), KC_INPUT: input.topic, KC_OUTPUT: output.topic, KC_GUARANTEE: guarantee, KC_WORK_US: '25' };
+    const env = {
+      KAFKA_BROKERS: formatBootstrap(brokers),
+      KC_INPUT: input.topic,
+      KC_OUTPUT: output.topic,
+      KC_GUARANTEE: guarantee,
+      KC_WORK_US: guarantee === 'exactly-once' ? '25' : '100',
+    };
+    // (at-least-once has no transactions to wait for: more work a record, so its input lasts the rounds)
     const config = {
       parallelism: 2,
       workers: 2,
@@ -57,7 +56,7 @@ describe('chaos: Kafka -> keyBy -> count -> Kafka under SIGKILL', () => {
     while (killed < kills) {
       const run = startJobProcess(jobModule, config, env);
       // A random moment once the run is under way (its first checkpoint done), so every round makes progress.
-      await waitFor(() => /checkpoint \d+/.test(run.stdout) || run.child.exitCode !== null, 60_000);
+      await waitFor('the run', () => /checkpoint \d+/.test(run.stdout) || run.child.exitCode !== null, 60_000);
       await sleep(Math.floor(Math.random() * 800));
       const alive = run.child.exitCode === null;
       run.child.kill('SIGKILL');

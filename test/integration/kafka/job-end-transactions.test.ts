@@ -10,24 +10,15 @@ import { mkdtemp, rm } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { after, describe, test } from 'node:test';
-import { setTimeout as sleep } from 'node:timers/promises';
 import type { BrokerAddress } from '../../../src/connectors/kafka/kafka-connection-options.ts';
 import { formatBootstrap } from '../../../src/connectors/kafka/kafka-connection-options.ts';
 import { readTopic } from '../../../src/connectors/kafka/topic-reader.ts';
-import { type JobProcess, startJobProcess } from '../../harness/job-process.ts';
+import { type JobProcess, startJobProcess, waitFor } from '../../harness/job-process.ts';
 import { createTestTopic, testBrokers } from '../../harness/kafka.ts';
 import { writeChaosInput } from '../../harness/kafka-count-audit.ts';
 import { checkpointHeldCommittables, describeTransactions, openTransactionIds } from '../../harness/kafka-transactions.ts';
 
 const jobModule = join(import.meta.dirname, '..', '..', 'fixtures', 'jobs', 'kafka-count-job.ts');
-
-async function waitFor(condition: () => boolean, timeoutMs: number, what: string): Promise<void> {
-  const deadline = Date.now() + timeoutMs;
-  while (!condition()) {
-    if (Date.now() > deadline) throw new Error(`timed out waiting for ${what}`);
-    await sleep(20);
-  }
-}
 
 /** Nothing of the prefix is open, a read_committed reader is not held, and what the latest checkpoint holds is committed. */
 async function assertNothingLingers(brokers: readonly BrokerAddress[], prefix: string, output: string, storage: string, run: JobProcess): Promise<void> {
@@ -91,7 +82,7 @@ describe("transactions at a job's end", () => {
   test('a job cancelled while it waits to restart: the same', async () => {
     const { brokers, output, prefix, storage, env, config } = await setUp('end-cancelled', { type: 'fixed-delay', attempts: 3, delay: '30s' });
     const run = startJobProcess(jobModule, config, env);
-    await waitFor(() => run.stdout.includes('restarting'), 60_000, 'the restart wait');
+    await waitFor('the restart wait', () => run.stdout.includes('restarting'), 60_000);
     run.child.kill('SIGTERM');
     const exit = await run.exit;
     assert.equal(exit.code, 0, run.stderr);

@@ -19,19 +19,11 @@ import { readTopic } from '../../../src/connectors/kafka/topic-reader.ts';
 import { TransactionDriver } from '../../../src/connectors/kafka/transaction-driver.ts';
 import { startLocalBroker, stopLocalBroker } from '../../../src/local-kafka/local-broker.ts';
 import { freePort } from '../../../src/local-kafka/ports.ts';
-import { type JobProcess, startJobProcess } from '../../harness/job-process.ts';
+import { type JobProcess, startJobProcess, waitFor } from '../../harness/job-process.ts';
 import { createTestTopic, testBrokers } from '../../harness/kafka.ts';
 import { auditCounts, exactCountAudit, writeChaosInput } from '../../harness/kafka-count-audit.ts';
 
 const jobModule = join(import.meta.dirname, '..', '..', 'fixtures', 'jobs', 'kafka-count-job.ts');
-
-async function waitFor(condition: () => boolean, timeoutMs: number, what: string): Promise<void> {
-  const deadline = Date.now() + timeoutMs;
-  while (!condition()) {
-    if (Date.now() > deadline) throw new Error(`timed out waiting for ${what}`);
-    await sleep(20);
-  }
-}
 
 async function highWatermarks(brokers: readonly BrokerAddress[], topic: string): Promise<Map<number, bigint>> {
   const connections = new ClusterConnections(brokers);
@@ -71,7 +63,7 @@ describe('lingering transactions and broker restarts', () => {
     const config = { parallelism: 2, workers: 2, checkpointing: { interval: '300ms', storage: join(folder, 'checkpoints') } };
 
     const first = startJobProcess(jobModule, config, env);
-    await waitFor(() => /checkpoint [2-9]/.test(first.stdout), 60_000, 'two checkpoints');
+    await waitFor('two checkpoints', () => /checkpoint [2-9]/.test(first.stdout), 60_000);
     first.child.kill('SIGKILL');
     await first.exit;
     const lingering = await openTransactions(brokers, prefix);
@@ -117,7 +109,7 @@ describe('lingering transactions and broker restarts', () => {
       restartStrategy: { type: 'fixed-delay', attempts: 20, delay: '1s' },
     };
     const run: JobProcess = startJobProcess(jobModule, config, env);
-    await waitFor(() => /checkpoint [2-9]/.test(run.stdout), 60_000, 'two checkpoints');
+    await waitFor('two checkpoints', () => /checkpoint [2-9]/.test(run.stdout), 60_000);
     await stopLocalBroker({ dataDir });
     await sleep(1000);
     await startLocalBroker({ dataDir, port });

@@ -10,27 +10,18 @@ import { mkdtemp, rm } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { after, describe, test } from 'node:test';
-import { setTimeout as sleep } from 'node:timers/promises';
 import type { MessageRecord } from '@platformatic/kafka';
 import { ClusterConnections } from '../../../src/connectors/kafka/cluster-connections.ts';
 import { formatBootstrap } from '../../../src/connectors/kafka/kafka-connection-options.ts';
 import { readTopic } from '../../../src/connectors/kafka/topic-reader.ts';
 import { committableOf, TransactionDriver } from '../../../src/connectors/kafka/transaction-driver.ts';
 import { weir } from '../../harness/cli.ts';
-import { startJobProcess } from '../../harness/job-process.ts';
+import { startJobProcess, waitFor } from '../../harness/job-process.ts';
 import { createTestTopic, testBrokers } from '../../harness/kafka.ts';
 import { writeChaosInput } from '../../harness/kafka-count-audit.ts';
 import { openTransactionIds } from '../../harness/kafka-transactions.ts';
 
 const jobModule = join(import.meta.dirname, '..', '..', 'fixtures', 'jobs', 'kafka-count-job.ts');
-
-async function waitFor(condition: () => boolean, timeoutMs: number, what: string): Promise<void> {
-  const deadline = Date.now() + timeoutMs;
-  while (!condition()) {
-    if (Date.now() > deadline) throw new Error(`timed out waiting for ${what}`);
-    await sleep(20);
-  }
-}
 
 describe('transactional id prefixes', () => {
   const cleanups: (() => Promise<void>)[] = [];
@@ -97,7 +88,7 @@ describe('transactional id prefixes', () => {
 
     const first = startJobProcess(jobModule, config('a'), { ...env, KC_OUTPUT: outputA.topic });
     try {
-      await waitFor(() => /checkpoint [2-9]/.test(first.stdout), 60_000, 'the first job to run');
+      await waitFor('the first job to run', () => /checkpoint [2-9]/.test(first.stdout), 60_000);
       const second = startJobProcess(jobModule, config('b'), { ...env, KC_OUTPUT: outputB.topic });
       const exit = await second.exit;
       assert.equal(exit.code, 1, second.stdout);
