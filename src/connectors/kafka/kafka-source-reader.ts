@@ -4,6 +4,7 @@ import type { SourceBatch, SourceReader, SourceReaderContext } from '../../core/
 import { withUserCodeLocation } from '../../core/errors/user-code-location.ts';
 import { WeirError } from '../../core/errors/weir-error.ts';
 import { DEAD_LETTER_TAG, type DeadLetterRecord, describeError, previewBytes, type RecordErrorPolicy } from '../../core/functions/dead-letter.ts';
+import { processLog } from '../../core/logging/pino-logger.ts';
 import type { MetricCounter } from '../../core/metrics/metric-group.ts';
 import { keyHash } from '../../state/key-group-range-assignment.ts';
 import { ClusterConnections, type TopicInfo } from './cluster-connections.ts';
@@ -296,8 +297,8 @@ export class KafkaSourceReader<T> implements SourceReader<T, KafkaSplit> {
       this.#skipped?.inc();
       if (!this.#warnedSkip) {
         this.#warnedSkip = true;
-        console.warn(
-          `WARNING kafka source skips records it cannot deserialize (onDeserializationError 'skip'), the first at ${where}: ${describeError(error).errorMessage}; the others are counted in recordsSkipped`,
+        processLog().warn(
+          `kafka source skips records it cannot deserialize (onDeserializationError 'skip'), the first at ${where}: ${describeError(error).errorMessage}; the others are counted in recordsSkipped`,
         );
       }
       return;
@@ -336,7 +337,7 @@ export class KafkaSourceReader<T> implements SourceReader<T, KafkaSplit> {
     };
     if (range.offset >= range.earliest && range.offset <= range.latest) return; // back in range (a leader change): fetch again
     const lost = this.#context.metrics?.counter('recordsLostOutOfRange');
-    split.offset = resolveOutOfRange(range, this.#options.onOffsetOutOfRange, lost, (line) => console.warn(line));
+    split.offset = resolveOutOfRange(range, this.#options.onOffsetOutOfRange, lost, (line) => processLog().warn(line));
   }
 
   async #onFetchError(error: unknown): Promise<void> {

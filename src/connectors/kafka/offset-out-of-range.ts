@@ -35,6 +35,6 @@ export function resolveOutOfRange(range: OutOfRange, policy: OffsetOutOfRangePol
   const next = policy === 'earliest' ? earliest : latest;
   const skipped = next > offset ? next - offset : 0n;
   lost?.inc(Number(skipped));
-  warn(`WARNING ${where}: ${what}; onOffsetOutOfRange is '${policy}': going on from offset ${next}, ${skipped} records skipped (recordsLostOutOfRange)`);
+  warn(`${where}: ${what}; onOffsetOutOfRange is '${policy}': going on from offset ${next}, ${skipped} records skipped (recordsLostOutOfRange)`);
   return next;
 }
