@@ -17,6 +17,7 @@ import { PlainProducer } from '../../../src/connectors/kafka/plain-producer.ts';
 import { readTopic, type TopicRecord } from '../../../src/connectors/kafka/topic-reader.ts';
 import { type JobClient, startJob } from '../../../src/runtime/jobmaster/job-master.ts';
 import { startRestServer } from '../../../src/web/rest-server.ts';
+import { launchBrowser } from '../../harness/browser.ts';
 import { startJobProcess } from '../../harness/job-process.ts';
 import { createTestTopic, testBrokers } from '../../harness/kafka.ts';
 import { until } from '../../harness/weir-run.ts';
@@ -100,6 +101,22 @@ test("'skip' on the source and the map: output is the input less the bad records
         ['check.recordsSkipped', 30],
         ['input.recordsSkipped', 30],
       ]);
+      // And on the dashboard, in a real browser: the "Bad records" column of the chain (source and map chained: 30 + 30).
+      const browser = await launchBrowser();
+      try {
+        const page = await browser.newPage();
+        await page.goto(`${server.url}/`);
+        let seen: string[] = [];
+        const badRecords = async () => {
+          seen = await page.getByTestId('operator-row').evaluateAll((rows) => rows.map((row) => row.lastElementChild?.textContent ?? ''));
+          return seen.some((text) => text.includes('60 skipped')) ? seen : undefined;
+        };
+        await until('"60 skipped" in the Bad records column', badRecords, 30_000).catch((error: Error) => {
+          throw new Error(`${error.message}; the column shows ${JSON.stringify(seen)}`);
+        });
+      } finally {
+        await browser.close();
+      }
     } finally {
       await server.close();
     }
