@@ -58,6 +58,7 @@ export class CheckpointCoordinator {
   readonly #options: CheckpointCoordinatorOptions;
   readonly #tasks: TaskId[];
   readonly #cleaner: CheckpointsCleaner;
+  readonly #completing = new Set<Promise<void>>();
   readonly #pending = new Map<number, PendingCheckpoint>();
   readonly #commits = new Map<number, CommitTracking>();
   /** Checkpoints that completed: an error after their metadata is written is the job's, not theirs. */
@@ -149,7 +150,7 @@ export class CheckpointCoordinator {
     if (!pending.acknowledge(task, operators)) return;
     this.#options.stats.reportAcknowledged(checkpointId, bytes, alignmentMs);
     if (!pending.isFullyAcknowledged) return;
-    this.#complete(pending).catch((error: unknown) => {
+    const completing = this.#complete(pending).catch((error: unknown) => {
       const message = `writing its metadata failed: ${error instanceof Error ? error.message : String(error)}`;
       if (this.#pending.has(pending.checkpointId)) this.#abort(pending, { reason: 'FINALIZE_CHECKPOINT_FAILURE', message });
       else if (this.#completed.has(pending)) {
@@ -160,6 +161,8 @@ export class CheckpointCoordinator {
         this.#options.log?.(`${pending.kind} ${pending.checkpointId}: ${message} (it had already been aborted)`);
       }
     });
+    this.#completing.add(completing);
+    void completing.finally(() => this.#completing.delete(completing));
   }
 
   receiveDecline(checkpointId: number, task: TaskId, failure: CheckpointFailure): void {
@@ -188,9 +191,13 @@ export class CheckpointCoordinator {
     return new Promise((resolve, reject) => tracking.waiters.push({ resolve, reject }));
   }
 
-  /** Resolves when the queued deletions of old and aborted checkpoints are done. */
-  settled(): Promise<void> {
-    return this.#cleaner.settled();
+  /**
+   * Resolves when the completions in flight (metadata being written) and the queued deletions of
+   * old and aborted checkpoints are done: then `latestCompleted` is what a start would restore.
+   */
+  async settled(): Promise<void> {
+    await Promise.all([...this.#completing]);
+    await this.#cleaner.settled();
   }
 
   #scheduleNext(): void {

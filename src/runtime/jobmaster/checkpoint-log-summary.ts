@@ -1,5 +1,7 @@
 import type { Logger } from '../../core/logging/logger.ts';
 import { formatDuration } from '../../core/time/duration.ts';
+import type { JobGraph } from '../../graph/job-graph.ts';
+import type { JobMetrics } from '../metrics/job-metrics.ts';
 
 /** How often the checkpoint summary is logged at info, unless set. */
 export const DEFAULT_LOG_SUMMARY_INTERVAL_MS = 60_000;
@@ -63,4 +65,15 @@ export class CheckpointLogSummary {
     clearInterval(this.#timer);
     this.flush();
   }
+}
+
+/** Records a second into the job (what its sources emit) and out of it (what its last vertices take in). */
+export function throughputOf(graph: JobGraph, metrics: JobMetrics): { inPerSecond: number; outPerSecond: number } {
+  let inPerSecond = 0;
+  let outPerSecond = 0;
+  for (const vertex of metrics.vertices(graph)) {
+    if (!graph.edges.some((edge) => edge.target === vertex.id)) inPerSecond += vertex.recordsOutPerSecond;
+    if (!graph.edges.some((edge) => edge.source === vertex.id)) outPerSecond += vertex.recordsInPerSecond;
+  }
+  return { inPerSecond, outPerSecond };
 }

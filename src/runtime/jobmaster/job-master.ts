@@ -18,10 +18,10 @@ import type { StreamGraph } from '../../graph/stream-graph.ts';
 import { loadJobModule } from '../deployment/job-module.ts';
 import type { RestoreInfo } from '../deployment/restore-info.ts';
 import { JobMetrics } from '../metrics/job-metrics.ts';
-import { CheckpointLogSummary } from './checkpoint-log-summary.ts';
+import { CheckpointLogSummary, throughputOf } from './checkpoint-log-summary.ts';
 import { ExecutionAttempt } from './execution-attempt.ts';
 import type { JobClient, JobResult, JobStatus, RunJobOptions } from './job-client.ts';
-import { RestartStrategy } from './restart-strategy.ts';
+import { failedForGood, neverRestarts, RestartStrategy } from './restart-strategy.ts';
 import { findRestorePoint, restoreAfterFailure, supersededRestoreWarning } from './restore-point.ts';
 import { enforcePreflight, runPreflight } from './run-preflight.ts';
 import { finishSinksAtJobEnd } from './sink-job-end.ts';
@@ -47,28 +47,31 @@ export async function startJob(options: RunJobOptions): Promise<JobClient> {
   const config = parseEnvironmentConfig({ ...job.config, ...options.config, ...checkpointing });
   const streamGraph = buildStreamGraph(job);
   const graph = buildJobGraph(job.name, streamGraph, config);
-  enforcePreflight(await runPreflight(job.name, streamGraph, graph, config), (line) => logger.warn(line));
 
   const storage = config.checkpointing === undefined ? undefined : openCheckpointStorage(config.checkpointing.storage);
   await storage?.initialize();
-  // One process per checkpoint folder; the lock goes when the job ends (or the process exits).
-  let client: JobClient | undefined;
-  const lock = await storage?.lock({ log, onLost: () => void client?.cancel() });
+  // One process per checkpoint folder, taken before anything looks at the brokers: a second run of
+  // the job is told so at once. The lock goes once the job and its sinks' end are done (or at exit).
+  let master: JobMaster | undefined;
+  const lock = await storage?.lock({ log, onLost: (why) => master?.loseLock(why) });
   const forgetOnExit = lock === undefined ? undefined : releaseOnExit(lock);
   const release = () => {
     lock?.release();
     forgetOnExit?.();
   };
   try {
+    enforcePreflight(await runPreflight(job.name, streamGraph, graph, config), (line) => logger.warn(line));
     const restore = await findRestorePoint(graph, storage, options);
     const superseded = restore === undefined ? undefined : supersededRestoreWarning(restore);
     if (superseded !== undefined) logger.warn(superseded);
     const highest = storage === undefined ? 0 : await new CompletedCheckpointStore(storage).highestCheckpointId();
     const firstCheckpointId = Math.max(highest, restore?.checkpointId ?? 0) + 1;
-    const master = new JobMaster({ ...options, log, logger }, url, config, streamGraph, graph, storage, restore, firstCheckpointId);
-    client = master.client();
-    client.result.then(release, release); // first on the result: released before anyone hears of the end
-    return client;
+    master = new JobMaster({ ...options, log, logger }, url, config, streamGraph, graph, storage, restore, firstCheckpointId);
+    const ended = master.ended;
+    // Released only when the sinks' end has settled too, even past its wait: until then it may still
+    // act on the job's transactions, and a new owner must not be writing under them.
+    ended.then(release, release);
+    return master.client();
   } catch (error) {
     release();
     throw error;
@@ -104,6 +107,11 @@ class JobMaster {
   readonly #runningWaiters = new Set<{ resolve: () => void; reject: (error: Error) => void }>();
   /** Ends a restart wait early when the job is cancelled. */
   readonly #cancelWait = new AbortController();
+  #lockLost = false;
+  #endSettled!: (sinks: Promise<void> | undefined) => void;
+  readonly #ended = new Promise<void>((resolve) => {
+    this.#endSettled = (sinks) => void (sinks ?? Promise.resolve()).then(resolve, resolve);
+  });
 
   constructor(
     options: RunJobOptions & { log: (line: string) => void; logger: Logger },
@@ -173,20 +181,42 @@ class JobMaster {
     };
   }
 
+  /** Settles when the job has ended and its sinks' end is done (also when the job's result was reported before it). */
+  get ended(): Promise<void> {
+    return this.#ended;
+  }
+
+  /**
+   * Another process took the checkpoint folder's lock over (this one was stopped, or its heartbeat
+   * could not be written, for too long): the job stops, and its sinks leave every transaction alone
+   * at the end, since the new owner may be writing under the same ids.
+   */
+  loseLock(why: string): void {
+    this.#lockLost = true;
+    this.#options.logger.error(`${why}: cancelling the job, and leaving its transactions to the new owner`);
+    void this.#cancel().catch(() => {});
+  }
+
   /** The job, to its end; then the sinks finish what the tasks left open (no transaction lingers, however the job ended). */
   async #run(): Promise<JobResult> {
     try {
       return await this.#attempts();
     } finally {
+      // What a start would restore: completions and discards in flight are done first.
+      await this.#coordinator?.settled();
       const latest = this.#coordinator?.latestCompleted;
-      await finishSinksAtJobEnd({
-        streamGraph: this.#streamGraph,
-        graph: this.#graph,
-        config: this.#config,
-        latest: latest === undefined ? this.#restore : restoreAfterFailure(latest),
-        storage: this.#storage,
-        log: this.#options.log,
-      });
+      const sinks = this.#lockLost
+        ? undefined
+        : finishSinksAtJobEnd({
+            streamGraph: this.#streamGraph,
+            graph: this.#graph,
+            config: this.#config,
+            latest: latest === undefined ? this.#restore : restoreAfterFailure(latest),
+            storage: this.#storage,
+            log: this.#options.log,
+          });
+      this.#endSettled(sinks?.settled);
+      await sinks?.waited;
     }
   }
 
@@ -358,36 +388,4 @@ function notRunning(why: string, hint = 'start the job again (`weir run`) and as
 function describeFailure(error: unknown): JobStatus['failure'] {
   if (!(error instanceof Error)) return { at: Date.now(), message: String(error), hint: undefined, stack: undefined };
   return { at: Date.now(), message: error.message, hint: error instanceof WeirError ? error.hint : undefined, stack: error.stack };
-}
-
-/** Records a second into the job (what its sources emit) and out of it (what its last vertices take in). */
-function throughputOf(graph: JobGraph, metrics: JobMetrics): { inPerSecond: number; outPerSecond: number } {
-  let inPerSecond = 0;
-  let outPerSecond = 0;
-  for (const vertex of metrics.vertices(graph)) {
-    if (!graph.edges.some((edge) => edge.target === vertex.id)) inPerSecond += vertex.recordsOutPerSecond;
-    if (!graph.edges.some((edge) => edge.source === vertex.id)) outPerSecond += vertex.recordsInPerSecond;
-  }
-  return { inPerSecond, outPerSecond };
-}
-
-/**
- * Failures a restart cannot cure, so the job fails at once: lost data (DATA_LOSS), a record the
- * (synchronous, so deterministic) deserializer cannot read under the 'fail' policy, and an offset
- * the partition no longer holds under onOffsetOutOfRange 'fail'. Each restart would meet them again.
- */
-const NEVER_RESTART: ReadonlySet<string> = new Set(['DATA_LOSS', 'DESERIALIZATION_FAILED', 'OFFSET_OUT_OF_RANGE']);
-
-function neverRestarts(error: unknown): boolean {
-  return error instanceof WeirError && NEVER_RESTART.has(error.code);
-}
-
-/** The error a job ends with when its restart strategy allows no more restarts (a failure that never restarts stays as it is). */
-function failedForGood(jobName: string, strategy: RestartStrategy, error: unknown): unknown {
-  if (!(error instanceof WeirError) || neverRestarts(error)) return error;
-  return new WeirError(error.code, `job "${jobName}" failed (${strategy.describe()}, no restart left): ${error.message}`, {
-    hint: error.hint,
-    fault: error.fault,
-    cause: error,
-  });
 }

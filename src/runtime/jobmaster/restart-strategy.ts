@@ -1,4 +1,5 @@
 import type { RestartStrategyConfig } from '../../core/config/environment-config.ts';
+import { WeirError } from '../../core/errors/weir-error.ts';
 import { formatDuration } from '../../core/time/duration.ts';
 
 /** Decides whether a failed job restarts, and after how long (Flink's restart strategies). */
@@ -61,4 +62,25 @@ export class RestartStrategy {
         return `restartStrategy failure-rate allows ${config.maxFailuresPerInterval} failures per ${config.failureRateInterval} ms`;
     }
   }
+}
+
+/**
+ * Failures a restart cannot cure, so the job fails at once: lost data (DATA_LOSS), a record the
+ * (synchronous, so deterministic) deserializer cannot read under the 'fail' policy, and an offset
+ * the partition no longer holds under onOffsetOutOfRange 'fail'. Each restart would meet them again.
+ */
+const NEVER_RESTART: ReadonlySet<string> = new Set(['DATA_LOSS', 'DESERIALIZATION_FAILED', 'OFFSET_OUT_OF_RANGE']);
+
+export function neverRestarts(error: unknown): boolean {
+  return error instanceof WeirError && NEVER_RESTART.has(error.code);
+}
+
+/** The error a job ends with when its restart strategy allows no more restarts (a failure that never restarts stays as it is). */
+export function failedForGood(jobName: string, strategy: RestartStrategy, error: unknown): unknown {
+  if (!(error instanceof WeirError) || neverRestarts(error)) return error;
+  return new WeirError(error.code, `job "${jobName}" failed (${strategy.describe()}, no restart left): ${error.message}`, {
+    hint: error.hint,
+    fault: error.fault,
+    cause: error,
+  });
 }

@@ -20,14 +20,21 @@ export interface SinkJobEndOptions {
   log: (line: string) => void;
 }
 
+/** The sinks' end: `waited` settles when they are done or after SINK_JOB_END_TIMEOUT_MS, `settled` when they are done. */
+export interface SinksAtJobEnd {
+  waited: Promise<void>;
+  settled: Promise<void>;
+}
+
 /**
  * The job has ended, its tasks are gone: every sink with a {@link Sink.onJobEnd} hook gets one
  * context per subtask, restored from the latest completed checkpoint as a start from it would be,
  * and finishes what the tasks left open (a two-phase-commit sink commits what the checkpoint holds
  * and aborts the rest). A hook that fails or takes longer than {@link SINK_JOB_END_TIMEOUT_MS} is
  * logged; the job's result stands (the next start from the same storage recovers them as well).
+ * Each hook's work catches its own failure, so both promises always resolve.
  */
-export async function finishSinksAtJobEnd(options: SinkJobEndOptions): Promise<void> {
+export function finishSinksAtJobEnd(options: SinkJobEndOptions): SinksAtJobEnd {
   const { streamGraph, graph, config, latest, storage, log } = options;
   const work: Promise<void>[] = [];
   for (const vertex of graph.vertices) {
@@ -76,18 +83,19 @@ export async function finishSinksAtJobEnd(options: SinkJobEndOptions): Promise<v
       );
     }
   }
-  if (work.length === 0) return;
+  if (work.length === 0) return { waited: Promise.resolve(), settled: Promise.resolve() };
+  const settled = Promise.all(work).then(() => {});
   let timer: NodeJS.Timeout | undefined;
   const timeout = new Promise<void>((resolve) => {
     timer = setTimeout(() => {
-      log(`warning: the sinks did not finish their transactions within ${SINK_JOB_END_TIMEOUT_MS} ms of the job's end; not waiting longer`);
+      log(
+        `warning: the sinks did not finish their transactions within ${SINK_JOB_END_TIMEOUT_MS} ms of the job's end; ` +
+          "the job's result is reported, and they go on in the background (the checkpoint folder's lock is held until they are done)",
+      );
       resolve();
     }, SINK_JOB_END_TIMEOUT_MS);
     timer.unref();
   });
-  try {
-    await Promise.race([Promise.all(work), timeout]);
-  } finally {
-    clearTimeout(timer);
-  }
+  const waited = Promise.race([settled, timeout]).finally(() => clearTimeout(timer));
+  return { waited, settled };
 }

@@ -4,7 +4,7 @@
  */
 import assert from 'node:assert/strict';
 import { existsSync } from 'node:fs';
-import { mkdtemp, rm } from 'node:fs/promises';
+import { mkdtemp, readFile, rm, writeFile } from 'node:fs/promises';
 import { hostname, tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { test } from 'node:test';
@@ -47,6 +47,31 @@ test("a second weir run on one checkpoint folder is refused; a SIGKILLed one's l
     }
   } finally {
     first.child.kill('SIGKILL');
+    await rm(folder, { recursive: true, force: true });
+  }
+});
+
+test("a run whose lock another process took over stops, and leaves the job's transactions to the new owner", async () => {
+  const folder = await mkdtemp(join(tmpdir(), 'weir-lock-lost-'));
+  const job = join(repositoryRoot, 'test', 'fixtures', 'jobs', 'keyed-sum-job.ts');
+  const storage = join(folder, 'checkpoints');
+  const env = { KS_OUTPUT: join(folder, 'out'), KS_COUNT: '100000000', KS_RATE: '2000' };
+  const run = startWeirRun([job, '--log-level', 'debug', '--checkpoint-interval', '100ms', '--checkpoint-storage', storage, '--no-ui'], env);
+  try {
+    await run.waitFor(/checkpoint \d+ completed/);
+    // Another process took it over as stale (this one was stopped, or could not refresh it, for a minute).
+    const now = Date.now();
+    const owner = { version: 1, pid: 1, host: 'elsewhere', startedAt: now, heartbeatAt: now, id: 'the-new-owner' };
+    await writeFile(join(storage, '_lock'), JSON.stringify(owner));
+    await run.waitFor(
+      /no longer this process's \(now held by process 1 on host elsewhere.*: cancelling the job, and leaving its transactions to the new owner/,
+      30_000,
+    );
+    await run.exited;
+    assert.doesNotMatch(run.stderr(), /could not finish its transactions/);
+    assert.equal(JSON.parse(await readFile(join(storage, '_lock'), 'utf8')).id, 'the-new-owner', "the new owner's lock stays");
+  } finally {
+    run.child.kill('SIGKILL');
     await rm(folder, { recursive: true, force: true });
   }
 });
