@@ -32,6 +32,23 @@ export class PartitionLeaders {
     return byLeader;
   }
 
+  /**
+   * A request that sends `group` (records of one leader) to `leader`, and, when it is retried
+   * (after {@link forget}, e.g. on NOT_LEADER_OR_FOLLOWER), to the leaders the fresh metadata names,
+   * regrouped: never to the old leader again.
+   */
+  sendToLeaders(leader: number, group: MessageRecord[], send: (leader: number, records: MessageRecord[]) => Promise<unknown>): () => Promise<unknown> {
+    let first = true;
+    return async () => {
+      if (first) {
+        first = false;
+        return send(leader, group);
+      }
+      const byLeader = await this.groupByLeader(group);
+      return Promise.all([...byLeader].map(([current, records]) => send(current, records)));
+    };
+  }
+
   forget(): void {
     this.#leaders.clear();
   }

@@ -40,7 +40,10 @@ export class PlainProducer {
         [...byLeader].map(([leader, group]) =>
           retryKafkaRequest(
             'Produce',
-            async () => produceV11.api.async(await this.#connections.node(leader), acks, 30_000, group, {}),
+            // A retry goes to the leaders of now (after NOT_LEADER_OR_FOLLOWER, not to the old one again).
+            this.#leaders.sendToLeaders(leader, group, async (current, records) =>
+              produceV11.api.async(await this.#connections.node(current), acks, 30_000, records, {}),
+            ),
             this.#retryTimeoutMs,
             this.#forgetLeaders,
             this.#connections,

@@ -164,13 +164,17 @@ export class TransactionDriver {
       const byLeader = await this.#retry('Metadata for the leaders', () => this.#leaders.groupByLeader(chunk));
       await Promise.all(
         [...byLeader].map(([leader, group]) =>
-          this.#retry(`Produce for "${transaction.transactionalId}"`, async () =>
-            produceV11.api.async(await this.#connections.node(leader), ACKS_ALL, 30_000, group, {
-              transactionalId: transaction.transactionalId,
-              producerId: transaction.producerId,
-              producerEpoch: transaction.producerEpoch,
-              sequences: transaction.sequences,
-            }),
+          // A retry resends to the leaders of now (same producer id, epoch and sequences: the broker keeps no duplicate).
+          this.#retry(
+            `Produce for "${transaction.transactionalId}"`,
+            this.#leaders.sendToLeaders(leader, group, async (current, records) =>
+              produceV11.api.async(await this.#connections.node(current), ACKS_ALL, 30_000, records, {
+                transactionalId: transaction.transactionalId,
+                producerId: transaction.producerId,
+                producerEpoch: transaction.producerEpoch,
+                sequences: transaction.sequences,
+              }),
+            ),
           ),
         ),
       );
