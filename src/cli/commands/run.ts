@@ -70,7 +70,7 @@ export function runCommand(): Command {
       ),
     )
     .addOption(new Option('--restart-delay <duration>', 'restartStrategy fixed-delay: wait before a restart').argParser(durationArgument))
-    .option('--no-restart', 'restartStrategy none: the first failure fails the job')
+    .addOption(new Option('--no-restart', 'restartStrategy none: the first failure fails the job').conflicts(['restartAttempts', 'restartDelay']))
     .option('--fresh', 'start without restoring the latest checkpoint', false)
     .option('--from-savepoint <path>', 'start from this savepoint (or checkpoint) folder')
     .addOption(

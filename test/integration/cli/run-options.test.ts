@@ -28,6 +28,17 @@ test('--no-restart: a job that fails once ends with that failure, after 0 restar
   assert.doesNotMatch(result.stderr, /restarting in/);
 });
 
+test('--no-restart beside --restart-attempts or --restart-delay is refused, naming both', async () => {
+  for (const other of [
+    ['--restart-attempts', '2'],
+    ['--restart-delay', '1s'],
+  ]) {
+    const result = await weir(['run', job, '--no-restart', ...other, '--no-ui']);
+    assert.equal(result.code, 1, result.stderr);
+    assert.match(result.stderr, new RegExp(`option '--no-restart' cannot be used with option '${other[0]} <`));
+  }
+});
+
 test('a taken --ui-port stops weir run before the job starts, naming --ui-port', async () => {
   const folder = await mkdtemp(join(tmpdir(), 'weir-port-taken-'));
   folders.push(folder);
