@@ -27,7 +27,7 @@ test('restoring an old savepoint after its transactional ids were reused: no fal
   const folder = await mkdtemp(join(tmpdir(), 'weir-savepoint-'));
   try {
     await writeChaosInput(brokers, input.topic, 2, 60_000);
-    Object.assign(process.env, { KAFKA_BROKERS: formatBootstrap(brokers), KC_INPUT: input.topic, KC_OUTPUT: output.topic, KC_WORK_US: '60' });
+    Object.assign(process.env, { KAFKA_BROKERS: formatBootstrap(brokers), KC_INPUT: input.topic, KC_OUTPUT: output.topic, KC_WORK_US: '120' });
     const job = join(import.meta.dirname, '..', '..', 'fixtures', 'jobs', 'kafka-count-job.ts');
     const config = { parallelism: 2, workers: 2, checkpointing: { interval: '100ms', storage: join(folder, 'checkpoints') } };
 
@@ -59,12 +59,13 @@ test('restoring an older retained checkpoint (--from-savepoint chk-N) after its 
   const folder = await mkdtemp(join(tmpdir(), 'weir-old-checkpoint-'));
   try {
     await writeChaosInput(brokers, input.topic, 2, 60_000);
-    Object.assign(process.env, { KAFKA_BROKERS: formatBootstrap(brokers), KC_INPUT: input.topic, KC_OUTPUT: output.topic, KC_WORK_US: '60' });
+    Object.assign(process.env, { KAFKA_BROKERS: formatBootstrap(brokers), KC_INPUT: input.topic, KC_OUTPUT: output.topic, KC_WORK_US: '120' });
     const job = join(import.meta.dirname, '..', '..', 'fixtures', 'jobs', 'kafka-count-job.ts');
     const config = { parallelism: 2, workers: 2, checkpointing: { interval: '100ms', storage: join(folder, 'checkpoints'), retained: 1000 } };
 
     const result = await (await startJob({ job, config })).result; // to its end: many checkpoints reuse the pool's ids
-    assert.ok((result.lastCheckpointId ?? 0) > 8, `${result.lastCheckpointId} checkpoints`);
+    // A pool holds about maxConcurrent + 2 ids a subtask: by checkpoint 6, checkpoint 3's ids have been reused.
+    assert.ok((result.lastCheckpointId ?? 0) >= 6, `${result.lastCheckpointId} checkpoints`);
     assert.equal((await readTopic({ bootstrap: brokers, topic: output.topic })).length, 60_000);
 
     const lines: string[] = [];
