@@ -38,20 +38,6 @@ export function formatBootstrap(brokers: readonly BrokerAddress[]): string {
   return brokers.map((broker) => `${broker.host.includes(':') ? `[${broker.host}]` : broker.host}:${broker.port}`).join(',');
 }
 
-/**
- * The brokers a connector (or a command) uses: its option, else KAFKA_BROKERS; one clear error
- * when neither is set. `connector` names the option in the errors.
- */
-export function resolveBootstrap(option: string | string[] | undefined, connector: string): BrokerAddress[] {
-  const value = option ?? process.env.KAFKA_BROKERS;
-  if (value === undefined || (typeof value === 'string' && value.trim() === '')) {
-    throw new WeirError('NO_BOOTSTRAP', `${connector} has no brokers: neither its bootstrap option nor KAFKA_BROKERS is set`, {
-      hint: 'pass bootstrap: "host:port" to the connector, or set KAFKA_BROKERS',
-    });
-  }
-  return parseBootstrap(value, option === undefined ? 'KAFKA_BROKERS' : `${connector} bootstrap`);
-}
-
 /** The `bootstrap` option: a `host:port` list, checked now so a typo fails when the job is built. */
 export function bootstrapOption(connector: string) {
   return z
