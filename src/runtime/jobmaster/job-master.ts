@@ -213,7 +213,7 @@ class JobMaster {
             config: this.#config,
             latest: latest === undefined ? this.#restore : restoreAfterFailure(latest),
             storage: this.#storage,
-            log: this.#options.log,
+            warn: (line) => this.#options.logger.warn(line),
           });
       this.#endSettled(sinks?.settled);
       await sinks?.waited;

@@ -17,7 +17,8 @@ export interface SinkJobEndOptions {
   /** The latest completed checkpoint of the job (or what it started from), undefined when it has none. */
   latest: RestoreInfo | undefined;
   storage: CheckpointStorage | undefined;
-  log: (line: string) => void;
+  /** Where the warnings go (a sink that could not finish, the wait given up). */
+  warn: (line: string) => void;
 }
 
 /** The sinks' end: `waited` settles when they are done or after SINK_JOB_END_TIMEOUT_MS, `settled` when they are done. */
@@ -35,7 +36,7 @@ export interface SinksAtJobEnd {
  * Each hook's work catches its own failure, so both promises always resolve.
  */
 export function finishSinksAtJobEnd(options: SinkJobEndOptions): SinksAtJobEnd {
-  const { streamGraph, graph, config, latest, storage, log } = options;
+  const { streamGraph, graph, config, latest, storage, warn } = options;
   const work: Promise<void>[] = [];
   for (const vertex of graph.vertices) {
     for (const nodeId of vertex.nodeIds) {
@@ -75,7 +76,7 @@ export function finishSinksAtJobEnd(options: SinkJobEndOptions): SinksAtJobEnd {
           }
           await hook(subtasks);
         })().catch((error: unknown) => {
-          log(
+          warn(
             `warning: sink "${node.name}" could not finish its transactions at the job's end: ${error instanceof Error ? error.message : String(error)} ` +
               "(what it left open is aborted by the broker's transaction timeout, or by the next start from this checkpoint storage)",
           );
@@ -88,7 +89,7 @@ export function finishSinksAtJobEnd(options: SinkJobEndOptions): SinksAtJobEnd {
   let timer: NodeJS.Timeout | undefined;
   const timeout = new Promise<void>((resolve) => {
     timer = setTimeout(() => {
-      log(
+      warn(
         `warning: the sinks did not finish their transactions within ${SINK_JOB_END_TIMEOUT_MS} ms of the job's end; ` +
           "the job's result is reported, and they go on in the background (the checkpoint folder's lock is held until they are done)",
       );
