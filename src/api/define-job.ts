@@ -1,5 +1,6 @@
 import type { EnvironmentConfigInput } from '../core/config/environment-config.ts';
 import { createJob, type Job } from '../graph/job.ts';
+import { connectDeadLetters } from './connect-dead-letters.ts';
 import { StreamExecutionEnvironment } from './stream-execution-environment.ts';
 
 /**
@@ -19,6 +20,7 @@ export function defineJob(definition: JobDefinition): JobDefinition & Job {
   return createJob(definition, () => {
     const env = new StreamExecutionEnvironment();
     definition.build(env);
+    connectDeadLetters(env.graph);
     return env.graph;
   });
 }

@@ -21,7 +21,7 @@ import { IntervalJoinImpl } from './interval-join-impl.ts';
 import { CoGroupedStreamsImpl, JoinedStreamsImpl } from './joined-streams-impl.ts';
 import { KeyedStreamImpl } from './keyed-stream-impl.ts';
 import type { StreamFactory } from './stream-factory.ts';
-import { addDeadLetterSink, type OperatorOptions, outputOf, type Upstream } from './stream-transformations.ts';
+import { addDeadLetters, type OperatorOptions, outputOf, type Upstream } from './stream-transformations.ts';
 import { WindowedStreamImpl } from './windowing/windowed-stream-impl.ts';
 
 /** The settings of a source: an operator's, plus event time. */
@@ -49,7 +49,7 @@ export class StreamExecutionEnvironment {
       watermarkStrategy: options.watermarkStrategy as WatermarkStrategy<unknown> | undefined,
     });
     // A source with a dead-letter policy: its dead letters go to their sink through a side output.
-    if (source.deadLetterSink !== undefined) addDeadLetterSink(this.graph, node, source.deadLetterSink, options);
+    if (source.deadLetters !== undefined) addDeadLetters(this.graph, node, source.deadLetters, options);
     return this.#streams.dataStream<T>(outputOf(node));
   }
 }

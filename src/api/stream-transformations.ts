@@ -1,7 +1,8 @@
-import { deadLetterSink, type OnRecordError, onRecordErrorSchema, recordErrorPolicy } from '../connectors/kafka/dead-letter-sink.ts';
+import { deadLetterRoute, type OnRecordError, onRecordErrorSchema, recordErrorPolicy } from '../connectors/kafka/dead-letter-sink.ts';
+import type { DeadLetterRoute } from '../core/connector/dead-letter-route.ts';
 import type { Sink } from '../core/connector/sink.ts';
 import { WeirError } from '../core/errors/weir-error.ts';
-import { DEAD_LETTER_TAG, type DeadLetterRecord, type RecordErrorPolicy } from '../core/functions/dead-letter.ts';
+import type { RecordErrorPolicy } from '../core/functions/dead-letter.ts';
 import type { KeySelector } from '../core/functions/key-selector.ts';
 import type { StreamOperator } from '../core/operator/stream-operator.ts';
 import type { OperatorNode, Partitioning, SinkNode, StreamGraph, StreamNode } from '../graph/stream-graph.ts';
@@ -41,24 +42,16 @@ export function errorPolicyOf(options: ProcessingOptions, kind: string): RecordE
   return recordErrorPolicy(options.onError);
 }
 
-/**
- * An operator or source with a dead-letter policy: a Kafka sink into the dead-letter topic, fed by
- * its dead-letter side output (so it is checkpointed like any sink). Its uid is the owner's plus
- * `-dead-letters` (stable when the owner has a uid).
- */
-export function addDeadLetterSink(graph: StreamGraph, owner: StreamNode, sink: Sink<DeadLetterRecord>, options: OperatorOptions): void {
-  addSink(graph, { inputs: [{ node: owner, outputTag: DEAD_LETTER_TAG }], partitioning: 'forward', keySelector: undefined }, sink as Sink<unknown>, {
-    ...(options.uid === undefined ? {} : { uid: `${options.uid}-dead-letters` }),
-    name: sink.name,
-    ...(options.parallelism === undefined ? {} : { parallelism: options.parallelism }),
-  });
+/** Notes the dead letters of a source or operator; {@link connectDeadLetters} connects them once the job's sinks are known. */
+export function addDeadLetters(graph: StreamGraph, owner: StreamNode, route: DeadLetterRoute, options: OperatorOptions): void {
+  graph.pendingDeadLetters.push({ owner: owner.id, route, uid: options.uid, parallelism: options.parallelism });
 }
 
-/** Adds the dead-letter sink of an operator whose `onError` is { deadLetter }. */
+/** Notes the dead letters of an operator whose `onError` is { deadLetter }. */
 export function addOperatorDeadLetters(graph: StreamGraph, output: Upstream, options: ProcessingOptions): void {
   const onError = options.onError;
   if (typeof onError !== 'object' || onError === null) return;
-  addDeadLetterSink(graph, (output.inputs[0] as StreamInput).node, deadLetterSink(onError.deadLetter), options);
+  addDeadLetters(graph, (output.inputs[0] as StreamInput).node, deadLetterRoute(onError.deadLetter), options);
 }
 
 /** One stream feeding an operator: a node's main output, or one of its side outputs. */

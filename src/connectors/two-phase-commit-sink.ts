@@ -1,5 +1,6 @@
 import type { DeliveryGuarantee, Sink } from '../core/connector/sink.ts';
 import { WeirError } from '../core/errors/weir-error.ts';
+import type { DeadLetterRecord } from '../core/functions/dead-letter.ts';
 import type { MetricCounter } from '../core/metrics/metric-group.ts';
 import { type OperatorContext, StreamOperator } from '../core/operator/stream-operator.ts';
 import type { ListState } from '../core/state/state-types.ts';
@@ -35,6 +36,8 @@ export interface TwoPhaseCommitLogic<IN, TXN, C> {
   open?(context: OperatorContext): void | Promise<void>;
   beginTransaction(): TXN | Promise<TXN>;
   write(transaction: TXN, batch: IN[]): void | Promise<void>;
+  /** Dead letters of the job's sources and operators (the sink's second input), into the same transaction. */
+  writeDeadLetters?(transaction: TXN, letters: DeadLetterRecord[]): void | Promise<void>;
   /** Makes everything durable but invisible; null for an empty transaction (nothing is checkpointed). */
   preCommit(transaction: TXN, checkpointId: number): C | null | Promise<C | null>;
   commit(committable: C): void | Promise<void>;
@@ -160,6 +163,12 @@ export class TwoPhaseCommitSinkOperator<IN, TXN, C> extends StreamOperator<IN, n
 
   async processBatch(batch: IN[]): Promise<never[]> {
     await this.#logic.write(this.#transaction as TXN, batch);
+    return [];
+  }
+
+  override async processBatch2(batch: unknown[]): Promise<never[]> {
+    if (this.#logic.writeDeadLetters === undefined) throw new WeirError('INTERNAL', 'this two-phase-commit sink takes no dead letters', { fault: 'internal' });
+    await this.#logic.writeDeadLetters(this.#transaction as TXN, batch as DeadLetterRecord[]);
     return [];
   }
 

@@ -1,3 +1,4 @@
+import type { DeadLetterRoute } from '../core/connector/dead-letter-route.ts';
 import type { Sink } from '../core/connector/sink.ts';
 import type { Source } from '../core/connector/source.ts';
 import type { WatermarkStrategy } from '../core/event-time/watermark-strategy.ts';
@@ -56,6 +57,15 @@ export interface SinkNode extends StreamNodeBase {
 
 export type StreamNode = SourceNode | OperatorNode | SinkNode;
 
+/** A source's or operator's dead letters, connected to a sink when the job's graph is complete (its sinks known). */
+export interface PendingDeadLetters {
+  owner: number;
+  route: DeadLetterRoute;
+  /** The owner's uid and parallelism, for a dead-letter sink of their own. */
+  uid: string | undefined;
+  parallelism: number | undefined;
+}
+
 type DistributiveOmitId<N> = N extends unknown ? Omit<N, 'id'> : never;
 
 /**
@@ -66,6 +76,7 @@ type DistributiveOmitId<N> = N extends unknown ? Omit<N, 'id'> : never;
 export class StreamGraph {
   readonly nodes: StreamNode[] = [];
   readonly edges: StreamEdge[] = [];
+  readonly pendingDeadLetters: PendingDeadLetters[] = [];
 
   addNode<N extends StreamNode>(node: DistributiveOmitId<N>): N {
     const full = { ...node, id: this.nodes.length } as unknown as N;

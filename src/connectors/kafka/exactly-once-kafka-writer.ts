@@ -1,6 +1,9 @@
+import type { MessageRecord } from '@platformatic/kafka';
+import type { DeadLetterRecord } from '../../core/functions/dead-letter.ts';
 import type { OperatorContext } from '../../core/operator/stream-operator.ts';
 import type { RecoveryContext, TwoPhaseCommitLogic } from '../two-phase-commit-sink.ts';
 import type { ClusterConnections } from './cluster-connections.ts';
+import { deadLetterToKafka } from './dead-letter-to-kafka.ts';
 import { KafkaRecordSerializer } from './kafka-record-serializer.ts';
 import { DEFAULT_RETRY_TIMEOUT_MS, type KafkaSinkOptions } from './kafka-sink-options.ts';
 import { sinkConnections } from './sink-connections.ts';
@@ -59,7 +62,15 @@ export class ExactlyOnceKafkaWriter<T> implements TwoPhaseCommitLogic<T, KafkaTr
   }
 
   async write(transaction: KafkaTransaction, batch: T[]): Promise<void> {
-    const messages = await this.#serializer.serialize(batch);
+    await this.#send(transaction, await this.#serializer.serialize(batch));
+  }
+
+  /** Dead letters of the job's sources and operators, into the same transaction as the output (each to its own topic). */
+  async writeDeadLetters(transaction: KafkaTransaction, letters: DeadLetterRecord[]): Promise<void> {
+    await this.#send(transaction, await this.#serializer.serializeWith(letters, deadLetterToKafka));
+  }
+
+  async #send(transaction: KafkaTransaction, messages: MessageRecord[]): Promise<void> {
     transaction.open ??= await this.#driver.initTransaction(transactionalId(this.#prefix, this.#subtaskIndex, transaction.slot));
     await this.#driver.send(transaction.open, messages);
   }

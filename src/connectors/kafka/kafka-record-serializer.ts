@@ -1,7 +1,7 @@
 import { type MessageRecord, murmur2 } from '@platformatic/kafka';
 import { WeirError } from '../../core/errors/weir-error.ts';
 import type { ClusterConnections } from './cluster-connections.ts';
-import type { KafkaSinkOptions } from './kafka-sink-options.ts';
+import type { KafkaProducerRecord, KafkaSinkOptions } from './kafka-sink-options.ts';
 
 /**
  * Turns the job's records into partitioned Kafka messages with the sink's serializer (shared by
@@ -19,10 +19,15 @@ export class KafkaRecordSerializer<T> {
     this.#connections = connections;
   }
 
-  async serialize(batch: T[]): Promise<MessageRecord[]> {
+  serialize(batch: T[]): Promise<MessageRecord[]> {
+    return this.serializeWith(batch, this.#options.serializer);
+  }
+
+  /** The same for records of another kind (dead letters), turned into Kafka records by `serializer`. */
+  async serializeWith<R>(batch: R[], serializer: (record: R) => KafkaProducerRecord): Promise<MessageRecord[]> {
     const out: MessageRecord[] = new Array(batch.length);
     for (let i = 0; i < batch.length; i++) {
-      const record = this.#options.serializer(batch[i] as T);
+      const record = serializer(batch[i] as R);
       const topic = record.topic ?? this.#options.topic;
       if (topic === undefined) {
         throw new WeirError('INVALID_SINK', 'a record has no topic: the serializer named none and the sink has no default topic', {

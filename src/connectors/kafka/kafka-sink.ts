@@ -19,6 +19,11 @@ import { defaultTransactionalIdPrefix } from './transactional-id.ts';
  * passes; `none` sends and does not wait (at-least-once-kafka-writer.ts).
  */
 export function kafkaSink<T>(options: KafkaSinkOptions<T>): Sink<T> & Preflightable {
+  return kafkaSinkWithDeadLetters(options, []);
+}
+
+/** The Kafka sink that also writes the dead letters of these topics (its second input) in its transactions. */
+function kafkaSinkWithDeadLetters<T>(options: KafkaSinkOptions<T>, deadLetterTopics: readonly string[]): Sink<T> & Preflightable {
   // Validated once, here: a bad option fails when the job is built, naming the setting and the fix.
   const { transactionTimeout: transactionTimeoutMs, recoveryBudget: recoveryBudgetMs, retryTimeout: retryTimeoutMs } = parseKafkaSinkOptions(options);
   return {
@@ -29,13 +34,17 @@ export function kafkaSink<T>(options: KafkaSinkOptions<T>): Sink<T> & Preflighta
       try {
         const { bootstrap, connection } = resolveKafkaConnection(options, 'kafkaSink');
         const findings: PreflightFinding[] = [];
-        const missing = options.topic === undefined ? [] : await missingTopics(bootstrap, [options.topic], connection);
+        const topics = [...(options.topic === undefined ? [] : [options.topic]), ...deadLetterTopics];
+        const missing = topics.length === 0 ? [] : await missingTopics(bootstrap, topics, connection);
         for (const topic of missing) {
+          const deadLetters = topic !== options.topic;
           findings.push({
             level: 'error',
             where,
-            message: `${where}: its topic "${topic}" does not exist`,
-            hint: 'create the topic first (Weir does not create topics)',
+            message: `${where}: its ${deadLetters ? 'dead-letter ' : ''}topic "${topic}" does not exist${deadLetters ? ' on its cluster (dead letters join the transactions of the sink, on its cluster)' : ''}`,
+            hint: deadLetters
+              ? 'create the topic there, or give the deadLetter policy a bootstrap of its own (then it has a sink of its own)'
+              : 'create the topic first (Weir does not create topics)',
           });
         }
         if (options.deliveryGuarantee === 'exactly-once') {
@@ -71,6 +80,9 @@ export function kafkaSink<T>(options: KafkaSinkOptions<T>): Sink<T> & Preflighta
       (options.deliveryGuarantee === 'exactly-once'
         ? new TwoPhaseCommitSinkOperator(new ExactlyOnceKafkaWriter(options, transactionTimeoutMs, retryTimeoutMs))
         : new AtLeastOnceKafkaWriter(options, retryTimeoutMs)) as unknown as StreamOperator<T, never>,
+    ...(options.deliveryGuarantee === 'exactly-once'
+      ? { withDeadLetters: (topics: readonly string[]) => kafkaSinkWithDeadLetters(options, [...new Set([...deadLetterTopics, ...topics])]) }
+      : {}),
     // At the job's end: commit what the latest completed checkpoint holds, abort every other open transaction.
     onJobEnd: async (subtasks) => {
       if (options.deliveryGuarantee !== 'exactly-once') return;

@@ -304,6 +304,7 @@ export class KafkaSourceReader<T> implements SourceReader<T, KafkaSplit> {
       return;
     }
     const letter: DeadLetterRecord = {
+      topic: policy.deadLetterTopic,
       key: record.key,
       value: record.value,
       headers: record.headers,

@@ -1,7 +1,7 @@
 import type { Preflightable, PreflightContext, PreflightFinding } from '../../core/connector/preflight.ts';
 import type { Source } from '../../core/connector/source.ts';
 import { ClusterConnections } from './cluster-connections.ts';
-import { deadLetterSink } from './dead-letter-sink.ts';
+import { deadLetterRoute } from './dead-letter-sink.ts';
 import { resolveKafkaConnection } from './kafka-default-connection.ts';
 import { missingTopics, unreachableFinding } from './kafka-preflight.ts';
 import { type KafkaSourceOptions, parseKafkaSourceOptions } from './kafka-source-options.ts';
@@ -39,9 +39,9 @@ export function kafkaSource<T>(sourceOptions: KafkaSourceOptions<T>): Source<T, 
     createReader: (context) => new KafkaSourceReader(options, context, discoveryMs),
     // Per-partition watermarks, as Flink's KafkaSource: each partition is a split with its own generator.
     splitId: (split) => `${split.topic}:${split.partition}`,
-    deadLetterSink:
+    deadLetters:
       typeof options.onDeserializationError === 'object'
-        ? deadLetterSink(options.onDeserializationError.deadLetter, { bootstrap: options.bootstrap, connection: options.connection })
+        ? deadLetterRoute(options.onDeserializationError.deadLetter, { bootstrap: options.bootstrap, connection: options.connection })
         : undefined,
     async preflight(context: PreflightContext): Promise<PreflightFinding[]> {
       const where = `kafka source "${context.uid}"`;

@@ -13,6 +13,8 @@ export interface TopicRecord {
   key: Buffer | null;
   value: Buffer | null;
   headers: [Buffer | null, Buffer | null][];
+  /** The producer id of the record's batch (-1 for a producer without one): the transactional id that wrote it, in audits. */
+  producerId: bigint;
 }
 
 export interface FetchPosition {
@@ -121,6 +123,7 @@ export async function fetchPartitions(
                 key: record.key,
                 value: record.value,
                 headers: record.headers,
+                producerId: batch.producerId,
               });
             }
           }

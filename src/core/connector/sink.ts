@@ -14,4 +14,10 @@ export interface Sink<IN> {
    * and aborting the rest, so no transaction lingers until the external system's timeout.
    */
   onJobEnd?(subtasks: readonly OperatorContext[]): Promise<void>;
+  /**
+   * A transactional sink that can write dead letters into its own transactions (the exactly-once
+   * Kafka sink): the same sink, whose operator also takes DeadLetterRecords on its second input
+   * (processBatch2) and writes each to its `topic`, and whose preflight checks these topics.
+   */
+  withDeadLetters?(topics: readonly string[]): Sink<IN>;
 }

@@ -1,6 +1,5 @@
-import type { DeadLetterRecord } from '../functions/dead-letter.ts';
 import type { OperatorMetricGroup } from '../metrics/metric-group.ts';
-import type { Sink } from './sink.ts';
+import type { DeadLetterRoute } from './dead-letter-route.ts';
 
 /**
  * A source (Flink's FLIP-27 Source, simplified): a unit of work is a split, and the splits a
@@ -26,10 +25,10 @@ export interface Source<T, Split = unknown> {
   splitId?(split: Split): string;
   /**
    * Where the records the reader cannot read go (an error policy's dead-letter topic): the job's
-   * graph adds this sink on the source's dead-letter side output, and the reader emits them with
+   * graph connects the source's dead-letter side output there, and the reader emits them with
    * {@link SourceReaderContext.output} under DEAD_LETTER_TAG.
    */
-  readonly deadLetterSink?: Sink<DeadLetterRecord> | undefined;
+  readonly deadLetters?: DeadLetterRoute | undefined;
 }
 
 export interface SourceReaderContext {

@@ -2,8 +2,8 @@
  * Dead letters: the records an error policy (`onDeserializationError` of a source, `onError` of an
  * operator) sends to a dead-letter topic instead of failing the job (Kafka Streams' dead letter
  * queue). They travel as a side output of the source or operator, under {@link DEAD_LETTER_TAG},
- * to the dead-letter sink the job's graph adds there, so they are checkpointed (and committed)
- * like any other output.
+ * into the second input of the job's exactly-once Kafka sink (so they are written in the same
+ * transactions as the output), or to a dead-letter sink of their own.
  */
 
 /** The side output dead letters go to. */
@@ -13,10 +13,12 @@ export const DEAD_LETTER_TAG = '__weir.dead-letters';
 export const DEAD_LETTER_FORMAT_VERSION = 1;
 
 /** What a policy does with a record its deserializer or function failed on: Kafka Streams' LogAndFail, LogAndContinue, or a dead-letter topic. */
-export type RecordErrorPolicy = 'fail' | 'skip' | 'dead-letter';
+export type RecordErrorPolicy = 'fail' | 'skip' | { deadLetterTopic: string };
 
 /** A record that could not be read or processed, with where it came from and why it failed. */
 export interface DeadLetterRecord {
+  /** The dead-letter topic it goes to. */
+  topic: string;
   /** The record's bytes: a Kafka record's own key and value; for an operator's record, its value as JSON (or its own bytes or text). */
   key: Uint8Array | null;
   value: Uint8Array | null;

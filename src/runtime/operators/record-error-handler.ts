@@ -8,7 +8,7 @@ import type { OperatorContext } from '../../core/operator/stream-operator.ts';
  * What an operator does when its user function throws on a record (Kafka Streams'
  * ProcessingExceptionHandler): 'fail' (the default) fails the task with an error naming the
  * operator, the record and where in the job it was thrown; 'skip' drops the record and counts it
- * (recordsSkipped); 'dead-letter' sends it to the operator's dead-letter side output and counts it
+ * (recordsSkipped); { deadLetterTopic } sends it to the operator's dead-letter side output and counts it
  * (deadLetters). Only the failing call costs anything: the happy path is the operator's own loop.
  */
 export class RecordErrorHandler {
@@ -23,15 +23,16 @@ export class RecordErrorHandler {
   open(context: OperatorContext): void {
     this.#context = context;
     if (this.policy === 'skip') this.#counter = context.metrics.counter('recordsSkipped');
-    if (this.policy === 'dead-letter') this.#counter = context.metrics.counter('deadLetters');
+    if (typeof this.policy === 'object') this.#counter = context.metrics.counter('deadLetters');
   }
 
   /** The function threw `error` on `record` (event time `timestamp`, NaN or undefined: none): throws under 'fail', else skips or dead-letters it. */
   onError(error: unknown, record: unknown, timestamp: number | undefined): void {
     const context = this.#context;
     if (this.policy === 'fail' || error instanceof WeirError) throw this.#failure(error, record, timestamp);
-    if (this.policy === 'dead-letter') {
+    if (typeof this.policy === 'object') {
       const letter: DeadLetterRecord = {
+        topic: this.policy.deadLetterTopic,
         key: null,
         value: recordBytes(record),
         headers: [],

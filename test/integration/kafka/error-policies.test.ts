@@ -125,77 +125,90 @@ test("'skip' on the source and the map: output is the input less the bad records
   }
 });
 
-test('dead letters under SIGKILL: read_committed output plus dead letters is the input, each once, and the dead letters carry their headers', async () => {
-  const { input, output, dlq, folder } = await topics('ep-dlq');
-  const env = {
-    KAFKA_BROKERS: formatBootstrap(brokers),
-    EP_INPUT: input,
-    EP_OUTPUT: output,
-    EP_DLQ: dlq,
-    EP_SOURCE_POLICY: 'dlq',
-    EP_MAP_POLICY: 'dlq',
-    EP_BOUNDED: '1',
-    EP_WORK_US: '3000',
-  };
-  const config = {
-    parallelism: 2,
-    workers: 2,
-    batchSize: 20, // little in flight, so barriers pass the slow map quickly
-    checkpointing: { interval: '200ms', storage: join(folder, 'checkpoints') },
-    restartStrategy: { type: 'fixed-delay', attempts: 3, delay: 100 },
-  };
-  const first = startJobProcess(job, config, env);
-  await until('the first run completes three checkpoints', async () =>
-    /checkpoint 3\n/.test(first.stdout) || first.child.exitCode !== null ? true : undefined,
-  );
-  await sleep(300);
-  assert.equal(first.child.exitCode, null, `the job ended before it could be killed: ${first.stderr}\n${first.stdout}`);
-  first.child.kill('SIGKILL');
-  assert.equal((await first.exit).signal, 'SIGKILL');
-  const last = startJobProcess(job, config, env);
-  const exit = await last.exit;
-  assert.equal(exit.code, 0, last.stderr);
-  assert.match(last.stderr, /starting job "error-policy" from checkpoint \d+/);
+for (const own of [false, true]) {
+  test(`dead letters under SIGKILL, ${own ? 'in a sink of their own (the policy sets its deliveryGuarantee)' : "in the output's transactions (the default)"}: read_committed output plus dead letters is the input, each once, and the dead letters carry their headers`, async () => {
+    const { input, output, dlq, folder } = await topics(own ? 'ep-dlq-own' : 'ep-dlq');
+    const env = {
+      EP_DLQ_OWN: own ? '1' : '0',
+      KAFKA_BROKERS: formatBootstrap(brokers),
+      EP_INPUT: input,
+      EP_OUTPUT: output,
+      EP_DLQ: dlq,
+      EP_SOURCE_POLICY: 'dlq',
+      EP_MAP_POLICY: 'dlq',
+      EP_BOUNDED: '1',
+      EP_WORK_US: '3000',
+    };
+    const config = {
+      parallelism: 2,
+      workers: 2,
+      batchSize: 20, // little in flight, so barriers pass the slow map quickly
+      checkpointing: { interval: '200ms', storage: join(folder, 'checkpoints') },
+      restartStrategy: { type: 'fixed-delay', attempts: 3, delay: 100 },
+    };
+    const first = startJobProcess(job, config, env);
+    await until('the first run completes three checkpoints', async () =>
+      /checkpoint 3\n/.test(first.stdout) || first.child.exitCode !== null ? true : undefined,
+    );
+    await sleep(300);
+    assert.equal(first.child.exitCode, null, `the job ended before it could be killed: ${first.stderr}\n${first.stdout}`);
+    first.child.kill('SIGKILL');
+    assert.equal((await first.exit).signal, 'SIGKILL');
+    const last = startJobProcess(job, config, env);
+    const exit = await last.exit;
+    assert.equal(exit.code, 0, last.stderr);
+    assert.match(last.stderr, /starting job "error-policy" from checkpoint \d+/);
 
-  const outputs = seqsOf(await readTopic({ bootstrap: brokers, topic: output }));
-  const letters = await readTopic({ bootstrap: brokers, topic: dlq });
-  const letterSeqs = letters.map((record) => {
-    const text = String(record.value);
-    return text.startsWith('not json ') ? Number(text.slice(9)) : (JSON.parse(text) as { seq: number }).seq;
-  });
-  const all = [...outputs, ...letterSeqs].sort((a, b) => a - b);
-  assert.equal(all.length, N, `output ${outputs.length} + dead letters ${letters.length} = input ${N}`);
-  assert.deepEqual(
-    all,
-    Array.from({ length: N }, (_, seq) => seq),
-    'each input record exactly once in output plus dead letters',
-  );
-  assert.deepEqual(
-    [...letterSeqs].sort((a, b) => a - b),
-    Array.from({ length: N }, (_, seq) => seq).filter((seq) => notJson(seq) || poison(seq)),
-  );
-  for (const letter of letters) {
-    assert.equal(header(letter, 'weir.dlq.version'), '1');
-    const text = String(letter.value);
-    if (text.startsWith('not json ')) {
-      const seq = Number(text.slice(9));
-      assert.equal(letter.key?.toString(), `k-${seq}`, 'the original key bytes');
-      assert.equal(header(letter, 'origin'), `h-${seq}`, 'the original headers');
-      assert.equal(header(letter, 'weir.dlq.topic'), input);
-      assert.equal(header(letter, 'weir.dlq.partition'), String(seq % 2));
-      assert.equal(header(letter, 'weir.dlq.offset'), String(Math.floor(seq / 2)));
-      assert.equal(header(letter, 'weir.dlq.operator.uid'), 'input');
-      assert.equal(header(letter, 'weir.dlq.error.class'), 'SyntaxError');
-      assert.ok(header(letter, 'weir.dlq.timestamp') !== undefined);
-    } else {
-      const seq = (JSON.parse(text) as { seq: number }).seq;
-      assert.equal(header(letter, 'weir.dlq.operator.uid'), 'check');
-      assert.equal(header(letter, 'weir.dlq.operator.name'), 'check');
-      assert.equal(header(letter, 'weir.dlq.error.class'), 'Error');
-      assert.equal(header(letter, 'weir.dlq.error.message'), `poison record ${seq}`);
+    const outputRecords = await readTopic({ bootstrap: brokers, topic: output });
+    const outputs = seqsOf(outputRecords);
+    const letters = await readTopic({ bootstrap: brokers, topic: dlq });
+    // By default written in the same transactions as the output, by the output sink's producers
+    // (transactional ids); with a sink of their own, by its producers only.
+    const outputProducers = new Set(outputRecords.map((record) => record.producerId));
+    const letterProducers = new Set(letters.map((record) => record.producerId));
+    const producers = `dead letters by producers ${[...letterProducers].join(', ')}, output by ${[...outputProducers].join(', ')}`;
+    assert.ok(
+      [...letterProducers].every((id) => id >= 0n && outputProducers.has(id) !== own),
+      producers,
+    );
+    const letterSeqs = letters.map((record) => {
+      const text = String(record.value);
+      return text.startsWith('not json ') ? Number(text.slice(9)) : (JSON.parse(text) as { seq: number }).seq;
+    });
+    const all = [...outputs, ...letterSeqs].sort((a, b) => a - b);
+    assert.equal(all.length, N, `output ${outputs.length} + dead letters ${letters.length} = input ${N}`);
+    assert.deepEqual(
+      all,
+      Array.from({ length: N }, (_, seq) => seq),
+      'each input record exactly once in output plus dead letters',
+    );
+    assert.deepEqual(
+      [...letterSeqs].sort((a, b) => a - b),
+      Array.from({ length: N }, (_, seq) => seq).filter((seq) => notJson(seq) || poison(seq)),
+    );
+    for (const letter of letters) {
+      assert.equal(header(letter, 'weir.dlq.version'), '1');
+      const text = String(letter.value);
+      if (text.startsWith('not json ')) {
+        const seq = Number(text.slice(9));
+        assert.equal(letter.key?.toString(), `k-${seq}`, 'the original key bytes');
+        assert.equal(header(letter, 'origin'), `h-${seq}`, 'the original headers');
+        assert.equal(header(letter, 'weir.dlq.topic'), input);
+        assert.equal(header(letter, 'weir.dlq.partition'), String(seq % 2));
+        assert.equal(header(letter, 'weir.dlq.offset'), String(Math.floor(seq / 2)));
+        assert.equal(header(letter, 'weir.dlq.operator.uid'), 'input');
+        assert.equal(header(letter, 'weir.dlq.error.class'), 'SyntaxError');
+        assert.ok(header(letter, 'weir.dlq.timestamp') !== undefined);
+      } else {
+        const seq = (JSON.parse(text) as { seq: number }).seq;
+        assert.equal(header(letter, 'weir.dlq.operator.uid'), 'check');
+        assert.equal(header(letter, 'weir.dlq.operator.name'), 'check');
+        assert.equal(header(letter, 'weir.dlq.error.class'), 'Error');
+        assert.equal(header(letter, 'weir.dlq.error.message'), `poison record ${seq}`);
+      }
     }
-  }
-});
+  });
+}
 
 test("'fail' on the source: the job fails at once (no restart meets the record again), naming topic, partition, offset and the record's bytes", async () => {
   const { input, output, folder } = await topics('ep-fail');

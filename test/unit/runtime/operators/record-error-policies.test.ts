@@ -35,16 +35,23 @@ test("map 'skip': the good records with their timestamps, the bad ones counted",
 });
 
 test("map 'dead-letter': the bad records go to the dead-letter side output with the error", async () => {
-  const h = await new OperatorHarness(new MapOperator(check, 'dead-letter')).open();
+  const h = await new OperatorHarness(new MapOperator(check, { deadLetterTopic: 'dlq' })).open();
   const out = await h.process(input, stamps);
   assert.deepEqual(out.records, good);
   const letters = (h.sideOutputs.get(DEAD_LETTER_TAG) ?? []).map((entry) => entry.record as DeadLetterRecord);
   assert.deepEqual(
-    letters.map((letter) => [Buffer.from(letter.value as Uint8Array).toString(), letter.timestamp, letter.errorClass, letter.errorMessage, letter.operatorUid]),
+    letters.map((letter) => [
+      Buffer.from(letter.value as Uint8Array).toString(),
+      letter.timestamp,
+      letter.errorClass,
+      letter.errorMessage,
+      letter.operatorUid,
+      letter.topic,
+    ]),
     [
-      ['1', 1001, 'TypeError', 'bad 1', 'test'],
-      ['4', 1004, 'TypeError', 'bad 4', 'test'],
-      ['7', 1007, 'TypeError', 'bad 7', 'test'],
+      ['1', 1001, 'TypeError', 'bad 1', 'test', 'dlq'],
+      ['4', 1004, 'TypeError', 'bad 4', 'test', 'dlq'],
+      ['7', 1007, 'TypeError', 'bad 7', 'test', 'dlq'],
     ],
   );
   assert.equal(h.counters.get('deadLetters'), 3);
@@ -113,7 +120,7 @@ test("process and keyed process 'skip': the output the call collected before thr
         },
       },
       () => 'one-key',
-      'dead-letter',
+      { deadLetterTopic: 'dlq' },
     ),
   ).open();
   const out = await keyed.process(input, stamps);
@@ -167,7 +174,7 @@ test("co-process 'skip' and keyed co-process 'dead-letter': either input's bad r
       },
       () => 'a',
       () => 'b',
-      'dead-letter',
+      { deadLetterTopic: 'dlq' },
     ),
   ).open();
   assert.deepEqual((await keyed.process2(input, stamps)).records, good);
