@@ -74,7 +74,7 @@ export interface KeyedStream<T, K extends StateKey> extends DataStream<T> {
   /** Per-record logic with keyed state, timers (event and processing time) and side outputs. */
   process<R>(fn: KeyedProcessFunction<K, T, R>, options?: ProcessingOptions): SingleOutputStreamOperator<R>;
   /** A running reduction per key: emits the new reduced value after every record. */
-  reduce(reduce: (accumulated: T, value: T) => T, options?: OperatorOptions): SingleOutputStreamOperator<T>;
+  reduce(reduce: (accumulated: T, value: T) => T, options?: ProcessingOptions): SingleOutputStreamOperator<T>;
   /**
    * Windows per key (Flink's window): `keyed.window(TumblingEventTimeWindows.of('1m')).aggregate(...)`.
    * Event-time windows need a watermark strategy on the sources.
@@ -114,17 +114,17 @@ export interface WindowedStream<T, K extends StateKey, W extends Window> {
   /** Late records (past the allowed lateness) go to this side output: `result.getSideOutput(tag)`. Without one they are counted in numLateRecordsDropped. */
   sideOutputLateData(tag: OutputTag<T>): WindowedStream<T, K, W>;
   /** Reduces each window's records to one value (kept as they arrive); emits it, or hands it to `windowFunction`. */
-  reduce(fn: ReduceFunction<T>, options?: OperatorOptions): SingleOutputStreamOperator<T>;
-  reduce<R>(fn: ReduceFunction<T>, windowFunction: ProcessWindowFunction<T, R, K, W>, options?: OperatorOptions): SingleOutputStreamOperator<R>;
+  reduce(fn: ReduceFunction<T>, options?: ProcessingOptions): SingleOutputStreamOperator<T>;
+  reduce<R>(fn: ReduceFunction<T>, windowFunction: ProcessWindowFunction<T, R, K, W>, options?: ProcessingOptions): SingleOutputStreamOperator<R>;
   /** Folds each window's records into an accumulator (kept as they arrive); emits its result, or hands it to `windowFunction`. */
-  aggregate<ACC, V>(fn: AggregateFunction<T, ACC, V>, options?: OperatorOptions): SingleOutputStreamOperator<V>;
+  aggregate<ACC, V>(fn: AggregateFunction<T, ACC, V>, options?: ProcessingOptions): SingleOutputStreamOperator<V>;
   aggregate<ACC, V, R>(
     fn: AggregateFunction<T, ACC, V>,
     windowFunction: ProcessWindowFunction<V, R, K, W>,
-    options?: OperatorOptions,
+    options?: ProcessingOptions,
   ): SingleOutputStreamOperator<R>;
   /** Hands every record of a window to `fn` when it fires (the window keeps them all until then). */
-  process<R>(fn: ProcessWindowFunction<T, R, K, W>, options?: OperatorOptions): SingleOutputStreamOperator<R>;
+  process<R>(fn: ProcessWindowFunction<T, R, K, W>, options?: ProcessingOptions): SingleOutputStreamOperator<R>;
 }
 
 /** Two streams, maybe of different types, into one function (Flink's ConnectedStreams). */
@@ -172,12 +172,12 @@ interface WithWindow<Self> {
 
 /** A join with its window: `apply((first, second) => joined)`, called for every pair of a key and window. */
 export interface JoinedWindow<T1, T2, K extends StateKey, W extends Window> extends WithWindow<JoinedWindow<T1, T2, K, W>> {
-  apply<R>(fn: JoinFunction<T1, T2, R>, options?: OperatorOptions): SingleOutputStreamOperator<R>;
+  apply<R>(fn: JoinFunction<T1, T2, R>, options?: ProcessingOptions): SingleOutputStreamOperator<R>;
 }
 
 /** A coGroup with its window: `apply((firsts, seconds, out) => ...)`. */
 export interface CoGroupedWindow<T1, T2, K extends StateKey, W extends Window> extends WithWindow<CoGroupedWindow<T1, T2, K, W>> {
-  apply<R>(fn: CoGroupFunction<T1, T2, R>, options?: OperatorOptions): SingleOutputStreamOperator<R>;
+  apply<R>(fn: CoGroupFunction<T1, T2, R>, options?: ProcessingOptions): SingleOutputStreamOperator<R>;
 }
 
 /** `left.intervalJoin(right)`: give the bounds next (Flink's KeyedStream.IntervalJoin). */
@@ -197,5 +197,5 @@ export interface IntervalJoined<T1, T2, K extends StateKey> {
   sideOutputLeftLateData(tag: OutputTag<T1>): IntervalJoined<T1, T2, K>;
   sideOutputRightLateData(tag: OutputTag<T2>): IntervalJoined<T1, T2, K>;
   /** Calls `fn` for every pair; what it emits carries the later of the pair's timestamps. */
-  process<R>(fn: ProcessJoinFunction<T1, T2, R>, options?: OperatorOptions): SingleOutputStreamOperator<R>;
+  process<R>(fn: ProcessJoinFunction<T1, T2, R>, options?: ProcessingOptions): SingleOutputStreamOperator<R>;
 }

@@ -8,7 +8,7 @@ import { signedTimeSetting } from '../core/time/time-setting.ts';
 import { IntervalJoinOperator } from '../runtime/operators/interval-join-operator.ts';
 import type { IntervalJoin, IntervalJoined, KeyedStream, SingleOutputStreamOperator } from './data-stream.ts';
 import type { StreamFactory } from './stream-factory.ts';
-import { addOperator, type OperatorOptions } from './stream-transformations.ts';
+import { addOperator, addOperatorDeadLetters, errorPolicyOf, type ProcessingOptions } from './stream-transformations.ts';
 
 /** The {@link IntervalJoin} of a job's graph. */
 export class IntervalJoinImpl<T1, T2, K extends StateKey> implements IntervalJoin<T1, T2, K> {
@@ -77,7 +77,7 @@ export class IntervalJoinedImpl<T1, T2, K extends StateKey> implements IntervalJ
     return new IntervalJoinedImpl(this.#factory, this.#left, this.#right, { ...this.#bounds, rightLate: tag as OutputTag<unknown> });
   }
 
-  process<R>(fn: ProcessJoinFunction<T1, T2, R>, options: OperatorOptions = {}): SingleOutputStreamOperator<R> {
+  process<R>(fn: ProcessJoinFunction<T1, T2, R>, options: ProcessingOptions = {}): SingleOutputStreamOperator<R> {
     const bounds = this.#bounds;
     // Flink moves an exclusive bound by 1 ms, so the operator only knows inclusive ones.
     const lowerBound = bounds.lowerInclusive ? bounds.lowerBound : bounds.lowerBound + 1;
@@ -93,6 +93,7 @@ export class IntervalJoinedImpl<T1, T2, K extends StateKey> implements IntervalJ
     }
     const leftKey = this.#left.upstream.keySelector as KeySelector<T1>;
     const rightKey = this.#right.upstream.keySelector as KeySelector<T2>;
+    const onError = errorPolicyOf(options, 'interval-join');
     const output = addOperator(this.#factory.graph, [this.#left.upstream, this.#right.upstream], {
       kind: 'interval-join',
       createOperator: () =>
@@ -104,10 +105,12 @@ export class IntervalJoinedImpl<T1, T2, K extends StateKey> implements IntervalJ
           fn,
           leftLateDataTag: bounds.leftLate as OutputTag<T1> | undefined,
           rightLateDataTag: bounds.rightLate as OutputTag<T2> | undefined,
+          onError,
         }) as StreamOperator<unknown, unknown>,
       options,
       needsWatermarks: 'an interval join (event time)',
     });
+    addOperatorDeadLetters(this.#factory.graph, output, options);
     return this.#factory.operatorOutput<R>(output);
   }
 }

@@ -14,7 +14,7 @@ import type {
   SingleOutputStreamOperator,
 } from './data-stream.ts';
 import type { StreamFactory } from './stream-factory.ts';
-import type { OperatorOptions } from './stream-transformations.ts';
+import type { ProcessingOptions } from './stream-transformations.ts';
 
 /** A record of either input of a window join, tagged with its side (Flink's TaggedUnion). */
 interface TaggedUnion<T1, T2> {
@@ -64,7 +64,7 @@ abstract class CoGroupWindowImpl<T1, T2, K extends StateKey, W extends Window> {
   }
 
   /** @internal Both inputs' records of each key and window to `fn`. */
-  protected coGroup<R>(fn: CoGroupFunction<T1, T2, R>, options: OperatorOptions): SingleOutputStreamOperator<R> {
+  protected coGroup<R>(fn: CoGroupFunction<T1, T2, R>, options: ProcessingOptions): SingleOutputStreamOperator<R> {
     const [keyOfFirst, keyOfSecond] = this.#keys;
     // Flink's way: tag each side, key the union by either side's key, window it, split it again.
     const first = this.#first.map((value): TaggedUnion<T1, T2> => ({ side: 1, value }), { name: 'join-tag-first' });
@@ -100,14 +100,14 @@ export class CoGroupedWindowImpl<T1, T2, K extends StateKey, W extends Window>
   extends CoGroupWindowImpl<T1, T2, K, W>
   implements CoGroupedWindow<T1, T2, K, W>
 {
-  apply<R>(fn: CoGroupFunction<T1, T2, R>, options: OperatorOptions = {}): SingleOutputStreamOperator<R> {
+  apply<R>(fn: CoGroupFunction<T1, T2, R>, options: ProcessingOptions = {}): SingleOutputStreamOperator<R> {
     return this.coGroup(fn, { name: 'coGroup', ...options });
   }
 }
 
 /** The {@link JoinedWindow} of a job's graph. */
 export class JoinedWindowImpl<T1, T2, K extends StateKey, W extends Window> extends CoGroupWindowImpl<T1, T2, K, W> implements JoinedWindow<T1, T2, K, W> {
-  apply<R>(fn: JoinFunction<T1, T2, R>, options: OperatorOptions = {}): SingleOutputStreamOperator<R> {
+  apply<R>(fn: JoinFunction<T1, T2, R>, options: ProcessingOptions = {}): SingleOutputStreamOperator<R> {
     return this.coGroup<R>(
       (firsts, seconds, out) => {
         for (const first of firsts) for (const second of seconds) out.collect(fn(first, second));

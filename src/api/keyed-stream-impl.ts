@@ -21,7 +21,7 @@ export class KeyedStreamImpl<T, K extends StateKey> extends DataStreamImpl<T> im
     return this.transform<R>('process', () => new KeyedProcessOperator<K, T, R>(fn, keySelector, onError), options);
   }
 
-  reduce(reduce: (accumulated: T, value: T) => T, options: OperatorOptions = {}): SingleOutputStreamOperator<T> {
+  reduce(reduce: (accumulated: T, value: T) => T, options: ProcessingOptions = {}): SingleOutputStreamOperator<T> {
     let state: ValueState<T>;
     return this.process<T>(
       {

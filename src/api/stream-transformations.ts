@@ -15,8 +15,9 @@ export interface OperatorOptions {
 }
 
 /**
- * The settings of an operator that runs a user function on each record (map, filter, flatMap,
- * process, keyed process): an operator's, plus what a record the function throws on does.
+ * The settings of an operator that runs a user function (map, filter, flatMap, process, keyed
+ * process and its timers, reduce, windows, joins): an operator's, plus what a record, timer or
+ * window firing the function throws on does.
  */
 export interface ProcessingOptions extends OperatorOptions {
   /**

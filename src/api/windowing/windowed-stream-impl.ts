@@ -11,7 +11,7 @@ import type { AggregateFunction, ProcessWindowFunction, ReduceFunction } from '.
 import { type WindowContents, WindowOperator } from '../../runtime/operators/window-operator.ts';
 import type { SingleOutputStreamOperator, WindowedStream } from '../data-stream.ts';
 import type { StreamFactory } from '../stream-factory.ts';
-import { addOperator, type OperatorOptions, type Upstream } from '../stream-transformations.ts';
+import { addOperator, addOperatorDeadLetters, errorPolicyOf, type ProcessingOptions, type Upstream } from '../stream-transformations.ts';
 
 interface WindowSettings<T, W extends Window> {
   trigger: Trigger<T, W> | undefined;
@@ -66,12 +66,12 @@ export class WindowedStreamImpl<T, K extends StateKey, W extends Window> impleme
     return new WindowedStreamImpl(this.#factory, this.#upstream, this.#assigner, { ...this.#settings, lateDataTag: tag });
   }
 
-  reduce(fn: ReduceFunction<T>, options?: OperatorOptions): SingleOutputStreamOperator<T>;
-  reduce<R>(fn: ReduceFunction<T>, windowFunction: ProcessWindowFunction<T, R, K, W>, options?: OperatorOptions): SingleOutputStreamOperator<R>;
+  reduce(fn: ReduceFunction<T>, options?: ProcessingOptions): SingleOutputStreamOperator<T>;
+  reduce<R>(fn: ReduceFunction<T>, windowFunction: ProcessWindowFunction<T, R, K, W>, options?: ProcessingOptions): SingleOutputStreamOperator<R>;
   reduce<R>(
     fn: ReduceFunction<T>,
-    second?: ProcessWindowFunction<T, R, K, W> | OperatorOptions,
-    third?: OperatorOptions,
+    second?: ProcessWindowFunction<T, R, K, W> | ProcessingOptions,
+    third?: ProcessingOptions,
   ): SingleOutputStreamOperator<R> | SingleOutputStreamOperator<T> {
     if (typeof fn !== 'function') throw invalidFunction('reduce(fn)', 'a function (a, b) => combined');
     const contents: WindowContents<T, T, T> = {
@@ -79,20 +79,20 @@ export class WindowedStreamImpl<T, K extends StateKey, W extends Window> impleme
       merge: (a, b) => fn(a, b),
       result: (accumulator) => [accumulator],
     };
-    const [windowFunction, options] = isWindowFunction(second) ? [second, third] : [undefined, second as OperatorOptions | undefined];
+    const [windowFunction, options] = isWindowFunction(second) ? [second, third] : [undefined, second as ProcessingOptions | undefined];
     return this.#build('reduce', contents, windowFunction as ProcessWindowFunction<T, R, K, W> | undefined, options ?? {});
   }
 
-  aggregate<ACC, V>(fn: AggregateFunction<T, ACC, V>, options?: OperatorOptions): SingleOutputStreamOperator<V>;
+  aggregate<ACC, V>(fn: AggregateFunction<T, ACC, V>, options?: ProcessingOptions): SingleOutputStreamOperator<V>;
   aggregate<ACC, V, R>(
     fn: AggregateFunction<T, ACC, V>,
     windowFunction: ProcessWindowFunction<V, R, K, W>,
-    options?: OperatorOptions,
+    options?: ProcessingOptions,
   ): SingleOutputStreamOperator<R>;
   aggregate<ACC, V, R>(
     fn: AggregateFunction<T, ACC, V>,
-    second?: ProcessWindowFunction<V, R, K, W> | OperatorOptions,
-    third?: OperatorOptions,
+    second?: ProcessWindowFunction<V, R, K, W> | ProcessingOptions,
+    third?: ProcessingOptions,
   ): SingleOutputStreamOperator<R> | SingleOutputStreamOperator<V> {
     for (const method of ['createAccumulator', 'add', 'getResult'] as const) {
       if (typeof fn?.[method] !== 'function')
@@ -109,11 +109,11 @@ export class WindowedStreamImpl<T, K extends StateKey, W extends Window> impleme
       merge: (a, b) => (merge as (a: ACC, b: ACC) => ACC).call(fn, a, b),
       result: (accumulator) => [fn.getResult(accumulator)],
     };
-    const [windowFunction, options] = isWindowFunction(second) ? [second, third] : [undefined, second as OperatorOptions | undefined];
+    const [windowFunction, options] = isWindowFunction(second) ? [second, third] : [undefined, second as ProcessingOptions | undefined];
     return this.#build('aggregate', contents, windowFunction as ProcessWindowFunction<V, R, K, W> | undefined, options ?? {});
   }
 
-  process<R>(fn: ProcessWindowFunction<T, R, K, W>, options: OperatorOptions = {}): SingleOutputStreamOperator<R> {
+  process<R>(fn: ProcessWindowFunction<T, R, K, W>, options: ProcessingOptions = {}): SingleOutputStreamOperator<R> {
     if (!isWindowFunction(fn)) throw invalidFunction('process(fn)', 'a ProcessWindowFunction: { process(key, context, elements, out) { ... } }');
     const contents: WindowContents<T, T[], T> = {
       add: (accumulator, value) => {
@@ -131,12 +131,13 @@ export class WindowedStreamImpl<T, K extends StateKey, W extends Window> impleme
     kind: string,
     contents: WindowContents<T, ACC, V>,
     windowFunction: ProcessWindowFunction<V, R, K, W> | undefined,
-    options: OperatorOptions,
+    options: ProcessingOptions,
   ): SingleOutputStreamOperator<R> {
     const assigner = this.#assigner;
     const trigger = this.#settings.trigger ?? assigner.defaultTrigger();
     const { allowedLateness, lateDataTag } = this.#settings;
     const keySelector = this.#upstream.keySelector as KeySelector<T>;
+    const onError = errorPolicyOf(options, kind);
     const output = addOperator(this.#factory.graph, [this.#upstream], {
       kind,
       createOperator: () =>
@@ -148,11 +149,13 @@ export class WindowedStreamImpl<T, K extends StateKey, W extends Window> impleme
           keySelector,
           contents,
           windowFunction,
+          onError,
         }) as unknown as StreamOperator<unknown, unknown>,
       options: { name: kind, ...options },
       keySelector: this.#upstream.keySelector,
       needsWatermarks: assigner.isEventTime ? `an event-time window (${assigner})` : undefined,
     });
+    addOperatorDeadLetters(this.#factory.graph, output, options);
     return this.#factory.operatorOutput<R>(output);
   }
 }

@@ -1,4 +1,5 @@
 import { WeirError } from '../../core/errors/weir-error.ts';
+import type { RecordErrorPolicy } from '../../core/functions/dead-letter.ts';
 import type { KeySelector } from '../../core/functions/key-selector.ts';
 import type { OutputTag } from '../../core/functions/output-tag.ts';
 import type { ProcessJoinContext, ProcessJoinFunction } from '../../core/functions/process-functions.ts';
@@ -9,6 +10,7 @@ import { mapState } from '../../core/state/state-descriptors.ts';
 import type { MapState } from '../../core/state/state-types.ts';
 import { validateStateKey } from '../../state/key-group-range-assignment.ts';
 import { keyedRuntimeContext, requireKeyedState } from './keyed-process-operator.ts';
+import { RecordErrorHandler } from './record-error-handler.ts';
 import { TimestampedCollector } from './timestamped-collector.ts';
 
 export interface IntervalJoinOptions<L, R, OUT> {
@@ -20,6 +22,8 @@ export interface IntervalJoinOptions<L, R, OUT> {
   fn: ProcessJoinFunction<L, R, OUT>;
   leftLateDataTag: OutputTag<L> | undefined;
   rightLateDataTag: OutputTag<R> | undefined;
+  /** What a pair whose function throws does (the dead letter holds { left, right }). */
+  onError?: RecordErrorPolicy;
 }
 
 const LEFT = 'left';
@@ -44,15 +48,18 @@ export class IntervalJoinOperator<L, R, OUT> extends StreamOperator<L, OUT> impl
   readonly #collector = new TimestampedCollector<OUT>();
   #leftTimestamp = 0;
   #rightTimestamp = 0;
+  readonly #errors: RecordErrorHandler;
 
   constructor(options: IntervalJoinOptions<L, R, OUT>) {
     super();
     this.#options = options;
+    this.#errors = new RecordErrorHandler(options.onError);
   }
 
   override open(context: OperatorContext): void {
     this.#backend = requireKeyedState(context, 'intervalJoin(...)');
     this.#context = context;
+    this.#errors.open(context);
     this.#leftBuffer = this.#backend.getState(mapState<number, L[]>('interval-join-left'));
     this.#rightBuffer = this.#backend.getState(mapState<number, R[]>('interval-join-right'));
     this.#lateDropped = context.metrics.counter('numLateRecordsDropped');
@@ -120,11 +127,19 @@ export class IntervalJoinOperator<L, R, OUT> extends StreamOperator<L, OUT> impl
     }
   }
 
+  /** One pair through the function; a throw goes to the error policy with the pair as its record (what it emitted is dropped). */
   #join(left: L, right: R, leftTimestamp: number, rightTimestamp: number): void {
     this.#leftTimestamp = leftTimestamp;
     this.#rightTimestamp = rightTimestamp;
-    this.#collector.timestamp = Math.max(leftTimestamp, rightTimestamp);
-    this.#options.fn.processElement(left, right, this, this.#collector);
+    const timestamp = Math.max(leftTimestamp, rightTimestamp);
+    this.#collector.timestamp = timestamp;
+    const mark = this.#collector.records.length;
+    try {
+      this.#options.fn.processElement(left, right, this, this.#collector);
+    } catch (error) {
+      this.#collector.truncate(mark);
+      this.#errors.onError(error, { left, right }, timestamp);
+    }
   }
 
   override processWatermark(watermark: number): OUT[] {

@@ -41,7 +41,7 @@ export class KeyedCoProcessOperator<K extends StateKey, IN1, IN2, OUT> extends S
     this.#backend = requireKeyedState(context, 'connect(...).keyBy(...).process(...)');
     this.#name = context.operatorName;
     this.#fn.open?.(keyedRuntimeContext(context, this.#backend));
-    this.#context.open(context, this.#backend);
+    this.#context.open(context, this.#backend, this.#errors);
   }
 
   processBatch(batch: IN1[], timestamps?: readonly number[]): OUT[] {

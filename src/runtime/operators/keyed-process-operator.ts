@@ -9,7 +9,7 @@ import type { StateDescriptor } from '../../core/state/state-descriptors.ts';
 import type { StateKey } from '../../core/state/state-key.ts';
 import type { TimeDomain } from '../../core/time/time-domain.ts';
 import { validateStateKey } from '../../state/key-group-range-assignment.ts';
-import { RecordErrorHandler } from './record-error-handler.ts';
+import { keyText, RecordErrorHandler } from './record-error-handler.ts';
 import { TimestampedCollector } from './timestamped-collector.ts';
 
 /** The backend of a keyed operator, or a clear error when it runs on a stream that is not keyed. */
@@ -49,6 +49,7 @@ export class KeyedProcessContext<K extends StateKey> implements OnTimerContext<K
   domain: TimeDomain = 'event';
   #backend!: KeyedStateBackend;
   #context!: OperatorContext;
+  #errors!: RecordErrorHandler;
 
   constructor() {
     this.timerService = {
@@ -70,9 +71,11 @@ export class KeyedProcessContext<K extends StateKey> implements OnTimerContext<K
     };
   }
 
-  open(context: OperatorContext, backend: KeyedStateBackend): void {
+  /** `errors`: the operator's policy, for a timer whose onTimer throws. */
+  open(context: OperatorContext, backend: KeyedStateBackend, errors: RecordErrorHandler): void {
     this.#context = context;
     this.#backend = backend;
+    this.#errors = errors;
     const next = backend.nextTimerTimestamp('processing');
     if (next !== undefined) context.requestProcessingTimeCallback(next);
   }
@@ -115,14 +118,34 @@ export class KeyedProcessContext<K extends StateKey> implements OnTimerContext<K
     return this.collector;
   }
 
-  /** Fires the timers of `domain` due at `time` through the function's `onTimer` (output goes to the collector). */
+  /**
+   * Fires the timers of `domain` due at `time` through the function's `onTimer` (output goes to the
+   * collector). An onTimer that throws goes to the operator's error policy: under 'skip' or a
+   * dead-letter topic what it emitted is dropped and the next timer fires.
+   */
   fireTimers(domain: TimeDomain, time: number, fn: TimerFunction<K>): void {
     this.domain = domain;
-    this.#backend.pollTimersUpTo(domain, time, (_key, timestamp) => {
-      // Event-time timer output carries the timer's time; processing-time timer output has no timestamp (as in Flink).
-      this.setTimestamp(domain === 'event' ? timestamp : undefined);
-      fn.onTimer?.(timestamp, this, this.collector);
-    });
+    const onTimer = fn.onTimer;
+    if (onTimer === undefined) {
+      this.#backend.pollTimersUpTo(domain, time, () => {});
+    } else {
+      this.#backend.pollTimersUpTo(domain, time, (key, timestamp) => {
+        // Event-time timer output carries the timer's time; processing-time timer output has no timestamp (as in Flink).
+        this.setTimestamp(domain === 'event' ? timestamp : undefined);
+        const mark = this.collector.records.length;
+        try {
+          onTimer.call(fn, timestamp, this, this.collector);
+        } catch (error) {
+          this.collector.truncate(mark);
+          this.#errors.onCallError(
+            error,
+            `the ${domain}-time timer at ${timestamp} of key ${keyText(key)}`,
+            { key, timer: timestamp, domain },
+            domain === 'event' ? timestamp : undefined,
+          );
+        }
+      });
+    }
     if (domain === 'processing') {
       const next = this.#backend.nextTimerTimestamp('processing');
       if (next !== undefined) this.#context.requestProcessingTimeCallback(next);
@@ -156,7 +179,7 @@ export class KeyedProcessOperator<K extends StateKey, IN, OUT> extends StreamOpe
     this.#backend = requireKeyedState(context, 'process(...)');
     this.#name = context.operatorName;
     this.#fn.open?.(keyedRuntimeContext(context, this.#backend));
-    this.#context.open(context, this.#backend);
+    this.#context.open(context, this.#backend, this.#errors);
   }
 
   processBatch(batch: IN[], timestamps?: readonly number[]): OUT[] {

@@ -1,4 +1,5 @@
 import { WeirError } from '../../core/errors/weir-error.ts';
+import type { RecordErrorPolicy } from '../../core/functions/dead-letter.ts';
 import type { KeySelector } from '../../core/functions/key-selector.ts';
 import type { OutputTag } from '../../core/functions/output-tag.ts';
 import type { RuntimeContext } from '../../core/functions/process-functions.ts';
@@ -8,13 +9,15 @@ import type { KeyedStateBackend } from '../../core/state/keyed-state-backend.ts'
 import { mapState } from '../../core/state/state-descriptors.ts';
 import type { StateKey } from '../../core/state/state-key.ts';
 import type { MapState } from '../../core/state/state-types.ts';
-import { isFire, isPurge, type OnMergeContext, type Trigger, type WindowValueState } from '../../core/windowing/trigger.ts';
+import { isFire, isPurge, type Trigger } from '../../core/windowing/trigger.ts';
 import { type TimeWindow, type Window, windowNamespace, windowOfNamespace } from '../../core/windowing/window.ts';
 import type { WindowAssigner, WindowAssignerContext } from '../../core/windowing/window-assigner.ts';
-import type { ProcessWindowContext, ProcessWindowFunction } from '../../core/windowing/window-functions.ts';
+import type { ProcessWindowFunction } from '../../core/windowing/window-functions.ts';
 import { validateStateKey } from '../../state/key-group-range-assignment.ts';
 import { keyedRuntimeContext, requireKeyedState } from './keyed-process-operator.ts';
+import { keyText, RecordErrorHandler } from './record-error-handler.ts';
 import { TimestampedCollector } from './timestamped-collector.ts';
+import { WindowProcessContext, WindowTriggerContext } from './window-contexts.ts';
 
 /**
  * How records fold into a window's state, and what the window function gets when it fires: a list
@@ -37,13 +40,8 @@ export interface WindowOperatorOptions<IN, ACC, R, OUT, K extends StateKey, W ex
   contents: WindowContents<IN, ACC, R>;
   /** Called with the window's results; undefined: the results are emitted as they are. */
   windowFunction: ProcessWindowFunction<R, OUT, K, W> | undefined;
-}
-
-/** What the trigger and window-function contexts read of their operator. */
-interface WindowOperatorView {
-  readonly backend: KeyedStateBackend;
-  readonly operatorContext: OperatorContext;
-  readonly watermark: number;
+  /** What a record whose reduce, aggregate or trigger throws, or a firing whose result or window function throws, does. */
+  onError?: RecordErrorPolicy;
 }
 
 /** State names of the operator; trigger state is `window-trigger:<name>`. */
@@ -76,10 +74,12 @@ export class WindowOperator<IN, ACC, R, OUT, K extends StateKey, W extends Windo
   readonly #triggerContext: WindowTriggerContext;
   readonly #processContext: WindowProcessContext<W>;
   readonly #assignerContext: WindowAssignerContext = { currentProcessingTime: () => this.#now };
+  readonly #errors: RecordErrorHandler;
 
   constructor(options: WindowOperatorOptions<IN, ACC, R, OUT, K, W>) {
     super();
     this.#options = options;
+    this.#errors = new RecordErrorHandler(options.onError);
     this.#eventTime = options.assigner.isEventTime;
     this.#triggerContext = new WindowTriggerContext(this);
     this.#processContext = new WindowProcessContext<W>(this);
@@ -103,6 +103,7 @@ export class WindowOperator<IN, ACC, R, OUT, K extends StateKey, W extends Windo
   override open(context: OperatorContext): void {
     this.#backend = requireKeyedState(context, 'window(...)');
     this.#context = context;
+    this.#errors.open(context);
     this.#contents = this.#backend.getState(mapState<string, ACC>(CONTENTS));
     this.#windowSet = this.#options.assigner.isMerging ? this.#backend.getState(mapState<string, 1>(WINDOW_SET)) : undefined;
     this.#lateDropped = context.metrics.counter('numLateRecordsDropped');
@@ -125,7 +126,14 @@ export class WindowOperator<IN, ACC, R, OUT, K extends StateKey, W extends Windo
       const timestamp = eventTime ? (timestamps?.[i] as number) : this.#now;
       if (Number.isNaN(timestamp)) throw this.#noTimestamps();
       const windows = assigner.assignWindows(value, timestamp, this.#assignerContext);
-      const skipped = this.#windowSet === undefined ? this.#addToWindows(value, timestamp, windows) : this.#addToMergingWindows(value, timestamp, windows);
+      let skipped: boolean;
+      try {
+        skipped = this.#windowSet === undefined ? this.#addToWindows(value, timestamp, windows) : this.#addToMergingWindows(value, timestamp, windows);
+      } catch (error) {
+        // Its reduce, aggregate or trigger threw: the windows it was added to before stay as they are.
+        this.#errors.onError(error, value, eventTime ? timestamp : undefined);
+        continue;
+      }
       // A record no window takes any more is late: the side output has it, or the metric counts it.
       if (skipped && eventTime && timestamp + this.#options.allowedLateness <= this.#watermark) {
         const tag = this.#options.lateDataTag;
@@ -251,17 +259,31 @@ export class WindowOperator<IN, ACC, R, OUT, K extends StateKey, W extends Windo
     }
   }
 
+  /**
+   * The window fires: its result (an aggregate's getResult) through the window function. A throw
+   * goes to the error policy as a firing of this key's window (what it emitted is dropped), and the
+   * trigger's purge and the window's cleanup go on as if it had fired.
+   */
   #emit(window: W, accumulator: ACC): void {
-    const results = this.#options.contents.result(accumulator);
     const collector = this.#collector;
-    collector.timestamp = window.maxTimestamp();
-    const fn = this.#options.windowFunction;
-    if (fn === undefined) {
-      for (const result of results) collector.collect(result as unknown as OUT);
-      return;
+    const mark = collector.records.length;
+    try {
+      const results = this.#options.contents.result(accumulator);
+      collector.timestamp = window.maxTimestamp();
+      const fn = this.#options.windowFunction;
+      if (fn === undefined) {
+        for (const result of results) collector.collect(result as unknown as OUT);
+        return;
+      }
+      this.#processContext.window = window;
+      fn.process(this.#backend.getCurrentKey() as K, this.#processContext, results, collector);
+    } catch (error) {
+      collector.truncate(mark);
+      const key = this.#backend.getCurrentKey() as StateKey;
+      const time = Number.isFinite(window.maxTimestamp()) ? window.maxTimestamp() : undefined;
+      const bounds = 'start' in window ? { start: window.start, end: window.end } : 'global';
+      this.#errors.onCallError(error, `firing the window ${window} of key ${keyText(key)}`, { key, window: bounds }, this.#eventTime ? time : undefined);
     }
-    this.#processContext.window = window;
-    fn.process(this.#backend.getCurrentKey() as K, this.#processContext, results, collector);
   }
 
   /** When a window's state goes: its end plus the allowed lateness in event time, its end in processing time. */
@@ -292,102 +314,5 @@ export class WindowOperator<IN, ACC, R, OUT, K extends StateKey, W extends Windo
     return new WeirError('NO_TIMESTAMPS', `operator "${this.#context.operatorName}" is an event-time window, but its records carry no timestamps`, {
       hint: 'give the source a watermark strategy with a timestamp assigner (records emitted by processing-time timers have no timestamp)',
     });
-  }
-}
-
-/** The trigger's view of the current key and window (Flink's WindowOperator.Context), reused for every call. */
-class WindowTriggerContext implements OnMergeContext {
-  readonly #operator: WindowOperatorView;
-  window!: Window;
-  namespace = '';
-  #merged: string[] = [];
-  readonly #states = new Map<string, { state: WindowValueState<unknown>; map: MapState<string, unknown> }>();
-
-  constructor(operator: WindowOperatorView) {
-    this.#operator = operator;
-  }
-
-  set(window: Window, namespace: string, merged: string[] = []): void {
-    this.window = window;
-    this.namespace = namespace;
-    this.#merged = merged;
-  }
-
-  currentWatermark(): number {
-    return this.#operator.watermark;
-  }
-
-  currentProcessingTime(): number {
-    return Date.now();
-  }
-
-  registerEventTimeTimer(time: number): void {
-    this.#operator.backend.registerTimer('event', time, this.namespace);
-  }
-
-  deleteEventTimeTimer(time: number): void {
-    this.#operator.backend.deleteTimer('event', time, this.namespace);
-  }
-
-  registerProcessingTimeTimer(time: number): void {
-    this.#operator.backend.registerTimer('processing', time, this.namespace);
-    this.#operator.operatorContext.requestProcessingTimeCallback(time);
-  }
-
-  deleteProcessingTimeTimer(time: number): void {
-    this.#operator.backend.deleteTimer('processing', time, this.namespace);
-  }
-
-  getPartitionedState<V>(name: string): WindowValueState<V> {
-    return this.#entry(name).state as WindowValueState<V>;
-  }
-
-  mergePartitionedState<V>(name: string, merge: (a: V, b: V) => V): void {
-    const { map } = this.#entry(name);
-    let merged = map.get(this.namespace) as V | undefined;
-    for (const namespace of this.#merged) {
-      const value = map.get(namespace) as V | undefined;
-      if (value === undefined) continue;
-      merged = merged === undefined ? value : merge(merged, value);
-      map.remove(namespace);
-    }
-    if (merged !== undefined) map.put(this.namespace, merged);
-  }
-
-  #entry(name: string): { state: WindowValueState<unknown>; map: MapState<string, unknown> } {
-    let entry = this.#states.get(name);
-    if (entry === undefined) {
-      const map = this.#operator.backend.getState(mapState<string, unknown>(`window-trigger:${name}`));
-      const state: WindowValueState<unknown> = {
-        value: () => map.get(this.namespace),
-        update: (value) => map.put(this.namespace, value),
-        clear: () => map.remove(this.namespace),
-      };
-      entry = { state, map };
-      this.#states.set(name, entry);
-    }
-    return entry;
-  }
-}
-
-/** The window function's context (Flink's ProcessWindowFunction.Context), reused for every firing. */
-class WindowProcessContext<W extends Window> implements ProcessWindowContext<W> {
-  readonly #operator: WindowOperatorView;
-  window!: W;
-
-  constructor(operator: WindowOperatorView) {
-    this.#operator = operator;
-  }
-
-  currentWatermark(): number {
-    return this.#operator.watermark;
-  }
-
-  currentProcessingTime(): number {
-    return Date.now();
-  }
-
-  output<X>(tag: OutputTag<X>, value: X): void {
-    this.#operator.operatorContext.output(tag.id, value, this.window.maxTimestamp());
   }
 }
