@@ -8,7 +8,7 @@ import type { WindowAssigner } from '../core/windowing/window-assigner.ts';
 import { KeyedProcessOperator } from '../runtime/operators/keyed-process-operator.ts';
 import type { IntervalJoin, KeyedStream, SingleOutputStreamOperator, WindowedStream } from './data-stream.ts';
 import { DataStreamImpl } from './data-stream-impl.ts';
-import { errorPolicyOf, type OperatorOptions, type ProcessingOptions } from './stream-transformations.ts';
+import { errorPolicyOf, type ProcessingOptions } from './stream-transformations.ts';
 import { CountTrigger } from './windowing/count-trigger.ts';
 import { GlobalWindows } from './windowing/global-windows.ts';
 import { PurgingTrigger } from './windowing/purging-trigger.ts';

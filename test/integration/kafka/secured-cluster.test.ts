@@ -119,7 +119,8 @@ describe('secured clusters: TLS, mutual TLS and SASL SCRAM against a real broker
         '0',
       ],
       // KAFKA_BROKERS (the shared test broker) would win over the file's bootstrap.servers: clear it.
-      { KAFKA_BROKERS: '', WEIR_KAFKA_SASL_PASSWORD: PASSWORD_512, KC_INPUT: input.topic, KC_OUTPUT: out.topic, KC_WORK_US: '1000' },
+      // 4 ms a record: the run lasts seconds past its first checkpoint, so the API still answers below.
+      { KAFKA_BROKERS: '', WEIR_KAFKA_SASL_PASSWORD: PASSWORD_512, KC_INPUT: input.topic, KC_OUTPUT: out.topic, KC_WORK_US: '4000' },
     );
     const url = await job.url();
     await job.waitFor(/checkpoint \d+ completed/);
