@@ -3,7 +3,14 @@ import { constants } from 'node:fs';
 import { access, lstat, mkdir, readdir, rm, stat } from 'node:fs/promises';
 import { basename, dirname, join, resolve } from 'node:path';
 import { WeirError } from '../../core/errors/weir-error.ts';
-import { checkpointFolderName, parseCheckpointFolderName, parseSavepointFolderName, SAVEPOINTS_FOLDER, savepointFolderName } from './checkpoint-folder-name.ts';
+import {
+  assertCheckpointId,
+  checkpointFolderName,
+  parseCheckpointFolderName,
+  parseSavepointFolderName,
+  SAVEPOINTS_FOLDER,
+  savepointFolderName,
+} from './checkpoint-folder-name.ts';
 import type { CheckpointLocation } from './checkpoint-location.ts';
 import { METADATA_FILE_NAME } from './checkpoint-metadata.ts';
 import { syncDirectory } from './durable-file.ts';
@@ -154,11 +161,5 @@ export async function pathExists(path: string): Promise<boolean> {
   } catch (error) {
     if (hasCode(error, 'ENOENT', 'ENOTDIR')) return false;
     throw storageIoError('CHECKPOINT_STORAGE_FAILED', `cannot read ${path}`, error, true);
-  }
-}
-
-function assertCheckpointId(checkpointId: number): void {
-  if (!Number.isSafeInteger(checkpointId) || checkpointId < 1) {
-    throw new WeirError('INVALID_CHECKPOINT_ID', `${checkpointId} is not a checkpoint id (a whole number of at least 1)`, { fault: 'internal' });
   }
 }

@@ -7,7 +7,16 @@
  * N is written without leading zeros; folders whose names do not parse are not Weir's and are left alone.
  */
 
+import { WeirError } from '../../core/errors/weir-error.ts';
+
 export const SAVEPOINTS_FOLDER = 'savepoints';
+
+/** Refuses what is not a checkpoint id (a whole number of at least 1). */
+export function assertCheckpointId(checkpointId: number): void {
+  if (!Number.isSafeInteger(checkpointId) || checkpointId < 1) {
+    throw new WeirError('INVALID_CHECKPOINT_ID', `${checkpointId} is not a checkpoint id (a whole number of at least 1)`, { fault: 'internal' });
+  }
+}
 
 const CHECKPOINT_FOLDER = /^chk-([1-9]\d*)$/;
 const SAVEPOINT_FOLDER = /^savepoint-([1-9]\d*)-([0-9a-f]+)$/;

@@ -1,40 +1,23 @@
 import { randomBytes } from 'node:crypto';
 import { readFileSync, unlinkSync } from 'node:fs';
 import { link, readFile, rename, unlink, writeFile } from 'node:fs/promises';
-import { hostname } from 'node:os';
 import { join } from 'node:path';
-import { WeirError } from '../../core/errors/weir-error.ts';
-import { errorMessage, hasCode, STORAGE_SETTING, storageIoError } from './storage-errors.ts';
+import { errorMessage, hasCode, storageIoError } from './storage-errors.ts';
+import {
+  describeOwner,
+  LOCK_FILE_NAME,
+  LOCK_HEARTBEAT_MS,
+  LOCK_STALE_AFTER_MS,
+  type LockOptions,
+  type LockOwner,
+  lockedError,
+  newLockOwner,
+  parseOwner,
+  type StorageLock,
+  staleness,
+} from './storage-lock.ts';
 
-/** The lock file in the checkpoint folder's root. */
-export const LOCK_FILE_NAME = '_lock';
-/** The lock file's format version. */
-export const LOCK_VERSION = 1;
-/** How often the owner refreshes its heartbeat. */
-export const LOCK_HEARTBEAT_MS = 10_000;
-/** A lock whose heartbeat is older than this is stale: its owner is gone (or hung, or on a host that lost the folder). */
-export const LOCK_STALE_AFTER_MS = 60_000;
-
-/** What the lock file holds (JSON). */
-export interface LockOwner {
-  version: number;
-  pid: number;
-  host: string;
-  /** When the owner took the lock (ms since the epoch, its clock). */
-  startedAt: number;
-  /** When the owner last refreshed the lock (ms since the epoch, its clock). */
-  heartbeatAt: number;
-  /** Tells this owner's lock from a later one's. */
-  id: string;
-}
-
-export interface LockOptions {
-  log: (line: string) => void;
-  /** The owner lost the lock (another process took it over as stale): the job must stop writing. */
-  onLost?: (why: string) => void;
-  staleAfterMs?: number;
-  heartbeatMs?: number;
-}
+export { LOCK_FILE_NAME, LOCK_VERSION, type LockOwner } from './storage-lock.ts';
 
 /**
  * One process at a time per checkpoint folder (two jobs writing one folder overwrite each other's
@@ -49,7 +32,7 @@ export interface LockOptions {
  * pid on this host, or one whose heartbeat is older than {@link LOCK_STALE_AFTER_MS} (a crashed or
  * SIGKILLed process, a reused pid after a reboot, a host that went away), is taken over and logged.
  */
-export class CheckpointStorageLock {
+export class CheckpointStorageLock implements StorageLock {
   readonly #path: string;
   readonly #owner: LockOwner;
   readonly #options: LockOptions;
@@ -65,21 +48,13 @@ export class CheckpointStorageLock {
   /** Takes the lock of the checkpoint folder `root` (which exists), or refuses with CHECKPOINT_STORAGE_LOCKED. */
   static async acquire(root: string, options: LockOptions): Promise<CheckpointStorageLock> {
     const path = join(root, LOCK_FILE_NAME);
-    const now = Date.now();
-    const owner: LockOwner = {
-      version: LOCK_VERSION,
-      pid: process.pid,
-      host: hostname(),
-      startedAt: now,
-      heartbeatAt: now,
-      id: randomBytes(8).toString('hex'),
-    };
+    const owner = newLockOwner();
     for (let tries = 0; ; tries++) {
       if (await createExclusively(path, owner)) break;
       const current = await readOwner(path);
       if (current === 'gone') continue; // released meanwhile: try again
       const stale = staleness(current, options.staleAfterMs ?? LOCK_STALE_AFTER_MS);
-      if (current === undefined || stale === undefined || tries >= 3) throw lockedError(root, current);
+      if (current === undefined || stale === undefined || tries >= 3) throw lockedError(root, current, path);
       if (await takeOver(path, current)) {
         options.log(`took over the lock of checkpoint folder ${root}: ${describeOwner(current)}, ${stale}`);
       }
@@ -150,35 +125,6 @@ async function readOwner(path: string): Promise<LockOwner | 'gone' | undefined> 
   }
 }
 
-function parseOwner(text: string): LockOwner | undefined {
-  try {
-    const value = JSON.parse(text) as Partial<LockOwner>;
-    if (typeof value.pid !== 'number' || typeof value.host !== 'string' || typeof value.heartbeatAt !== 'number' || typeof value.id !== 'string')
-      return undefined;
-    return value as LockOwner;
-  } catch {
-    return undefined;
-  }
-}
-
-/** Why the lock is stale, in words; undefined while its owner may be alive. */
-function staleness(owner: LockOwner | undefined, staleAfterMs: number): string | undefined {
-  if (owner === undefined) return undefined; // not a lock we can judge: refuse, naming the file
-  if (owner.host === hostname() && owner.pid !== process.pid && !isAlive(owner.pid)) return 'which is no longer running';
-  const silentMs = Date.now() - owner.heartbeatAt;
-  if (silentMs > staleAfterMs) return `whose heartbeat stopped ${Math.round(silentMs / 1000)} s ago`;
-  return undefined;
-}
-
-function isAlive(pid: number): boolean {
-  try {
-    process.kill(pid, 0);
-    return true;
-  } catch (error) {
-    return hasCode(error, 'EPERM'); // alive, another user's
-  }
-}
-
 /**
  * Moves the stale lock aside (atomic: of two processes taking it over at once, one moves it), and
  * puts it back if what was moved is not the lock judged stale (a fresh owner got in between).
@@ -212,33 +158,4 @@ function unlinkQuietly(path: string): void {
   } catch {
     // already gone
   }
-}
-
-function describeOwner(owner: LockOwner): string {
-  return `process ${owner.pid} on host ${owner.host} (since ${new Date(owner.startedAt).toISOString()})`;
-}
-
-function lockedError(root: string, owner: LockOwner | undefined): WeirError {
-  if (owner === undefined) {
-    return new WeirError('CHECKPOINT_STORAGE_LOCKED', `the checkpoint folder ${root} holds a lock file (${LOCK_FILE_NAME}) that is not one this Weir reads`, {
-      hint: `if no other job uses the folder, delete ${join(root, LOCK_FILE_NAME)}; otherwise give this job another ${STORAGE_SETTING} (--checkpoint-storage)`,
-      fault: 'user',
-    });
-  }
-  const where = owner.host === hostname() ? 'on this host' : `on host ${owner.host}`;
-  return new WeirError(
-    'CHECKPOINT_STORAGE_LOCKED',
-    `the checkpoint folder ${root} is in use by process ${owner.pid} on host ${owner.host}: one job per folder`,
-    {
-      hint: `stop the other job (process ${owner.pid} ${where}, running since ${new Date(owner.startedAt).toISOString()}), or give this one another ${STORAGE_SETTING} (--checkpoint-storage); a lock whose owner died is taken over, on another host once its heartbeat is ${LOCK_STALE_AFTER_MS / 1000} s old`,
-      fault: 'user',
-    },
-  );
-}
-
-/** For a process that exits without its job ending (a second signal): the lock goes with it. */
-export function releaseOnExit(lock: CheckpointStorageLock): () => void {
-  const onExit = () => lock.release();
-  process.once('exit', onExit);
-  return () => process.off('exit', onExit);
 }

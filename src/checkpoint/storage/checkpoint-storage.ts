@@ -1,7 +1,7 @@
 import type { CheckpointLocation } from './checkpoint-location.ts';
 import type { CheckpointMetadata, StateHandle } from './checkpoint-metadata.ts';
-import type { CheckpointStorageLock, LockOptions } from './checkpoint-storage-lock.ts';
 import type { StateKind } from './state-file-name.ts';
+import type { LockOptions, StorageLock } from './storage-lock.ts';
 
 /** A completed checkpoint's or savepoint's metadata, with where it was read from. */
 export type StoredCheckpointMetadata = CheckpointMetadata & { location: CheckpointLocation };
@@ -25,7 +25,7 @@ export interface CheckpointStorage {
   /** Creates the root when needed and checks it can be written. */
   initialize(): Promise<void>;
   /** Makes this process the storage's one writer (after {@link initialize}); refuses with CHECKPOINT_STORAGE_LOCKED while another one lives. */
-  lock(options: LockOptions): Promise<CheckpointStorageLock>;
+  lock(options: LockOptions): Promise<StorageLock>;
   /** Where checkpoint `checkpointId` goes (`chk-<N>`); nothing is created yet. */
   checkpointLocation(checkpointId: number): CheckpointLocation;
   /** A new location for a savepoint taken as checkpoint `checkpointId`; nothing is created yet. */

@@ -2,10 +2,11 @@ import { CheckpointDirectory } from './checkpoint-directory.ts';
 import type { CheckpointLocation } from './checkpoint-location.ts';
 import type { CheckpointMetadata, StateHandle } from './checkpoint-metadata.ts';
 import type { CheckpointStorage, StoredCheckpointMetadata } from './checkpoint-storage.ts';
-import { CheckpointStorageLock, type LockOptions } from './checkpoint-storage-lock.ts';
+import { CheckpointStorageLock } from './checkpoint-storage-lock.ts';
 import { hasCommittedMarker, readMetadataFile, writeCommittedMarker, writeMetadataFile } from './metadata-files.ts';
 import type { StateKind } from './state-file-name.ts';
 import { readStateFile, writeStateFile } from './state-files.ts';
+import type { LockOptions, StorageLock } from './storage-lock.ts';
 
 /**
  * Checkpoints and savepoints in a folder (Flink's file-system checkpoint storage):
@@ -38,7 +39,7 @@ export class FileSystemCheckpointStorage implements CheckpointStorage {
     return this.#directory.initialize();
   }
 
-  lock(options: LockOptions): Promise<CheckpointStorageLock> {
+  lock(options: LockOptions): Promise<StorageLock> {
     return CheckpointStorageLock.acquire(this.#directory.path, options);
   }
 

@@ -14,12 +14,8 @@ export const COMMITTED_FILE_NAME = '_committed';
 
 const TEMPORARY_METADATA_FILE_NAME = `${METADATA_FILE_NAME}.tmp`;
 
-/**
- * Completes a checkpoint or savepoint: writes `_metadata.tmp`, fsyncs it, renames it to
- * `_metadata` and fsyncs the folder (and its parents' entries). Before the rename the checkpoint
- * does not exist; after it, it does.
- */
-export async function writeMetadataFile(location: CheckpointLocation, metadata: CheckpointMetadata): Promise<void> {
+/** The metadata of a checkpoint or savepoint as the text every storage writes, checked against its schema and its location. */
+export function metadataText(location: CheckpointLocation, metadata: CheckpointMetadata): string {
   const valid = checkpointMetadataSchema.safeParse(metadata);
   if (!valid.success) {
     throw new WeirError('INVALID_CHECKPOINT_METADATA', `the metadata for ${location.path} is invalid: ${describeSchemaIssues(valid.error)}`, {
@@ -33,15 +29,36 @@ export async function writeMetadataFile(location: CheckpointLocation, metadata: 
       { fault: 'internal' },
     );
   }
-  let text: string;
   try {
-    text = `${JSON.stringify(valid.data, null, 2)}\n`;
+    return `${JSON.stringify(valid.data, null, 2)}\n`;
   } catch (error) {
     throw new WeirError('INVALID_CHECKPOINT_METADATA', `the metadata for ${location.path} is not JSON: ${errorMessage(error)}`, {
       fault: 'internal',
       cause: error,
     });
   }
+}
+
+/** Parses a `_metadata` file's text read from `folder` (named by its last path segment), checking its id matches the folder's. */
+export function storedMetadata(text: string, file: string, folder: string, folderName: string): StoredCheckpointMetadata {
+  const metadata = parseCheckpointMetadata(text, file);
+  const folderId = parseCheckpointFolderName(folderName) ?? parseSavepointFolderName(folderName);
+  if (folderId !== undefined && folderId !== metadata.checkpointId) {
+    throw new WeirError('CHECKPOINT_METADATA_CORRUPT', `${file} is corrupt: checkpointId: ${metadata.checkpointId} does not match its folder ${folderName}`, {
+      fault: 'external',
+      hint: 'it was damaged or copied from another folder; restore from another checkpoint or savepoint',
+    });
+  }
+  return { ...metadata, location: { kind: metadata.kind, checkpointId: metadata.checkpointId, path: folder } };
+}
+
+/**
+ * Completes a checkpoint or savepoint: writes `_metadata.tmp`, fsyncs it, renames it to
+ * `_metadata` and fsyncs the folder (and its parents' entries). Before the rename the checkpoint
+ * does not exist; after it, it does.
+ */
+export async function writeMetadataFile(location: CheckpointLocation, metadata: CheckpointMetadata): Promise<void> {
+  const text = metadataText(location, metadata);
   const final = join(location.path, METADATA_FILE_NAME);
   if (await pathExists(final)) {
     throw new WeirError('CHECKPOINT_ALREADY_COMPLETED', `${final} already exists: ${location.kind} ${location.checkpointId} was completed before`, {
@@ -101,19 +118,7 @@ export async function readMetadataFile(path: string): Promise<StoredCheckpointMe
     }
     throw storageIoError('CHECKPOINT_READ_FAILED', `cannot read ${file}`, error);
   }
-  const metadata = parseCheckpointMetadata(text, file);
-  const folderId = parseCheckpointFolderName(basename(folder)) ?? parseSavepointFolderName(basename(folder));
-  if (folderId !== undefined && folderId !== metadata.checkpointId) {
-    throw new WeirError(
-      'CHECKPOINT_METADATA_CORRUPT',
-      `${file} is corrupt: checkpointId: ${metadata.checkpointId} does not match its folder ${basename(folder)}`,
-      {
-        fault: 'external',
-        hint: 'it was damaged or copied from another folder; restore from another checkpoint or savepoint',
-      },
-    );
-  }
-  return { ...metadata, location: { kind: metadata.kind, checkpointId: metadata.checkpointId, path: folder } };
+  return storedMetadata(text, file, folder, basename(folder));
 }
 
 /**

@@ -90,6 +90,7 @@ async function stateFileExists(location: CheckpointLocation, name: string, opera
   });
 }
 
-function sha256(bytes: Uint8Array): string {
+/** The SHA-256 of some bytes in hex, as state handles name it. */
+export function sha256(bytes: Uint8Array): string {
   return createHash('sha256').update(bytes).digest('hex');
 }

@@ -3,16 +3,17 @@ import { Command } from 'commander';
 import type { CheckpointStorage } from '../../checkpoint/storage/checkpoint-storage.ts';
 import { type CheckpointSummary, CompletedCheckpointStore } from '../../checkpoint/storage/completed-checkpoint-store.ts';
 import { openCheckpointStorage } from '../../checkpoint/storage/open-checkpoint-storage.ts';
+import { isS3Url } from '../../checkpoint/storage/s3/s3-url.ts';
 import { WeirError } from '../../core/errors/weir-error.ts';
 
 /** `weir checkpoints list|show`: what a job's checkpoint folder holds. */
 export function checkpointsCommand(): Command {
-  const checkpoints = new Command('checkpoints').description("inspect a job's checkpoint folder");
+  const checkpoints = new Command('checkpoints').description("inspect a job's checkpoint storage (a folder or s3://<bucket>/<prefix>)");
 
   checkpoints
     .command('list')
-    .description('list the checkpoints and savepoints of a checkpoint folder: id, status, size, time')
-    .argument('<folder>', "the job's checkpointing.storage folder")
+    .description('list the checkpoints and savepoints of a checkpoint storage: id, status, size, time')
+    .argument('<storage>', "the job's checkpointing.storage: a folder or s3://<bucket>/<prefix>")
     .option('--json', 'print JSON', false)
     .action(async (folder: string, options: { json: boolean }) => {
       const storage = existingStorage(folder);
@@ -41,7 +42,7 @@ export function checkpointsCommand(): Command {
   checkpoints
     .command('show')
     .description('show one checkpoint or savepoint: its operators, their parallelism and state files')
-    .argument('<path>', 'a chk-N or savepoint folder, or its _metadata file')
+    .argument('<path>', 'a chk-N or savepoint folder (or s3:// location), or its _metadata file')
     .option('--json', 'print the metadata as JSON', false)
     .action(async (path: string, options: { json: boolean }) => {
       const storage = openCheckpointStorage(path);
@@ -69,7 +70,7 @@ export function checkpointsCommand(): Command {
 }
 
 function existingStorage(folder: string): CheckpointStorage {
-  if (!existsSync(folder)) {
+  if (!isS3Url(folder) && !existsSync(folder)) {
     throw new WeirError('NO_CHECKPOINT_FOLDER', `${folder} does not exist`, { hint: "give the job's checkpointing.storage folder" });
   }
   return openCheckpointStorage(folder);

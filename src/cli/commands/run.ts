@@ -63,7 +63,7 @@ export function runCommand(): Command {
     .addOption(new Option('--max-concurrent-checkpoints <n>', 'checkpointing.maxConcurrent').argParser(positiveIntegerArgument))
     .addOption(new Option('--tolerable-failures <n>', 'checkpointing.tolerableFailures').argParser(wholeNumber))
     .addOption(new Option('--retained-checkpoints <n>', 'checkpointing.retained').argParser(positiveIntegerArgument))
-    .addOption(new Option('--checkpoint-storage <folder>', 'checkpointing.storage: the checkpoint folder'))
+    .addOption(new Option('--checkpoint-storage <folder-or-s3-url>', 'checkpointing.storage: the checkpoint folder, or s3://<bucket>/<prefix>'))
     .addOption(
       new Option('--restart-attempts <n>', 'restartStrategy fixed-delay: restarts allowed (default: exponential-delay, see docs/operations.md)').argParser(
         wholeNumber,

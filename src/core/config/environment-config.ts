@@ -49,7 +49,7 @@ export const checkpointingSchema = z
       .string()
       .min(1)
       .describe(
-        'The checkpoint folder of this job: `chk-<N>/` per checkpoint, `savepoints/` (docs/checkpoint-storage.md). A new run resumes from its latest completed checkpoint (or a newer savepoint).',
+        'Where this job keeps its checkpoints: a folder, or `s3://<bucket>/<prefix>` (S3 or an S3-compatible store, configured as the AWS SDK is: AWS_REGION, AWS_ENDPOINT_URL, the credential chain). `chk-<N>/` per checkpoint, `savepoints/` (docs/checkpoint-storage.md). A new run resumes from its latest completed checkpoint (or a newer savepoint).',
       ),
   })
   .strict();

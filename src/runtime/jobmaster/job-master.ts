@@ -6,9 +6,9 @@ import { CheckpointStatsTracker } from '../../checkpoint/checkpoint-stats-tracke
 import type { CompletedCheckpoint } from '../../checkpoint/completed-checkpoint.ts';
 import type { StopMode } from '../../checkpoint/stop-mode.ts';
 import type { CheckpointStorage } from '../../checkpoint/storage/checkpoint-storage.ts';
-import { releaseOnExit } from '../../checkpoint/storage/checkpoint-storage-lock.ts';
 import { CompletedCheckpointStore } from '../../checkpoint/storage/completed-checkpoint-store.ts';
 import { openCheckpointStorage } from '../../checkpoint/storage/open-checkpoint-storage.ts';
+import { releaseOnExit } from '../../checkpoint/storage/storage-lock.ts';
 import { type EnvironmentConfig, parseEnvironmentConfig } from '../../core/config/environment-config.ts';
 import { WeirError } from '../../core/errors/weir-error.ts';
 import { type Logger, toLogger } from '../../core/logging/logger.ts';

@@ -1,7 +1,7 @@
 import type { CompletedCheckpoint } from '../../checkpoint/completed-checkpoint.ts';
 import type { CheckpointStorage, StoredCheckpointMetadata } from '../../checkpoint/storage/checkpoint-storage.ts';
 import { CompletedCheckpointStore } from '../../checkpoint/storage/completed-checkpoint-store.ts';
-import { openCheckpointStorage } from '../../checkpoint/storage/open-checkpoint-storage.ts';
+import { storageFor } from '../../checkpoint/storage/open-checkpoint-storage.ts';
 import { WeirError } from '../../core/errors/weir-error.ts';
 import type { JobGraph } from '../../graph/job-graph.ts';
 import type { RestoreInfo } from '../deployment/restore-info.ts';
@@ -20,14 +20,13 @@ export async function findRestorePoint(
   let restored: StoredCheckpointMetadata | undefined;
   if (options.fromSavepoint !== undefined) {
     // readMetadata reads the location it is given; it needs no particular storage root.
-    restored = await (storage ?? openCheckpointStorage(options.fromSavepoint)).readMetadata(options.fromSavepoint);
+    restored = await storageFor(options.fromSavepoint, storage).readMetadata(options.fromSavepoint);
   } else if (!options.fresh && storage !== undefined) {
     restored = await new CompletedCheckpointStore(storage).latest();
   }
   if (restored === undefined) return undefined;
   validateRestore(graph, restored);
-  const committed =
-    restored.kind === 'savepoint' && (await (storage ?? openCheckpointStorage(restored.location.path)).isMarkedCommitted(restored.location.path));
+  const committed = restored.kind === 'savepoint' && (await storageFor(restored.location.path, storage).isMarkedCommitted(restored.location.path));
   const info = restoreInfoOf(restored, committed);
   if (options.fromSavepoint !== undefined && storage !== undefined) {
     // A later completed snapshot in the job's storage: completing it committed everything up to it

@@ -1,4 +1,5 @@
 import type { CheckpointStorage } from '../../checkpoint/storage/checkpoint-storage.ts';
+import { storageFor } from '../../checkpoint/storage/open-checkpoint-storage.ts';
 import { HeapKeyedStateBackend } from '../../state/heap-keyed-state-backend.ts';
 import { keyGroupRangeIntersection, keyGroupRangeSize } from '../../state/key-group-range.ts';
 import { computeKeyGroupRangeForOperatorIndex } from '../../state/key-group-range-assignment.ts';
@@ -23,9 +24,17 @@ export class StreamTaskStateInitializer {
   readonly #options: StateInitializerOptions;
   readonly #restoredUids: ReadonlySet<string>;
 
+  #restoreStorage: CheckpointStorage | undefined;
+
   constructor(options: StateInitializerOptions) {
     this.#options = options;
     this.#restoredUids = new Set(options.restore?.operators.map((operator) => operator.uid) ?? []);
+  }
+
+  /** The storage that reads the restored checkpoint (the job's, unless the restore names one of another kind). */
+  #reader(storage: CheckpointStorage): CheckpointStorage {
+    this.#restoreStorage ??= storageFor((this.#options.restore as RestoreInfo).folder, storage);
+    return this.#restoreStorage;
   }
 
   /** Whether the checkpoint the task restores holds this operator (a source then keeps its restored splits). */
@@ -44,7 +53,7 @@ export class StreamTaskStateInitializer {
       if (subtask.keyed === undefined) continue;
       const oldRange = computeKeyGroupRangeForOperatorIndex(restore.maxParallelism, restored.parallelism, subtask.subtaskIndex);
       if (keyGroupRangeSize(keyGroupRangeIntersection(oldRange, range)) === 0) continue;
-      snapshots.push(await storage.readState(restore.folder, subtask.keyed));
+      snapshots.push(await this.#reader(storage).readState(restore.folder, subtask.keyed));
     }
     backend.restore(snapshots);
     return backend;
@@ -58,7 +67,7 @@ export class StreamTaskStateInitializer {
     // subtask its own lists back even when another old subtask wrote no operator state.
     const snapshots: (Uint8Array | undefined)[] = new Array(restored.parallelism).fill(undefined);
     for (const subtask of restored.subtasks) {
-      if (subtask.operator !== undefined) snapshots[subtask.subtaskIndex] = await storage.readState(restore.folder, subtask.operator);
+      if (subtask.operator !== undefined) snapshots[subtask.subtaskIndex] = await this.#reader(storage).readState(restore.folder, subtask.operator);
     }
     return OperatorStateBackend.restoreFor(snapshots, parallelism, subtaskIndex);
   }
