@@ -15,7 +15,7 @@ const commands: [string[], RegExp][] = [
   [['savepoint'], /--url/],
   [['stop'], /--savepoint[\s\S]*--drain[\s\S]*--url/],
   [['checkpoints'], /list[\s\S]*show/],
-  [['checkpoints', 'list'], /<folder>/],
+  [['checkpoints', 'list'], /<storage>[\s\S]*s3:\/\/<bucket>/],
   [['checkpoints', 'show'], /<path>/],
   [['verify'], /--topic[\s\S]*--field/],
   [['doctor'], /--job[\s\S]*--prefix[\s\S]*--abort/],
