@@ -5,7 +5,16 @@
 // LAYERS lists the folders of src/, lowest row first. A folder may import only folders on lower
 // rows; folders on the same row never import each other. src/index.ts (the package entry) may
 // import every layer but cli/.
-const LAYERS = [['core'], ['state'], ['graph'], ['checkpoint'], ['runtime', 'connectors'], ['api', 'local-kafka', 'audit'], ['web', 'demo'], ['cli']];
+const LAYERS = [
+  ['core'],
+  ['state'],
+  ['graph'],
+  ['checkpoint'],
+  ['runtime', 'connectors'],
+  ['api', 'local-kafka', 'audit', 'cluster'],
+  ['web', 'demo'],
+  ['cli'],
+];
 
 // Inside runtime/ the same rule, one level down.
 const RUNTIME_LAYERS = [['io', 'watermarks', 'metrics', 'operators'], ['deployment'], ['tasks'], ['taskexecutor', 'jobmaster']];

@@ -1,6 +1,6 @@
 import { randomBytes } from 'node:crypto';
 import { readFileSync, unlinkSync } from 'node:fs';
-import { link, readFile, rename, unlink, writeFile } from 'node:fs/promises';
+import { link, readFile, rename, stat, unlink, utimes, writeFile } from 'node:fs/promises';
 import { join } from 'node:path';
 import { errorMessage, hasCode, storageIoError } from './storage-errors.ts';
 import {
@@ -89,11 +89,13 @@ export class CheckpointStorageLock implements StorageLock {
       this.#options.onLost?.(why);
       return;
     }
-    this.#owner.heartbeatAt = Date.now();
-    const temporary = `${this.#path}.${this.#owner.id}.heartbeat`;
+    // The heartbeat is the file's modification time: the content is written once, at creation,
+    // so a heartbeat can never overwrite the lock of a process that took it over meanwhile (between
+    // the read above and this call it would touch the new owner's file, and the next heartbeat
+    // notices the loss).
+    const now = new Date();
     try {
-      await writeFile(temporary, JSON.stringify(this.#owner));
-      await rename(temporary, this.#path); // atomic replace: readers see the old or the new heartbeat
+      await utimes(this.#path, now, now);
     } catch (error) {
       this.#options.log(`could not refresh the lock of checkpoint folder ${this.#path}: ${errorMessage(error)}`);
     }
@@ -118,7 +120,10 @@ async function createExclusively(path: string, owner: LockOwner): Promise<boolea
 /** The lock's owner; 'gone' when there is no lock file; undefined when it does not read (not Weir's, or a newer format). */
 async function readOwner(path: string): Promise<LockOwner | 'gone' | undefined> {
   try {
-    return parseOwner(await readFile(path, 'utf8'));
+    const [text, stats] = await Promise.all([readFile(path, 'utf8'), stat(path)]);
+    const owner = parseOwner(text);
+    // Its last heartbeat: the later of the one written at creation and the file's modification time.
+    return owner === undefined ? undefined : { ...owner, heartbeatAt: Math.max(owner.heartbeatAt, stats.mtimeMs) };
   } catch (error) {
     if (hasCode(error, 'ENOENT')) return 'gone';
     throw storageIoError('CHECKPOINT_STORAGE_FAILED', `cannot read the lock file ${path}`, error);

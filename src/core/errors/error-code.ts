@@ -135,6 +135,11 @@ export const ERROR_CODES = [
   'SAVEPOINT_FAILED',
   'JOB_UNREACHABLE',
   'UI_ADDRESS_UNAVAILABLE',
+  // Cluster mode: the members of one job through Kafka's group protocol.
+  'CLUSTER_PROTOCOL_MISMATCH',
+  'CLUSTER_TASK_COUNT_MISMATCH',
+  'CLUSTER_INSTANCE_ID_IN_USE',
+  'CLUSTER_MEMBERSHIP_FAILED',
   // Weir's own mistake.
   'INTERNAL',
 ] as const;

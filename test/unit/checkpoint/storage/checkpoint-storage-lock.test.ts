@@ -1,7 +1,7 @@
 import assert from 'node:assert/strict';
 import { spawnSync } from 'node:child_process';
 import { existsSync, readdirSync } from 'node:fs';
-import { mkdtemp, readFile, rm, writeFile } from 'node:fs/promises';
+import { mkdtemp, readFile, rm, stat, utimes, writeFile } from 'node:fs/promises';
 import { hostname, tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { type TestContext, test } from 'node:test';
@@ -62,6 +62,9 @@ test('another host: refused while its heartbeat is fresh, taken over once it is 
   await writeFile(join(root, LOCK_FILE_NAME), ownerFile({ pid: 4242, host: 'other-host' }));
   await assert.rejects(CheckpointStorageLock.acquire(root, { log: () => {} }), /in use by process 4242 on host other-host/);
   await writeFile(join(root, LOCK_FILE_NAME), ownerFile({ pid: 4242, host: 'other-host', heartbeatAt: Date.now() - 120_000 }));
+  // Its heartbeat, the file's modification time, stopped as long ago.
+  const stopped = new Date(Date.now() - 120_000);
+  await utimes(join(root, LOCK_FILE_NAME), stopped, stopped);
   const lines: string[] = [];
   const lock = await CheckpointStorageLock.acquire(root, { log: (line) => lines.push(line) });
   lock.release();
@@ -73,12 +76,15 @@ test('the owner refreshes its heartbeat; an owner whose lock was taken over hear
   const lost: string[] = [];
   const lock = await CheckpointStorageLock.acquire(root, { log: () => {}, onLost: (why) => lost.push(why), heartbeatMs: 20 });
   t.after(() => lock.release());
-  const first = (JSON.parse(await readFile(join(root, LOCK_FILE_NAME), 'utf8')) as LockOwner).heartbeatAt;
+  // The heartbeat is the lock file's modification time (its content is written once).
+  const content = await readFile(join(root, LOCK_FILE_NAME), 'utf8');
+  await utimes(join(root, LOCK_FILE_NAME), new Date(0), new Date(0));
   const deadline = Date.now() + 10_000;
-  while ((JSON.parse(await readFile(join(root, LOCK_FILE_NAME), 'utf8')) as LockOwner).heartbeatAt === first) {
+  while ((await stat(join(root, LOCK_FILE_NAME))).mtimeMs === 0) {
     assert.ok(Date.now() < deadline, 'the heartbeat was not refreshed');
     await new Promise((resolve) => setTimeout(resolve, 10));
   }
+  assert.equal(await readFile(join(root, LOCK_FILE_NAME), 'utf8'), content, 'the heartbeat leaves the content alone');
   await writeFile(join(root, LOCK_FILE_NAME), ownerFile({ pid: 777, host: 'other-host' }));
   while (lost.length === 0) {
     assert.ok(Date.now() < deadline, 'the loss was not noticed');

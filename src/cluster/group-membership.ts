@@ -1,0 +1,296 @@
+import { hostname } from 'node:os';
+import { setTimeout as sleep } from 'node:timers/promises';
+import { type Connection, findCoordinatorV6, heartbeatV4, joinGroupV9, leaveGroupV5, syncGroupV5 } from '@platformatic/kafka';
+import type { ClusterConnections } from '../connectors/kafka/cluster-connections.ts';
+import { hasKafkaError } from '../connectors/kafka/kafka-error-ids.ts';
+import { WeirError } from '../core/errors/weir-error.ts';
+import {
+  decodeAssignment,
+  decodeMemberMetadata,
+  encodeAssignment,
+  encodeMemberMetadata,
+  MEMBER_PROTOCOL,
+  MEMBER_PROTOCOL_TYPE,
+  MEMBER_PROTOCOL_VERSION,
+  type MemberAssignment,
+} from './member-protocol.ts';
+import { assignTasks } from './task-assignor.ts';
+
+const GROUP_KEY_TYPE = 0;
+const COORDINATOR_ERRORS = ['NOT_COORDINATOR', 'COORDINATOR_NOT_AVAILABLE', 'COORDINATOR_LOAD_IN_PROGRESS'];
+/** What no retry mends: the membership ends (the others go on). */
+const FATAL = new Set<string>(['CLUSTER_INSTANCE_ID_IN_USE', 'CLUSTER_TASK_COUNT_MISMATCH', 'CLUSTER_PROTOCOL_MISMATCH']);
+
+export interface GroupMembershipOptions {
+  /** The consumer group: one per job (`weir run --cluster <id>`). */
+  groupId: string;
+  /** The job's task count, fixed for its life. */
+  taskCount: number;
+  /** Static membership (group.instance.id): a member restarted under it within the session timeout gets its tasks back without a rebalance. */
+  instanceId?: string | undefined;
+  /** A member silent for this long is out of the group (its tasks go to the others). The broker bounds it (group.min/max.session.timeout.ms). */
+  sessionTimeoutMs: number;
+  /** How long the group waits for its members to rejoin a rebalance. */
+  rebalanceTimeoutMs: number;
+  /** Default: a third of the session timeout. */
+  heartbeatIntervalMs?: number;
+  /**
+   * The member's tasks changed: `revoked` are no longer its own (stop them; another member may
+   * have them already, fenced from this one by its producer epoch), `assigned` are new to it.
+   * Awaited before the member heartbeats again.
+   */
+  onChange(change: { assigned: number[]; revoked: number[]; tasks: number[]; generation: number; owners: Record<string, number[]> }): void | Promise<void>;
+  log?: (line: string) => void;
+}
+
+/**
+ * One member of a cluster-mode job in Kafka's classic group protocol, with a client-side assignor
+ * (as Kafka Streams): FindCoordinator, JoinGroup (this member's metadata: the task count and what
+ * it owns), the leader's sticky assignment of the tasks (task-assignor.ts) in SyncGroup, then
+ * heartbeats. Membership, failure detection and assignment are the broker's group coordinator's:
+ * no process of Weir's coordinates anything.
+ *
+ * It changes this member's tasks only when it knows: after a SyncGroup, it revokes what it no
+ * longer has and assigns what it newly has. A member that learns it is out of the group (its
+ * heartbeat answered UNKNOWN_MEMBER_ID or ILLEGAL_GENERATION: it was paused or cut off past the
+ * session timeout) or that cannot reach the coordinator for a whole session timeout revokes all
+ * its tasks at once, before it rejoins: by then the others may run them. The overlap this leaves
+ * (an old owner not yet told while the new one starts) is what producer-epoch fencing closes.
+ */
+export class GroupMembership {
+  readonly #connections: ClusterConnections;
+  readonly #options: GroupMembershipOptions;
+  readonly #log: (line: string) => void;
+  #memberId = '';
+  #generation = -1;
+  #tasks: number[] = [];
+  /** Who owned what after the last assignment this member received (the next assignment starts from it). */
+  #owners: Record<string, number[]> = {};
+  #coordinator: Connection | undefined;
+  #closed = false;
+  #wake: (() => void) | undefined;
+  #lastContact = Date.now();
+  #loop: Promise<void> | undefined;
+  #fatal: ((error: Error) => void) | undefined;
+  /** Rejects when the membership cannot go on (another process under this instance id, a member of another protocol). */
+  readonly failed: Promise<never>;
+
+  constructor(connections: ClusterConnections, options: GroupMembershipOptions) {
+    this.#connections = connections;
+    this.#options = options;
+    this.#log = options.log ?? (() => {});
+    this.failed = new Promise<never>((_resolve, reject) => {
+      this.#fatal = reject;
+    });
+    this.failed.catch(() => {});
+  }
+
+  get tasks(): readonly number[] {
+    return this.#tasks;
+  }
+
+  get generation(): number {
+    return this.#generation;
+  }
+
+  get memberId(): string {
+    return this.#memberId;
+  }
+
+  start(): void {
+    this.#loop ??= this.#run();
+  }
+
+  /** Revokes every task and leaves the group (a static member stays in it: its tasks wait for it until the session timeout). */
+  async close(): Promise<void> {
+    this.#closed = true;
+    this.#wake?.();
+    await this.#loop;
+    await this.#change([], this.#generation, {});
+    if (this.#memberId !== '' && this.#options.instanceId === undefined) {
+      const coordinator = this.#coordinator;
+      if (coordinator !== undefined) {
+        await leaveGroupV5.api.async(coordinator, this.#options.groupId, [{ memberId: this.#memberId, reason: 'the member closed' }]).catch(() => {});
+      }
+    }
+  }
+
+  async #run(): Promise<void> {
+    let backoff = 100;
+    while (!this.#closed) {
+      try {
+        await this.#joinAndSync();
+        backoff = 100;
+        await this.#heartbeatUntilRebalance();
+      } catch (error) {
+        if (error instanceof WeirError && FATAL.has(error.code)) {
+          this.#closed = true;
+          await this.#change([], this.#generation, {});
+          this.#fatal?.(error);
+          return;
+        }
+        if (hasKafkaError(error, ...COORDINATOR_ERRORS) || !hasKafkaError(error, 'REBALANCE_IN_PROGRESS')) this.#coordinator = undefined;
+        if (hasKafkaError(error, 'UNKNOWN_MEMBER_ID', 'ILLEGAL_GENERATION')) await this.#outOfGroup(error);
+        else if (Date.now() - this.#lastContact > this.#options.sessionTimeoutMs && this.#tasks.length > 0) {
+          this.#log(
+            `cluster ${this.#options.groupId}: no answer from the group coordinator for a whole session timeout; giving up tasks ${this.#tasks.join(', ')}`,
+          );
+          await this.#change([], this.#generation, {});
+        }
+        if (!hasKafkaError(error, 'REBALANCE_IN_PROGRESS', 'UNKNOWN_MEMBER_ID', 'ILLEGAL_GENERATION')) {
+          this.#log(`cluster ${this.#options.groupId}: ${error instanceof Error ? error.message : String(error)}; retrying`);
+          await this.#pause(backoff);
+          backoff = Math.min(backoff * 2, 5_000);
+        }
+      }
+    }
+  }
+
+  async #joinAndSync(): Promise<void> {
+    const { groupId, sessionTimeoutMs, rebalanceTimeoutMs, instanceId, taskCount } = this.#options;
+    const metadata = encodeMemberMetadata({ version: MEMBER_PROTOCOL_VERSION, taskCount });
+    const coordinator = await this.#coordinatorConnection();
+    let join: Awaited<ReturnType<typeof joinGroupV9.api.async>>;
+    for (;;) {
+      try {
+        join = await joinGroupV9.api.async(
+          coordinator,
+          groupId,
+          sessionTimeoutMs,
+          rebalanceTimeoutMs,
+          this.#memberId,
+          instanceId ?? null,
+          MEMBER_PROTOCOL_TYPE,
+          [{ name: MEMBER_PROTOCOL, metadata }],
+        );
+        break;
+      } catch (error) {
+        const given = (error as { response?: { memberId?: string } }).response?.memberId;
+        if (hasKafkaError(error, 'MEMBER_ID_REQUIRED') && given) {
+          this.#memberId = given; // KIP-394: join again with the id the coordinator gave
+          continue;
+        }
+        if (hasKafkaError(error, 'FENCED_INSTANCE_ID')) throw this.#instanceIdInUse(error);
+        if (hasKafkaError(error, 'INCONSISTENT_GROUP_PROTOCOL')) {
+          throw new WeirError(
+            'CLUSTER_PROTOCOL_MISMATCH',
+            `the group "${groupId}" is used by clients that are not Weir members of this protocol (${MEMBER_PROTOCOL})`,
+            {
+              hint: 'give the cluster an id no consumer group of other clients uses (--cluster <id>)',
+              fault: 'user',
+              cause: error,
+            },
+          );
+        }
+        throw error;
+      }
+    }
+    this.#memberId = join.memberId;
+    this.#lastContact = Date.now();
+    const assignments =
+      join.leader === join.memberId && !join.skipAssignment
+        ? this.#assign(join.members).map(([memberId, assignment]) => ({ memberId, assignment: encodeAssignment(assignment) }))
+        : [];
+    const sync = await syncGroupV5.api
+      .async(coordinator, groupId, join.generationId, join.memberId, instanceId ?? null, MEMBER_PROTOCOL_TYPE, MEMBER_PROTOCOL, assignments)
+      .catch((error: unknown) => {
+        if (hasKafkaError(error, 'FENCED_INSTANCE_ID')) throw this.#instanceIdInUse(error);
+        throw error;
+      });
+    this.#lastContact = Date.now();
+    const assignment = decodeAssignment(sync.assignment, join.memberId);
+    this.#owners = assignment.owners;
+    await this.#change(assignment.tasks, join.generationId, assignment.owners);
+  }
+
+  /** The leader's assignment: every member's share, sticky, and each member told every owner. */
+  #assign(members: { memberId: string; groupInstanceId?: string | null; metadata: Buffer }[]): [string, MemberAssignment][] {
+    const decoded = members.map((member) => ({ ...member, info: decodeMemberMetadata(member.metadata, member.groupInstanceId ?? member.memberId) }));
+    const other = decoded.find((member) => member.info.taskCount !== this.#options.taskCount);
+    if (other !== undefined) {
+      throw new WeirError(
+        'CLUSTER_TASK_COUNT_MISMATCH',
+        `cluster ${this.#options.groupId}: member ${other.groupInstanceId ?? other.memberId} runs the job with ${other.info.taskCount} tasks, this one (${hostname()}, process ${process.pid}) with ${this.#options.taskCount}`,
+        { hint: 'every member must run the same job (same graph, same maxParallelism); stop the member that runs another version', fault: 'user' },
+      );
+    }
+    const tasks = assignTasks(
+      this.#options.taskCount,
+      decoded.map((member) => ({
+        memberId: member.memberId,
+        instanceId: member.groupInstanceId ?? undefined,
+        owned: this.#owners[member.groupInstanceId ?? member.memberId] ?? [],
+      })),
+    );
+    const owners: Record<string, number[]> = {};
+    for (const member of decoded) owners[member.groupInstanceId ?? member.memberId] = tasks.get(member.memberId) ?? [];
+    return decoded.map((member) => [member.memberId, { version: MEMBER_PROTOCOL_VERSION, generation: -1, tasks: tasks.get(member.memberId) ?? [], owners }]);
+  }
+
+  async #heartbeatUntilRebalance(): Promise<void> {
+    const { groupId, instanceId, sessionTimeoutMs } = this.#options;
+    const interval = this.#options.heartbeatIntervalMs ?? Math.max(100, Math.floor(sessionTimeoutMs / 3));
+    while (!this.#closed) {
+      await this.#pause(interval);
+      if (this.#closed) return;
+      const coordinator = await this.#coordinatorConnection();
+      await heartbeatV4.api.async(coordinator, groupId, this.#generation, this.#memberId, instanceId ?? null).catch((error: unknown) => {
+        if (hasKafkaError(error, 'FENCED_INSTANCE_ID')) throw this.#instanceIdInUse(error);
+        throw error;
+      });
+      this.#lastContact = Date.now();
+    }
+  }
+
+  /** The coordinator says this member is no longer in the group: every task is gone already. */
+  async #outOfGroup(error: unknown): Promise<void> {
+    if (this.#tasks.length > 0) {
+      this.#log(
+        `cluster ${this.#options.groupId}: this member is out of the group (${hasKafkaError(error, 'UNKNOWN_MEMBER_ID') ? 'UNKNOWN_MEMBER_ID' : 'ILLEGAL_GENERATION'}: paused or cut off past the session timeout); giving up tasks ${this.#tasks.join(', ')} and joining again`,
+      );
+    }
+    await this.#change([], this.#generation, {});
+    if (this.#options.instanceId === undefined && hasKafkaError(error, 'UNKNOWN_MEMBER_ID')) this.#memberId = '';
+  }
+
+  async #change(tasks: number[], generation: number, owners: Record<string, number[]>): Promise<void> {
+    const before = new Set(this.#tasks);
+    const after = new Set(tasks);
+    const revoked = this.#tasks.filter((task) => !after.has(task));
+    const assigned = tasks.filter((task) => !before.has(task));
+    this.#tasks = [...tasks];
+    const changedGeneration = generation !== this.#generation;
+    this.#generation = generation;
+    if (revoked.length === 0 && assigned.length === 0 && !changedGeneration) return;
+    await this.#options.onChange({ assigned, revoked, tasks: [...tasks], generation, owners });
+  }
+
+  async #coordinatorConnection(): Promise<Connection> {
+    if (this.#coordinator !== undefined) return this.#coordinator;
+    const response = await findCoordinatorV6.api.async(await this.#connections.any(), GROUP_KEY_TYPE, [this.#options.groupId]);
+    const found = response.coordinators[0];
+    if (found === undefined || found.errorCode !== 0) {
+      throw new WeirError('CLUSTER_MEMBERSHIP_FAILED', `no group coordinator for cluster "${this.#options.groupId}" yet (error ${found?.errorCode})`, {
+        fault: 'external',
+        retriable: true,
+      });
+    }
+    this.#coordinator = await this.#connections.node(found.nodeId);
+    return this.#coordinator;
+  }
+
+  async #pause(ms: number): Promise<void> {
+    const controller = new AbortController();
+    this.#wake = () => controller.abort();
+    await sleep(ms, undefined, { signal: controller.signal }).catch(() => {});
+    this.#wake = undefined;
+  }
+
+  #instanceIdInUse(cause: unknown): WeirError {
+    return new WeirError(
+      'CLUSTER_INSTANCE_ID_IN_USE',
+      `cluster ${this.#options.groupId}: another member runs under the instance id "${this.#options.instanceId}" (FENCED_INSTANCE_ID)`,
+      { hint: 'give every member its own instance id (a StatefulSet pod name, or the host name)', fault: 'user', cause },
+    );
+  }
+}
