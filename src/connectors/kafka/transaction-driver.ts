@@ -1,4 +1,5 @@
 import {
+  addOffsetsToTxnV4,
   addPartitionsToTxnV3,
   type Connection,
   describeTransactionsV0,
@@ -9,6 +10,7 @@ import {
   type MessageRecord,
   NumericMap,
   produceV11,
+  txnOffsetCommitV4,
 } from '@platformatic/kafka';
 import { WeirError } from '../../core/errors/weir-error.ts';
 import { dataLoss } from '../two-phase-commit-sink.ts';
@@ -70,7 +72,23 @@ export interface TransactionDescription {
   partitions: number;
 }
 
+const GROUP_KEY_TYPE = 0;
 const TRANSACTION_KEY_TYPE = 1;
+
+/** The consumer group member whose input offsets a transaction commits (KIP-447: the group's coordinator refuses a member of an older generation). */
+export interface OffsetsOwner {
+  groupId: string;
+  generationId: number;
+  memberId: string;
+  groupInstanceId: string | null;
+}
+
+/** An input position: the next offset to read. */
+export interface InputOffset {
+  topic: string;
+  partition: number;
+  offset: bigint;
+}
 const ACKS_ALL = -1;
 
 export interface TransactionDriverOptions {
@@ -127,6 +145,11 @@ export class TransactionDriver {
       sequences: new NumericMap(),
       records: 0,
     };
+  }
+
+  /** The next transaction of the same producer, after `previous` was committed or aborted: same id and epoch, sequences going on. */
+  nextTransaction(previous: OpenTransaction): OpenTransaction {
+    return { ...previous, partitions: new Set(), records: 0 };
   }
 
   /** Writes records (each with its topic and partition) into the transaction, registering new partitions first. */
@@ -213,6 +236,49 @@ export class TransactionDriver {
     });
   }
 
+  /**
+   * Commits input offsets in the transaction (AddOffsetsToTxn, then TxnOffsetCommit to the group's
+   * coordinator, KIP-447): they become the group's committed offsets if and only if the transaction
+   * commits. A member the group has moved on from is refused (ILLEGAL_GENERATION,
+   * UNKNOWN_MEMBER_ID, FENCED_INSTANCE_ID): thrown, so its transaction can never commit.
+   */
+  async sendOffsets(transaction: OpenTransaction, owner: OffsetsOwner, offsets: readonly InputOffset[]): Promise<void> {
+    if (offsets.length === 0) return;
+    const { transactionalId, producerId, producerEpoch } = transaction;
+    await this.#retry(`AddOffsetsToTxn for "${transactionalId}"`, async () =>
+      addOffsetsToTxnV4.api.async(await this.#coordinator(transactionalId), transactionalId, producerId, producerEpoch, owner.groupId),
+    );
+    const byTopic = new Map<string, { partitionIndex: number; committedOffset: bigint; committedLeaderEpoch: number }[]>();
+    for (const { topic, partition, offset } of offsets) {
+      byTopic.set(topic, [...(byTopic.get(topic) ?? []), { partitionIndex: partition, committedOffset: offset, committedLeaderEpoch: -1 }]);
+    }
+    await this.#retry(`TxnOffsetCommit for "${transactionalId}" in group "${owner.groupId}"`, async () =>
+      txnOffsetCommitV4.api.async(
+        await this.#coordinator(owner.groupId, GROUP_KEY_TYPE),
+        transactionalId,
+        owner.groupId,
+        producerId,
+        producerEpoch,
+        owner.generationId,
+        owner.memberId,
+        owner.groupInstanceId,
+        [...byTopic].map(([name, partitions]) => ({ name, partitions })),
+      ),
+    );
+    transaction.partitions.add(`__consumer_offsets:${owner.groupId}`); // something to end: never skip its EndTxn
+  }
+
+  /**
+   * Commits a transaction this process has open, from start to end in one go (cluster mode's task
+   * checkpoints). A producer or member that was fenced (its work moved to another) is answered
+   * TASK_FENCED: its transaction is aborted, which is what must happen to a zombie's work.
+   */
+  async commitOpen(transaction: OpenTransaction): Promise<void> {
+    await this.#endTransaction(transaction, true).catch((error: unknown) => {
+      throw fencedOr(error, transaction.transactionalId);
+    });
+  }
+
   /** Aborts an open transaction of this process. */
   async abort(transaction: OpenTransaction): Promise<void> {
     if (transaction.partitions.size === 0) return; // nothing was written: nothing to abort
@@ -276,18 +342,21 @@ export class TransactionDriver {
     );
   }
 
-  async #coordinator(transactionalId: string): Promise<Connection> {
-    let nodeId = this.#coordinators.get(transactionalId);
+  /** The coordinator of a transactional id (or, with GROUP_KEY_TYPE, of a consumer group). */
+  async #coordinator(key: string, keyType = TRANSACTION_KEY_TYPE): Promise<Connection> {
+    const cacheKey = `${keyType}:${key}`;
+    let nodeId = this.#coordinators.get(cacheKey);
     if (nodeId === undefined) {
-      const response = await findCoordinatorV6.api.async(await this.#connections.any(), TRANSACTION_KEY_TYPE, [transactionalId]);
+      const response = await findCoordinatorV6.api.async(await this.#connections.any(), keyType, [key]);
       const coordinator = response.coordinators[0];
       if (coordinator === undefined || coordinator.errorCode !== 0) {
-        throw Object.assign(new Error(`no transaction coordinator for "${transactionalId}" (error ${coordinator?.errorCode})`), {
-          apiId: 'COORDINATOR_NOT_AVAILABLE',
-        });
+        throw Object.assign(
+          new Error(`no ${keyType === GROUP_KEY_TYPE ? 'group' : 'transaction'} coordinator for "${key}" (error ${coordinator?.errorCode})`),
+          { apiId: 'COORDINATOR_NOT_AVAILABLE' },
+        );
       }
       nodeId = coordinator.nodeId;
-      this.#coordinators.set(transactionalId, nodeId);
+      this.#coordinators.set(cacheKey, nodeId);
     }
     return this.#connections.node(nodeId);
   }
@@ -295,4 +364,19 @@ export class TransactionDriver {
   #retry<T>(what: string, request: () => Promise<T>): Promise<T> {
     return retryKafkaRequest(what, request, this.#options.retryTimeoutMs, this.#forgetRoutes, this.#connections);
   }
+}
+
+/** The Kafka answers that mean this producer or group member was fenced: another owns its work now. */
+const FENCED = ['PRODUCER_FENCED', 'INVALID_PRODUCER_EPOCH', 'ILLEGAL_GENERATION', 'UNKNOWN_MEMBER_ID', 'FENCED_INSTANCE_ID', 'INVALID_TXN_STATE'];
+
+/** TASK_FENCED for a fenced producer or member, else the error as it is. */
+export function fencedOr(error: unknown, transactionalId: string): unknown {
+  const ids = kafkaErrorIds(error);
+  const fenced = ids.find((id) => FENCED.includes(id));
+  if (fenced === undefined) return error;
+  return new WeirError('TASK_FENCED', `"${transactionalId}" was fenced (${fenced}): another member owns its work now; its open transaction is aborted`, {
+    fault: 'external',
+    retriable: false,
+    cause: error,
+  });
 }

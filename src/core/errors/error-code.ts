@@ -140,6 +140,7 @@ export const ERROR_CODES = [
   'CLUSTER_TASK_COUNT_MISMATCH',
   'CLUSTER_INSTANCE_ID_IN_USE',
   'CLUSTER_MEMBERSHIP_FAILED',
+  'TASK_FENCED',
   // Weir's own mistake.
   'INTERNAL',
 ] as const;

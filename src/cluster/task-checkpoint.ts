@@ -1,0 +1,126 @@
+import { type MessageRecord, murmur2 } from '@platformatic/kafka';
+import { z } from 'zod';
+import type { ClusterConnections } from '../connectors/kafka/cluster-connections.ts';
+import type { TopicRecord } from '../connectors/kafka/partition-fetcher.ts';
+import { fencedOr, type InputOffset, type OffsetsOwner, type OpenTransaction, type TransactionDriver } from '../connectors/kafka/transaction-driver.ts';
+import { WeirError } from '../core/errors/weir-error.ts';
+
+/**
+ * A task's checkpoint in cluster mode, and how it becomes one: per task and checkpoint, in the
+ * task's one Kafka transaction, (a) its output records, (b) its input offsets (TxnOffsetCommit
+ * with the group's generation, KIP-447) and (c) this record, keyed by the task, in the job's
+ * compacted checkpoint topic, naming the state files (written to the shared checkpoint storage
+ * before) and the watermark; then the commit. The checkpoint exists if and only if that
+ * transaction committed: there is no window between "checkpoint complete" and "output committed"
+ * to recover, and nothing a zombie writes is ever referenced, because its transaction cannot
+ * commit (the new owner's InitProducerId fenced its epoch, and the group refuses its generation).
+ */
+
+export const TASK_CHECKPOINT_VERSION = 1;
+
+const taskCheckpointSchema = z.object({
+  version: z.literal(TASK_CHECKPOINT_VERSION),
+  stage: z.string().min(1),
+  task: z.number().int().nonnegative(),
+  checkpointId: z.number().int().positive(),
+  /** The next offset to read of every input partition of the task (decimal strings: offsets are 64-bit). */
+  offsets: z.array(z.object({ topic: z.string(), partition: z.number().int().nonnegative(), offset: z.string().regex(/^\d+$/) })),
+  /** The task's state files in the shared checkpoint storage; null for a stateless task. */
+  state: z
+    .object({ location: z.string(), handles: z.array(z.object({ path: z.string(), size: z.number().int().nonnegative(), sha256: z.string() })) })
+    .nullable(),
+  /** The task's watermark at the checkpoint; null before the first. */
+  watermark: z.number().nullable(),
+  /** Which member committed it, in which generation. */
+  member: z.object({ memberId: z.string(), generationId: z.number().int() }),
+  completedAt: z.number(),
+});
+
+export type TaskCheckpoint = z.infer<typeof taskCheckpointSchema>;
+
+/** The checkpoint topic's key of a task. */
+export function taskCheckpointKey(stage: string, task: number): string {
+  return `${stage}/${task}`;
+}
+
+/** A task's checkpoint as the record the checkpoint topic holds (JSON, versioned). */
+export function encodeTaskCheckpoint(checkpoint: TaskCheckpoint): Buffer {
+  return Buffer.from(JSON.stringify(taskCheckpointSchema.parse(checkpoint)));
+}
+
+export function decodeTaskCheckpoint(bytes: Buffer, where: string): TaskCheckpoint {
+  let value: unknown;
+  try {
+    value = JSON.parse(bytes.toString('utf8'));
+  } catch {
+    value = undefined;
+  }
+  const parsed = taskCheckpointSchema.safeParse(value);
+  if (!parsed.success) {
+    const version = (value as { version?: unknown } | undefined)?.version;
+    throw new WeirError(
+      typeof version === 'number' && version > TASK_CHECKPOINT_VERSION ? 'CHECKPOINT_METADATA_TOO_NEW' : 'CHECKPOINT_METADATA_CORRUPT',
+      typeof version === 'number' && version > TASK_CHECKPOINT_VERSION
+        ? `the task checkpoint at ${where} is of version ${version}; this Weir reads version ${TASK_CHECKPOINT_VERSION}`
+        : `the task checkpoint at ${where} does not read: ${parsed.error.issues[0]?.message ?? 'not JSON'}`,
+      { hint: 'run every member with the same Weir version; upgrade, do not downgrade, a running cluster', fault: 'external' },
+    );
+  }
+  return parsed.data;
+}
+
+/** The task's input offsets as the checkpoint keeps them. */
+export function offsetsOf(checkpoint: TaskCheckpoint): InputOffset[] {
+  return checkpoint.offsets.map(({ topic, partition, offset }) => ({ topic, partition, offset: BigInt(offset) }));
+}
+
+/** Writes a task's output into its open transaction; a fenced producer (the task moved) is TASK_FENCED. */
+export async function writeTaskOutput(driver: TransactionDriver, transaction: OpenTransaction, records: MessageRecord[]): Promise<void> {
+  try {
+    await driver.send(transaction, records);
+  } catch (error) {
+    throw fencedOr(error, transaction.transactionalId);
+  }
+}
+
+/**
+ * Completes a task's checkpoint in its open transaction: the checkpoint record and the input
+ * offsets go in with the output already written, then EndTxn commits all of it at once. Throws
+ * when this member or producer was fenced (its work moved): then nothing of it becomes visible.
+ */
+export async function commitTaskCheckpoint(
+  driver: TransactionDriver,
+  connections: ClusterConnections,
+  transaction: OpenTransaction,
+  owner: OffsetsOwner,
+  checkpointTopic: string,
+  checkpoint: TaskCheckpoint,
+): Promise<void> {
+  const key = Buffer.from(taskCheckpointKey(checkpoint.stage, checkpoint.task));
+  const partitions = (await connections.topic(checkpointTopic)).partitions.length;
+  try {
+    await driver.send(transaction, [
+      { topic: checkpointTopic, partition: (murmur2(key) & 0x7fffffff) % partitions, key, value: encodeTaskCheckpoint(checkpoint) },
+    ]);
+    await driver.sendOffsets(transaction, owner, offsetsOf(checkpoint));
+  } catch (error) {
+    throw fencedOr(error, transaction.transactionalId);
+  }
+  await driver.commitOpen(transaction);
+}
+
+/** The latest committed checkpoint of every task, from the checkpoint topic's records (read read_committed, in offset order). */
+export function latestTaskCheckpoints(records: readonly TopicRecord[], checkpointTopic: string): Map<string, TaskCheckpoint> {
+  const latest = new Map<string, TaskCheckpoint>();
+  const ordered = [...records].sort((a, b) => a.partition - b.partition || (a.offset < b.offset ? -1 : a.offset > b.offset ? 1 : 0));
+  for (const record of ordered) {
+    if (record.key === null) continue;
+    const key = record.key.toString('utf8');
+    if (record.value === null) {
+      latest.delete(key); // a tombstone: the task's checkpoints were dropped
+      continue;
+    }
+    latest.set(key, decodeTaskCheckpoint(record.value, `${checkpointTopic}/${record.partition} offset ${record.offset}`));
+  }
+  return latest;
+}
