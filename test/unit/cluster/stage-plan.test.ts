@@ -1,0 +1,77 @@
+import assert from 'node:assert/strict';
+import { test } from 'node:test';
+import { connectDeadLetters } from '../../../src/api/connect-dead-letters.ts';
+import { StreamExecutionEnvironment } from '../../../src/api/stream-execution-environment.ts';
+import { clusterTopicName, planStages } from '../../../src/cluster/stage-plan.ts';
+import { discardingSink } from '../../../src/connectors/discarding-sink.ts';
+import { kafkaDeserializers } from '../../../src/connectors/kafka/kafka-deserializers.ts';
+import { kafkaSink } from '../../../src/connectors/kafka/kafka-sink.ts';
+import { kafkaSource } from '../../../src/connectors/kafka/kafka-source.ts';
+import { parseEnvironmentConfig } from '../../../src/core/config/environment-config.ts';
+import { buildJobGraph } from '../../../src/graph/job-graph.ts';
+
+const config = parseEnvironmentConfig({ parallelism: 2, maxParallelism: 16 });
+const source = (onDeserializationError?: 'skip' | { deadLetter: { topic: string } }) =>
+  kafkaSource<{ key: string; n: number }>({
+    bootstrap: '127.0.0.1:1',
+    topics: ['in'],
+    deserializer: kafkaDeserializers.json,
+    ...(onDeserializationError === undefined ? {} : { onDeserializationError }),
+  });
+const sink = () => kafkaSink<number>({ bootstrap: '127.0.0.1:1', topic: 'out', serializer: (n) => ({ value: String(n) }), deliveryGuarantee: 'exactly-once' });
+
+test('a keyed job is two stages: the sources and what runs on them, then the keyed part behind a hash exchange of maxParallelism partitions', () => {
+  const env = new StreamExecutionEnvironment();
+  env
+    .fromSource(source(), { uid: 'input' })
+    .map((record) => record, { uid: 'parse' })
+    .keyBy((record) => record.key)
+    .reduce((a, b) => ({ key: a.key, n: a.n + b.n }), { uid: 'sum' })
+    .map((record) => record.n, { uid: 'value' })
+    .sinkTo(sink(), { uid: 'out' });
+  const plan = planStages('payments', buildJobGraph('job', env.graph, config));
+  assert.deepEqual(
+    plan.stages.map((stage) => [stage.uid, stage.vertices, stage.sourceNodes, stage.inputs, stage.taskCount]),
+    [
+      ['input', [0], [0], [], undefined],
+      ['sum', [1], [], [0], 16],
+    ],
+  );
+  assert.equal(plan.exchanges.length, 1);
+  const [exchange] = plan.exchanges;
+  assert.deepEqual([exchange?.from, exchange?.to, exchange?.partitioning, exchange?.partitions], [0, 1, 'hash', 16]);
+  assert.match(exchange?.topic ?? '', /^weir-payments-x-parse-sum-0--h[0-9a-f]{8}$/);
+  assert.match(plan.checkpointTopic, /^weir-payments-checkpoints-h[0-9a-f]{8}$/);
+  // Names are stable, and never shared by two clusters or two edges.
+  assert.equal(planStages('payments', buildJobGraph('job', env.graph, config)).exchanges[0]?.topic, exchange?.topic);
+  assert.notEqual(clusterTopicName('a b', 'x'), clusterTopicName('a_b', 'x'));
+  assert.notEqual(clusterTopicName('a', 'x', 'b-c'), clusterTopicName('a', 'x-b', 'c'));
+});
+
+test('a rebalance exchange has the downstream parallelism; what cluster mode cannot run yet is refused by name', () => {
+  const env = new StreamExecutionEnvironment();
+  env
+    .fromSource(source(), { uid: 'input' })
+    .map((record) => record.n, { uid: 'narrow', parallelism: 3 })
+    .sinkTo(discardingSink<number>(), { uid: 'out', parallelism: 3 });
+  const plan = planStages('c1', buildJobGraph('job', env.graph, config));
+  assert.deepEqual(
+    plan.exchanges.map((exchange) => [exchange.partitioning, exchange.partitions]),
+    [['rebalance', 3]],
+  );
+  assert.throws(() => planStages('bad id', buildJobGraph('job', env.graph, config)), /--cluster "bad id": a cluster id is 1 to 100 of/);
+
+  // Dead letters of the source joined into the keyed stage's sink: a forward edge across the exchange.
+  const joined = new StreamExecutionEnvironment();
+  joined
+    .fromSource(source({ deadLetter: { topic: 'dlq' } }), { uid: 'input' })
+    .keyBy((record) => record.key)
+    .reduce((a, b) => ({ key: a.key, n: a.n + b.n }), { uid: 'sum' })
+    .map((record) => record.n)
+    .sinkTo(sink(), { uid: 'out' });
+  connectDeadLetters(joined.graph);
+  assert.throws(
+    () => planStages('c1', buildJobGraph('job', joined.graph, config)),
+    /cluster mode cannot run this job yet: the hash edge from "input" to "sum" lies inside one stage/,
+  );
+});
