@@ -43,7 +43,7 @@ export function savepointCommand(): Command {
 export function stopCommand(): Command {
   return new Command('stop')
     .description('stop a running job with a savepoint (through its REST API); resume it with `weir run <job> --from-savepoint <folder>`')
-    .requiredOption('--savepoint', 'take a savepoint, then stop (the only way Weir stops a job)')
+    .requiredOption('--savepoint', 'take a savepoint, then stop (SIGTERM or Ctrl-C cancel without one)')
     .option('--drain', 'send the end of event time first, so every event-time window and timer fires into the savepoint', false)
     .option('--url <url>', "the job's REST API", DEFAULT_URL)
     .addOption(tokenOption())

@@ -133,9 +133,19 @@ export function verifyCommand(): Command {
         audit.openTransactions.length > 0 ? `${audit.openTransactions.length} open transactions` : '',
       ].filter(Boolean);
       if (violations.length > 0) {
-        throw new WeirError('VERIFY_FAILED', `${options.topic}: ${violations.join(', ')}`, {
-          hint: 'open transactions hold read_committed readers back; `weir doctor --prefix <prefix> --abort` aborts those of a stopped job',
-        });
+        const hints = [
+          audit.duplicates.length > 0
+            ? 'duplicates: the writer was not exactly-once (check its deliveryGuarantee, and that it was not run twice over the same input), or the topic was read read_uncommitted'
+            : '',
+          audit.missing.length > 0
+            ? 'missing records: the writer lost or skipped them (check its error policies and its input), or they are still in an open transaction'
+            : '',
+          audit.unexpected.length > 0 ? 'unexpected records: ids outside the expected range (check --expect and --field)' : '',
+          audit.openTransactions.length > 0
+            ? 'open transactions hold read_committed readers back; `weir doctor --prefix <prefix> --abort` aborts those of a stopped job'
+            : '',
+        ].filter(Boolean);
+        throw new WeirError('VERIFY_FAILED', `${options.topic}: ${violations.join(', ')}`, { hint: hints.join('; ') });
       }
       console.log('OK');
     });

@@ -43,6 +43,9 @@ test('weir verify: a duplicated and a missing record fail it; a clean topic pass
     assert.match(failing.stdout, /^duplicates: 1 \(3 x2\)$/m);
     assert.match(failing.stdout, /^missing: 1 \(5\)$/m);
     assert.match(failing.stderr, /^weir: .*: 1 duplicated, 1 missing$/m);
+    // The hint speaks of what was found, not of open transactions there are none of.
+    assert.match(failing.stderr, /^hint: duplicates: the writer was not exactly-once .*; missing records: /m);
+    assert.doesNotMatch(failing.stderr, /open transactions hold/);
 
     const passing = await weir(['verify', '--topic', clean.topic, '--field', 'seq', '--expect', '10'], env);
     assert.equal(passing.code, 0, passing.stderr);
