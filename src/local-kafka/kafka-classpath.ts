@@ -1,4 +1,4 @@
-import { execFile } from 'node:child_process';
+import { execFile, spawn } from 'node:child_process';
 import { createHash } from 'node:crypto';
 import { existsSync } from 'node:fs';
 import { mkdir, readFile } from 'node:fs/promises';
@@ -50,12 +50,10 @@ export async function resolveKafkaDistribution(log: (line: string) => void = () 
   log(`fetching Apache Kafka ${kafkaVersion} from Maven Central (first use only)...`);
   await mkdir(cacheDir, { recursive: true });
   try {
-    await run('mvn', ['-B', '-q', '-f', pomPath, 'dependency:build-classpath', '-DincludeScope=runtime', `-Dmdep.outputFile=${cacheFile}`], {
-      maxBuffer: 16 * 1024 * 1024,
-    });
+    await runMavenWithProgress(['-B', '-f', pomPath, 'dependency:build-classpath', '-DincludeScope=runtime', `-Dmdep.outputFile=${cacheFile}`], log);
   } catch (error) {
-    const output = error as { stdout?: string; stderr?: string };
-    const tail = `${output.stdout ?? ''}${output.stderr ?? ''}`.trim().split('\n').slice(-15).join('\n');
+    const output = error as { output?: string };
+    const tail = (output.output ?? String(error)).trim().split('\n').slice(-15).join('\n');
     throw new WeirError('KAFKA_FETCH_FAILED', `Maven could not fetch Apache Kafka ${kafkaVersion}:\n${tail}`, {
       hint: 'check that Maven Central is reachable (or a mirror in ~/.m2/settings.xml), or set KAFKA_BROKERS to use an existing cluster',
       fault: 'external',
@@ -63,6 +61,47 @@ export async function resolveKafkaDistribution(log: (line: string) => void = () 
     });
   }
   return { kafkaVersion, classpath: (await readFile(cacheFile, 'utf8')).trim() };
+}
+
+/**
+ * Runs Maven, saying every 2 s how far its downloads are (files and megabytes so far, from its
+ * "Downloaded from" lines), so a first fetch of some 50 MB is not silent. Rejects with Maven's
+ * output when it fails.
+ */
+function runMavenWithProgress(args: string[], log: (line: string) => void): Promise<void> {
+  return new Promise((resolvePromise, reject) => {
+    const child = spawn('mvn', args, { stdio: ['ignore', 'pipe', 'pipe'] });
+    let output = '';
+    let files = 0;
+    let kilobytes = 0;
+    let reported = 0;
+    const report = setInterval(() => {
+      if (files === reported) return;
+      reported = files;
+      log(`  ${files} files fetched (${(kilobytes / 1024).toFixed(1)} MB)...`);
+    }, 2_000);
+    const read = (chunk: Buffer) => {
+      const text = chunk.toString();
+      output = (output + text).slice(-20_000);
+      for (const match of text.matchAll(/Downloaded from [^:]+: \S+ \(([\d.]+) ([kM]?B)/g)) {
+        files++;
+        const size = Number(match[1]);
+        kilobytes += match[2] === 'MB' ? size * 1024 : match[2] === 'kB' ? size : size / 1024;
+      }
+    };
+    child.stdout.on('data', read);
+    child.stderr.on('data', read);
+    child.once('error', (error) => {
+      clearInterval(report);
+      reject(Object.assign(error, { output }));
+    });
+    child.once('exit', (code) => {
+      clearInterval(report);
+      if (files > 0) log(`  fetched ${files} files (${(kilobytes / 1024).toFixed(1)} MB)`);
+      if (code === 0) resolvePromise();
+      else reject(Object.assign(new Error(`mvn exited with code ${code}`), { output }));
+    });
+  });
 }
 
 /** Fails with a clear error when a command is not installed. */

@@ -260,6 +260,16 @@ export async function stopLocalBroker(options: { dataDir?: string; timeoutMs?: n
   return state;
 }
 
+/** What a Kafka broker on 127.0.0.1:`port` reports, if one answers there (whoever started it). */
+export async function brokerOnPort(port: number): Promise<{ transactionVersion: number } | undefined> {
+  try {
+    const info = await describeCluster([{ host: '127.0.0.1', port }], 3_000);
+    return { transactionVersion: info.transactionVersion };
+  } catch {
+    return undefined;
+  }
+}
+
 /** Whether the broker of this data folder runs, and what its cluster reports. */
 export async function localBrokerStatus(options: { dataDir?: string } = {}): Promise<BrokerStatus> {
   const dataDir = resolve(options.dataDir ?? DEFAULT_DATA_DIR);

@@ -3,7 +3,15 @@ import { Command, Option } from 'commander';
 import { WeirError } from '../../core/errors/weir-error.ts';
 import { formatDuration } from '../../core/time/duration.ts';
 import { resolveKafkaDistribution } from '../../local-kafka/kafka-classpath.ts';
-import { bootstrapOf, DEFAULT_DATA_DIR, DEFAULT_PORT, localBrokerStatus, startLocalBroker, stopLocalBroker } from '../../local-kafka/local-broker.ts';
+import {
+  bootstrapOf,
+  brokerOnPort,
+  DEFAULT_DATA_DIR,
+  DEFAULT_PORT,
+  localBrokerStatus,
+  startLocalBroker,
+  stopLocalBroker,
+} from '../../local-kafka/local-broker.ts';
 import { durationArgument, portArgument } from '../arguments.ts';
 
 const progress = (line: string): void => {
@@ -76,9 +84,17 @@ export function kafkaCommand(): Command {
     .command('status')
     .description('say whether the local broker runs, where, and its Kafka version and transaction.version (exit code 3 when it does not run)')
     .addOption(dataDirOption())
-    .action(async (options: { dataDir: string }) => {
+    .action(async (options: { dataDir: string }, command: Command) => {
       const status = await localBrokerStatus({ dataDir: options.dataDir });
       if (!status.running || status.state === undefined) {
+        // No broker of this data folder: without --data-dir, say whether one answers on the default port anyway.
+        const found = command.getOptionValueSource('dataDir') === 'default' ? await brokerOnPort(DEFAULT_PORT) : undefined;
+        if (found !== undefined) {
+          console.log(
+            `a Kafka broker answers at 127.0.0.1:${DEFAULT_PORT} (transaction.version=${found.transactionVersion}), but not one started with data ${status.dataDir}: give its --data-dir to see more, or use it as KAFKA_BROKERS=127.0.0.1:${DEFAULT_PORT}`,
+          );
+          return;
+        }
         throw new WeirError('NOT_RUNNING', `no local broker is running (data ${status.dataDir})`, { hint: 'start one with `weir kafka start`' });
       }
       const { state } = status;

@@ -3,14 +3,17 @@
  * free port, the errors a user meets, and no process left behind.
  */
 import assert from 'node:assert/strict';
+import { execFile } from 'node:child_process';
 import { readdirSync, readFileSync } from 'node:fs';
 import { mkdir, mkdtemp, rm, writeFile } from 'node:fs/promises';
-import { createServer } from 'node:net';
+import { connect, createServer } from 'node:net';
 import { tmpdir } from 'node:os';
 import { dirname, join } from 'node:path';
 import { after, describe, test } from 'node:test';
+import { promisify } from 'node:util';
 import { freePort } from '../../../src/local-kafka/ports.ts';
-import { weir } from '../../harness/cli.ts';
+import { repositoryRoot, weir } from '../../harness/cli.ts';
+import { testBrokers } from '../../harness/kafka.ts';
 
 const cli = (args: string[], env: NodeJS.ProcessEnv = process.env) => weir(args, env, true);
 
@@ -144,4 +147,27 @@ describe('weir kafka', () => {
     assert.equal(result.code, 1);
     assert.match(result.stderr, /--transaction-max-timeout <duration>' argument 'soon' is invalid/);
   });
+});
+
+test('weir kafka status without --data-dir finds a broker that answers on the default port, whoever started it', async () => {
+  const [broker] = testBrokers();
+  // A plain TCP relay on 9092 to the test broker stands for a broker started by another tool.
+  const relay = createServer((socket) => {
+    const upstream = connect(broker?.port as number, broker?.host);
+    socket.pipe(upstream).pipe(socket);
+    socket.on('error', () => upstream.destroy());
+    upstream.on('error', () => socket.destroy());
+  });
+  await new Promise<void>((resolve, reject) => {
+    relay.once('error', reject);
+    relay.listen(9092, '127.0.0.1', () => resolve());
+  });
+  const cwd = await mkdtemp(join(tmpdir(), 'weir-status-'));
+  try {
+    const { stdout } = await promisify(execFile)(process.execPath, [join(repositoryRoot, 'bin', 'weir.js'), 'kafka', 'status'], { cwd });
+    assert.match(stdout, /^a Kafka broker answers at 127\.0\.0\.1:9092 \(transaction\.version=\d\), but not one started with data .*: give its --data-dir/m);
+  } finally {
+    relay.close();
+    await rm(cwd, { recursive: true, force: true });
+  }
 });
