@@ -1,5 +1,5 @@
 // The example of docs/writing-a-job.md, kept here so the typecheck proves it compiles.
-// In your own project the import is from 'weir'.
+// In your own project the import is from 'weir-streams'.
 // balances.ts
 import { defineJob, kafkaDeserializers, kafkaSink, kafkaSource, type ValueState, valueState } from '../src/index.ts';
 

@@ -1,5 +1,5 @@
 /**
- * Weir's public API: `import { defineJob, kafkaSource, kafkaSink } from 'weir'`.
+ * Weir's public API: `import { defineJob, kafkaSource, kafkaSink } from 'weir-streams'`.
  * A job is a module whose default export is `defineJob(...)`; run it with `weir run <module>`.
  */
 

@@ -2,7 +2,7 @@ import assert from 'node:assert/strict';
 import { test } from 'node:test';
 import * as weir from '../../src/index.ts';
 
-test("the package entry exports what a job needs: import { defineJob, kafkaSource, kafkaSink, ... } from 'weir'", () => {
+test("the package entry exports what a job needs: import { defineJob, kafkaSource, kafkaSink, ... } from 'weir-streams'", () => {
   for (const name of [
     'defineJob',
     'kafkaSource',

@@ -34,7 +34,7 @@ export async function loadJobModule(url: string): Promise<Job> {
   const job = module.default;
   if (!isJob(job)) {
     throw new WeirError('NOT_A_JOB', `the module ${url} does not export a job`, {
-      hint: "make its default export `defineJob({ name, build(env) { ... } })` from 'weir'",
+      hint: "make its default export `defineJob({ name, build(env) { ... } })` from 'weir-streams'",
     });
   }
   return job;
