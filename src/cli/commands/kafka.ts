@@ -82,7 +82,9 @@ export function kafkaCommand(): Command {
 
   kafka
     .command('status')
-    .description('say whether the local broker runs, where, and its Kafka version and transaction.version (exit code 3 when it does not run; without --data-dir, also whether a broker answers on 127.0.0.1:9092)')
+    .description(
+      'say whether the local broker runs, where, and its Kafka version and transaction.version (exit code 3 when it does not run; without --data-dir, also whether a broker answers on 127.0.0.1:9092)',
+    )
     .addOption(dataDirOption())
     .action(async (options: { dataDir: string }, command: Command) => {
       const status = await localBrokerStatus({ dataDir: options.dataDir });
