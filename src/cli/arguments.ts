@@ -16,6 +16,12 @@ export function positiveIntegerArgument(value: string): number {
   return number;
 }
 
+export function nonNegativeIntegerArgument(value: string): number {
+  const number = Number(value);
+  if (!/^\d+$/.test(value) || !Number.isSafeInteger(number)) throw new InvalidArgumentError('give a whole number of 0 or more.');
+  return number;
+}
+
 export function durationArgument(value: string): number {
   try {
     return parseDuration(value, 'duration');

@@ -3,11 +3,14 @@ import { formatError } from '../core/errors/format-error.ts';
 import { WeirError } from '../core/errors/weir-error.ts';
 import { WEIR_VERSION } from '../core/version.ts';
 import { checkpointsCommand } from './commands/checkpoints.ts';
+import { consumeCommand } from './commands/consume.ts';
 import { demoCommand } from './commands/demo.ts';
 import { doctorCommand } from './commands/doctor.ts';
 import { kafkaCommand } from './commands/kafka.ts';
+import { produceCommand } from './commands/produce.ts';
 import { runCommand } from './commands/run.ts';
 import { savepointCommand, stopCommand } from './commands/savepoint.ts';
+import { topicCommand } from './commands/topic.ts';
 import { verifyCommand } from './commands/verify.ts';
 
 const program = new Command('weir')
@@ -24,6 +27,9 @@ program.addCommand(checkpointsCommand());
 program.addCommand(verifyCommand());
 program.addCommand(doctorCommand());
 program.addCommand(kafkaCommand());
+program.addCommand(topicCommand());
+program.addCommand(produceCommand());
+program.addCommand(consumeCommand());
 program.addCommand(demoCommand());
 
 try {

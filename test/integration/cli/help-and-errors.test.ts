@@ -10,7 +10,14 @@ import { test } from 'node:test';
 import { weir } from '../../harness/cli.ts';
 
 const commands: [string[], RegExp][] = [
-  [[], /Commands:[\s\S]*run[\s\S]*savepoint[\s\S]*stop[\s\S]*checkpoints[\s\S]*verify[\s\S]*doctor[\s\S]*kafka[\s\S]*demo/],
+  [
+    [],
+    /Commands:[\s\S]*run[\s\S]*savepoint[\s\S]*stop[\s\S]*checkpoints[\s\S]*verify[\s\S]*doctor[\s\S]*kafka[\s\S]*topic[\s\S]*produce[\s\S]*consume[\s\S]*demo/,
+  ],
+  [['topic'], /create[\s\S]*describe[\s\S]*list[\s\S]*delete/],
+  [['topic', 'create'], /--partitions[\s\S]*--replication-factor[\s\S]*--config/],
+  [['produce'], /key<TAB>value[\s\S]*--file[\s\S]*--transactional[\s\S]*--batch/],
+  [['consume'], /--from[\s\S]*--partition[\s\S]*--max[\s\S]*--follow[\s\S]*--isolation/],
   [['run'], /--checkpoint-interval[\s\S]*--from-savepoint[\s\S]*--ui-port[\s\S]*--no-ui/],
   [['savepoint'], /--url/],
   [['stop'], /--savepoint[\s\S]*--drain[\s\S]*--url/],
