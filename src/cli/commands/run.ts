@@ -1,6 +1,8 @@
+import { readFile } from 'node:fs/promises';
 import { Command, InvalidArgumentError, Option } from 'commander';
 import type { KafkaSettingsOptions } from '../../connectors/kafka/kafka-settings.ts';
 import type { EnvironmentConfigInput } from '../../core/config/environment-config.ts';
+import { WeirError } from '../../core/errors/weir-error.ts';
 import { LOG_LEVELS, type LogFormat, type LogLevel } from '../../core/logging/logger.ts';
 import { processLog } from '../../core/logging/pino-logger.ts';
 import { startJob } from '../../runtime/jobmaster/job-master.ts';
@@ -9,7 +11,34 @@ import { startRestServer } from '../../web/rest-server.ts';
 import { durationArgument, positiveIntegerArgument } from '../arguments.ts';
 import { addKafkaOptions, useKafkaSettings } from '../kafka-options.ts';
 
+/** A job config file: a JSON object of the job's settings, read whole (its errors name it). */
+async function readConfigFile(path: string): Promise<{ path: string; config: EnvironmentConfigInput }> {
+  let text: string;
+  try {
+    text = await readFile(path, 'utf8');
+  } catch (error) {
+    throw new WeirError('INVALID_CONFIG', `--config ${path}: cannot read it (${(error as Error).message})`, {
+      hint: 'give the path of a JSON file of the job’s settings',
+    });
+  }
+  let config: unknown;
+  try {
+    config = JSON.parse(text);
+  } catch (error) {
+    throw new WeirError('INVALID_CONFIG', `--config ${path} is not JSON: ${(error as Error).message}`, {
+      hint: 'write the settings as a JSON object, e.g. { "parallelism": 2, "checkpointing": { "interval": "1s", "storage": ".weir/checkpoints" } }',
+    });
+  }
+  if (typeof config !== 'object' || config === null || Array.isArray(config)) {
+    throw new WeirError('INVALID_CONFIG', `--config ${path} holds ${Array.isArray(config) ? 'an array' : JSON.stringify(config)}, not an object of settings`, {
+      hint: 'write the settings as a JSON object, e.g. { "parallelism": 2 }',
+    });
+  }
+  return { path, config: config as EnvironmentConfigInput };
+}
+
 interface RunOptions extends KafkaSettingsOptions {
+  config?: string;
   parallelism?: number;
   maxParallelism?: number;
   workers?: number;
@@ -71,6 +100,10 @@ export function runCommand(): Command {
     )
     .addOption(new Option('--restart-delay <duration>', 'restartStrategy fixed-delay: wait before a restart').argParser(durationArgument))
     .addOption(new Option('--no-restart', 'restartStrategy none: the first failure fails the job').conflicts(['restartAttempts', 'restartDelay']))
+    .option(
+      '--config <file>',
+      "a JSON file of the job's settings (parallelism, checkpointing, restartStrategy, ...; docs/configuration.md): over the job's own, under these options",
+    )
     .option('--fresh', 'start without restoring the latest checkpoint', false)
     .option('--from-savepoint <path>', 'start from this savepoint (or checkpoint) folder')
     .addOption(
@@ -144,6 +177,7 @@ export function runCommand(): Command {
       const client = await startJob({
         job,
         config,
+        ...(options.config === undefined ? {} : { configFile: await readConfigFile(options.config) }),
         fresh: options.fresh,
         ...(options.fromSavepoint === undefined ? {} : { fromSavepoint: options.fromSavepoint }),
         log: logger,

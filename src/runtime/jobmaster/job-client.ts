@@ -8,8 +8,10 @@ import type { VertexMetrics } from '../metrics/job-metrics.ts';
 export interface RunJobOptions {
   /** Path (or file URL) of the job module. */
   job: string;
-  /** Options over the job's own `config`. */
+  /** Options over the job's own `config` (and over the config file's). */
   config?: EnvironmentConfigInput;
+  /** A job config file's settings (`weir run --config`): over the job's own, under `config`; its path names it in errors. */
+  configFile?: { path: string; config: EnvironmentConfigInput } | undefined;
   /** Start without restoring the latest checkpoint of the checkpoint folder. */
   fresh?: boolean;
   /** Start from this savepoint (or checkpoint) folder. */

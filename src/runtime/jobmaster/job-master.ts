@@ -9,7 +9,7 @@ import type { CheckpointStorage } from '../../checkpoint/storage/checkpoint-stor
 import { CompletedCheckpointStore } from '../../checkpoint/storage/completed-checkpoint-store.ts';
 import { openCheckpointStorage } from '../../checkpoint/storage/open-checkpoint-storage.ts';
 import { releaseOnExit } from '../../checkpoint/storage/storage-lock.ts';
-import { type EnvironmentConfig, parseEnvironmentConfig } from '../../core/config/environment-config.ts';
+import { type EnvironmentConfig, type EnvironmentConfigInput, parseEnvironmentConfig } from '../../core/config/environment-config.ts';
 import { WeirError } from '../../core/errors/weir-error.ts';
 import { type Logger, toLogger } from '../../core/logging/logger.ts';
 import { buildStreamGraph } from '../../graph/job.ts';
@@ -39,12 +39,12 @@ export async function startJob(options: RunJobOptions): Promise<JobClient> {
   const log = (line: string) => logger.info(line);
   const url = options.job.startsWith('file:') ? options.job : pathToFileURL(resolve(options.job)).href;
   const job = await loadJobModule(url);
-  // Options over the job's own config; checkpointing merges setting by setting.
-  const checkpointing =
-    job.config?.checkpointing === undefined && options.config?.checkpointing === undefined
-      ? {}
-      : { checkpointing: { ...job.config?.checkpointing, ...options.config?.checkpointing } };
-  const config = parseEnvironmentConfig({ ...job.config, ...options.config, ...checkpointing });
+  // Options over the config file over the job's own config; checkpointing merges setting by setting.
+  const layers = [job.config, options.configFile?.config, options.config];
+  const checkpointing = layers.every((layer) => layer?.checkpointing === undefined)
+    ? {}
+    : { checkpointing: Object.assign({}, ...layers.map((layer) => layer?.checkpointing)) as EnvironmentConfigInput['checkpointing'] };
+  const config = withConfigFileNamed(options.configFile?.path, () => parseEnvironmentConfig(Object.assign({}, ...layers, checkpointing)));
   const streamGraph = buildStreamGraph(job);
   const graph = buildJobGraph(job.name, streamGraph, config);
 
@@ -75,6 +75,19 @@ export async function startJob(options: RunJobOptions): Promise<JobClient> {
   } catch (error) {
     release();
     throw error;
+  }
+}
+
+/** A configuration error names the config file when one took part, so a typo in it is found where it is. */
+function withConfigFileNamed<T>(path: string | undefined, parse: () => T): T {
+  try {
+    return parse();
+  } catch (error) {
+    if (path === undefined || !(error instanceof WeirError) || error.code !== 'INVALID_CONFIG') throw error;
+    throw new WeirError('INVALID_CONFIG', `${error.message} (the job's settings, ${path} and the command line together)`, {
+      hint: `fix the named settings in ${path}, the job's config or the options; docs/configuration.md lists every option`,
+      cause: error,
+    });
   }
 }
 

@@ -1,6 +1,7 @@
 /** `weir run`'s options that decide how a job starts and fails: --no-restart, a taken --ui-port. */
 import assert from 'node:assert/strict';
-import { mkdtemp, rm } from 'node:fs/promises';
+import { readdirSync } from 'node:fs';
+import { mkdtemp, rm, writeFile } from 'node:fs/promises';
 import { createServer } from 'node:net';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
@@ -65,4 +66,39 @@ test('--ui-host an address this machine does not have: one clear error naming --
   assert.equal(result.code, 1, result.stderr);
   assert.match(result.stderr, /^weir: cannot listen on 192\.0\.2\.1:0 for the dashboard and REST API \(EADDRNOTAVAIL\)/m);
   assert.match(result.stderr, /hint: pass --ui-host an address of this machine/);
+});
+
+test('--config: a JSON file of the job’s settings, under the options; its mistakes are errors that name it', async () => {
+  const folder = await mkdtemp(join(tmpdir(), 'weir-config-file-'));
+  folders.push(folder);
+  const file = join(folder, 'weir.config.json');
+  // The file: restarts off and checkpoints into its folder; the command line sets the interval.
+  await writeFile(
+    file,
+    JSON.stringify({ parallelism: 1, restartStrategy: { type: 'none' }, checkpointing: { storage: join(folder, 'from-file'), retained: 2 } }),
+  );
+  const env = { KS_OUTPUT: join(folder, 'out'), KS_COUNT: '3000', KS_RATE: '6000', KS_FAIL_MARKER: join(folder, 'failed-once'), KS_FAIL_AFTER: '1500' };
+  const run = await weir(['run', job, '--config', file, '--checkpoint-interval', '100ms', '--log-level', 'debug', '--no-ui'], env);
+  assert.equal(run.code, 1, run.stderr);
+  assert.match(run.stderr, /checkpoint \d+ completed/, 'the interval from the command line');
+  assert.match(run.stderr, /restartStrategy none, no restart left/, 'restarts off, from the file');
+  assert.ok(
+    readdirSync(join(folder, 'from-file')).some((name) => name.startsWith('chk-')),
+    'checkpoints in the file’s folder',
+  );
+
+  await writeFile(file, JSON.stringify({ checkpointing: { intervall: '1s', storage: join(folder, 'x') } }));
+  const typo = await weir(['run', job, '--config', file, '--no-ui'], env);
+  assert.equal(typo.code, 1);
+  assert.match(
+    typo.stderr,
+    new RegExp(
+      `^weir: invalid job configuration: .*checkpointing: Unrecognized key: "intervall" \\(the job's settings, ${file.replace(/[.]/g, '\\.')} and the command line together\\)$`,
+      'm',
+    ),
+  );
+  await writeFile(file, '{ parallelism: 2 }');
+  const notJson = await weir(['run', job, '--config', file, '--no-ui'], env);
+  assert.match(notJson.stderr, new RegExp(`^weir: --config ${file.replace(/[.]/g, '\\.')} is not JSON: `, 'm'));
+  assert.match(notJson.stderr, /^hint: write the settings as a JSON object/m);
 });
