@@ -6,6 +6,7 @@ import { checkpointsCommand } from './commands/checkpoints.ts';
 import { consumeCommand } from './commands/consume.ts';
 import { demoCommand } from './commands/demo.ts';
 import { doctorCommand } from './commands/doctor.ts';
+import { initCommand } from './commands/init.ts';
 import { kafkaCommand } from './commands/kafka.ts';
 import { produceCommand } from './commands/produce.ts';
 import { runCommand } from './commands/run.ts';
@@ -20,6 +21,7 @@ const program = new Command('weir')
   .exitOverride()
   .configureOutput({ outputError: (text, write) => write(text) });
 
+program.addCommand(initCommand());
 program.addCommand(runCommand());
 program.addCommand(savepointCommand());
 program.addCommand(stopCommand());

@@ -14,6 +14,7 @@ const commands: [string[], RegExp][] = [
     [],
     /Commands:[\s\S]*run[\s\S]*savepoint[\s\S]*stop[\s\S]*checkpoints[\s\S]*verify[\s\S]*doctor[\s\S]*kafka[\s\S]*topic[\s\S]*produce[\s\S]*consume[\s\S]*demo/,
   ],
+  [['init'], /\[folder\][\s\S]*must be empty/],
   [['topic'], /create[\s\S]*describe[\s\S]*list[\s\S]*delete/],
   [['topic', 'create'], /--partitions[\s\S]*--replication-factor[\s\S]*--config/],
   [['produce'], /key<TAB>value[\s\S]*--file[\s\S]*--transactional[\s\S]*--batch/],
