@@ -8,10 +8,27 @@ export interface WriteProgress {
 }
 
 interface VertexProgress {
+  id: number;
   name: string;
   recordsIn: number;
   recordsInPerSecond: number;
   operators: Record<string, number>;
+}
+
+interface JobProgress {
+  state?: string;
+  latestCheckpointId?: number;
+  vertices: VertexProgress[];
+  edges?: { source: number; target: number }[];
+}
+
+/** What the demo knows of the job at its last poll: whether it runs, what its sources read this run, and how far behind its input it is. */
+export interface JobProgressSample {
+  running: boolean;
+  readThisRun: number;
+  /** Records read per second since the poll before (0 before two polls). */
+  readPerSecond: number;
+  lag: bigint;
 }
 
 /**
@@ -41,21 +58,26 @@ export function watchJobProcess(child: ChildProcess, log: (line: string) => void
     }
   });
   const number = (n: number | bigint) => n.toLocaleString('en-US');
+  let sample: JobProgressSample | undefined;
+  let previous: { at: number; read: number } | undefined;
   const poller = setInterval(() => {
     if (url === undefined) return;
-    Promise.all([
-      fetch(`${url}/api/job`).then((response) => response.json() as Promise<{ latestCheckpointId?: number; vertices: VertexProgress[] }>),
-      lag.total(),
-    ])
+    Promise.all([fetch(`${url}/api/job`).then((response) => response.json() as Promise<JobProgress>), lag.total()])
       .then(([job, behind]) => {
-        const source = job.vertices[0];
-        if (source === undefined) return;
+        // What the job reads: the records into its source vertices (those no edge leads to), this run.
+        const targets = new Set((job.edges ?? []).map((edge) => edge.target));
+        const read = job.vertices.filter((vertex) => !targets.has(vertex.id)).reduce((sum, vertex) => sum + vertex.recordsIn, 0);
+        const now = Date.now();
+        const perSecond = previous === undefined || now <= previous.at ? 0 : Math.max(0, ((read - previous.read) * 1000) / (now - previous.at));
+        previous = { at: now, read };
+        sample = { running: job.state === 'running', readThisRun: read, readPerSecond: perSecond, lag: behind };
         let committed = 0;
         for (const vertex of job.vertices) {
           for (const [name, value] of Object.entries(vertex.operators)) if (name.endsWith('.transactions.committed')) committed += value;
         }
+        const reading = sample.running ? `job read ${number(read)} this run (${number(Math.round(perSecond))}/s)` : `job ${job.state ?? 'starting'}`;
         log(
-          `  progress: ${number(written.written)} of ${number(records)} payments written; job read ${number(source.recordsIn)} this run (${number(Math.round(source.recordsInPerSecond))}/s), lag ${number(behind)}, checkpoint ${job.latestCheckpointId ?? 'none'}, ${committed} transactions committed`,
+          `  progress: ${number(written.written)} of ${number(records)} payments written; ${reading}, lag ${number(behind)}, checkpoint ${job.latestCheckpointId ?? 'none'}, ${committed} transactions committed`,
         );
       })
       .catch(() => {}); // the job is starting, ending or was just killed
@@ -69,6 +91,23 @@ export function watchJobProcess(child: ChildProcess, log: (line: string) => void
   return {
     exit,
     url: () => url,
+    /** The last poll's view of the job; undefined before the first. */
+    progress: () => sample,
+    /**
+     * Resolves with the lag once the job is at work: it runs and has input left to read (the
+     * lag, asked of the broker every 100 ms, is above 0); undefined after `timeoutMs` or its exit.
+     */
+    busy: async (timeoutMs: number): Promise<bigint | undefined> => {
+      const deadline = Date.now() + timeoutMs;
+      while (child.exitCode === null && Date.now() < deadline) {
+        if (sample?.running === true) {
+          const behind = await lag.total().catch(() => 0n);
+          if (behind > 0n) return behind;
+        }
+        await sleep(100);
+      }
+      return undefined;
+    },
     stderr: () => stderr + stdout,
     waitFor: async (pattern: RegExp, timeoutMs: number) => {
       const deadline = Date.now() + timeoutMs;

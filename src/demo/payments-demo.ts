@@ -125,12 +125,18 @@ export async function runPaymentsDemo(options: PaymentsDemoOptions): Promise<Pay
       if (!last) {
         // After the run's first checkpoint, at a random moment spread over the writing time.
         await job.waitFor(/checkpoint \d+ completed/, 120_000);
+        // While payments are still being written, the kills are spread over the writing time; once
+        // all are written, the run is killed as soon as it is at work on its backlog.
         const due = writeStarted + ((round + 1) / (options.crashes + 1)) * expectedWriteMs;
-        await sleep(Math.max(0, due - Date.now()) + Math.floor(Math.random() * 300));
+        if (!progress.done) await sleep(Math.max(0, due - Date.now()));
+        // Only while it is at work (running, with input left), so the kill cuts work in progress.
+        const behind = await job.busy(30_000);
         if (child.exitCode === null) {
           child.kill('SIGKILL');
           kills++;
-          log(`killed the job with SIGKILL (kill ${kills})`);
+          log(
+            `killed the job with SIGKILL (kill ${kills})${behind === undefined ? '' : ` while it worked through its input, ${behind.toLocaleString('en-US')} records behind`}`,
+          );
         }
         const exit = await job.exit;
         if (kills < round + 1) throw new Error(`the job exited (code ${exit}) before it could be killed:\n${job.stderr()}`);

@@ -42,6 +42,12 @@ test('weir demo: payments -> balances and minute totals with two SIGKILLs; the o
     );
     assert.match(stdout, /^exactly once: OK$/m);
     assert.match(stdout, /^ {2}job kills: +2 /m);
+    // Each kill cuts work in progress: the job was reading, with input left.
+    const kills = [...stdout.matchAll(/^killed the job with SIGKILL \(kill \d\) while it worked through its input, ([\d,]+) records behind$/gm)];
+    assert.equal(kills.length, 2, stdout);
+    for (const [, behind] of kills) assert.ok(Number(behind?.replace(/,/g, '')) > 0, stdout);
+    // The progress line shows what the job reads while it streams.
+    assert.match(stdout, /job read [1-9][\d,]* this run \([1-9][\d,]*\/s\)/);
     const [, input, output, totalsTopic] =
       /^topics: (\S+) \(payments\) -> (\S+) \(balances\), (\S+) \(totals per account and minute of event time\)$/m.exec(stdout) ?? [];
     assert.ok(input && output && totalsTopic, stdout);
