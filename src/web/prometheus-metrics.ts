@@ -1,4 +1,4 @@
-import { Counter, Gauge, Registry } from 'prom-client';
+import { Counter, collectDefaultMetrics, Gauge, Registry } from 'prom-client';
 import type { JobStatus } from '../runtime/jobmaster/job-master.ts';
 
 /** A job's Prometheus metrics: `refresh` sets them from its status right before a scrape. */
@@ -91,6 +91,47 @@ export function createPrometheusMetrics(jobName: string): PrometheusMetrics {
       registers: [registry],
     }),
   };
+  // Consumer lag per source partition, and how old the sinks' open transactions are against their timeout.
+  const lagRecords = new Gauge({
+    name: 'weir_source_lag_records',
+    help: 'Records of a source partition not read yet (up to the end its isolation sees)',
+    labelNames: ['job', 'operator', 'topic', 'partition'],
+    registers: [registry],
+  });
+  const lagSeconds = new Gauge({
+    name: 'weir_source_lag_seconds',
+    help: 'How far behind a source partition is in time: seconds since the timestamp of the last record read, while records wait (0 when caught up)',
+    labelNames: ['job', 'operator', 'topic', 'partition'],
+    registers: [registry],
+  });
+  const transactionAge = new Gauge({
+    name: 'weir_sink_transaction_oldest_age_seconds',
+    help: "Age of an exactly-once sink subtask's oldest open transaction (written or pre-committed, not yet committed); the broker aborts it at weir_sink_transaction_timeout_seconds",
+    labelNames: ['job', 'sink', 'subtask'],
+    registers: [registry],
+  });
+  const transactionTimeout = new Gauge({
+    name: 'weir_sink_transaction_timeout_seconds',
+    help: 'The transaction timeout of an exactly-once sink subtask: an open transaction older than this is aborted by the broker, and its records are lost',
+    labelNames: ['job', 'sink', 'subtask'],
+    registers: [registry],
+  });
+  // Records in and out over the job's life in this process, across restarts of its attempts.
+  const recordsInTotal = new Counter({
+    name: 'weir_vertex_records_in_total',
+    help: 'Records into a job vertex, over every attempt',
+    labelNames: ['job', 'vertex'],
+    registers: [registry],
+  });
+  const recordsOutTotal = new Counter({
+    name: 'weir_vertex_records_out_total',
+    help: 'Records out of a job vertex, over every attempt',
+    labelNames: ['job', 'vertex'],
+    registers: [registry],
+  });
+  const exportedTotals = new Map<string, { in: number; out: number }>();
+  // The process: CPU, heap, event loop lag, GC (prom-client's default collectors; worker threads share the process's memory).
+  collectDefaultMetrics({ register: registry });
   // The counters follow the job's life-time counts (never the capped history).
   let countedCompleted = 0;
   let countedFailed = 0;
@@ -106,9 +147,26 @@ export function createPrometheusMetrics(jobName: string): PrometheusMetrics {
       size.set(labels, latest.bytes);
     }
     restarts.set(labels, status.restarts.length);
-    for (const gauge of [recordsIn, recordsOut, backPressured, busy, watermarkGauge, transactions, operatorMetrics, ...Object.values(badRecords)])
+    for (const gauge of [
+      recordsIn,
+      recordsOut,
+      backPressured,
+      busy,
+      watermarkGauge,
+      transactions,
+      operatorMetrics,
+      lagRecords,
+      lagSeconds,
+      transactionAge,
+      transactionTimeout,
+      ...Object.values(badRecords),
+    ])
       gauge.reset();
     for (const vertex of status.vertices) {
+      const exported = exportedTotals.get(vertex.name) ?? { in: 0, out: 0 };
+      if (vertex.totalRecordsIn > exported.in) recordsInTotal.inc({ ...labels, vertex: vertex.name }, vertex.totalRecordsIn - exported.in);
+      if (vertex.totalRecordsOut > exported.out) recordsOutTotal.inc({ ...labels, vertex: vertex.name }, vertex.totalRecordsOut - exported.out);
+      exportedTotals.set(vertex.name, { in: Math.max(exported.in, vertex.totalRecordsIn), out: Math.max(exported.out, vertex.totalRecordsOut) });
       for (const subtask of vertex.subtasks) {
         const task = { ...labels, vertex: vertex.name, subtask: String(subtask.subtaskIndex) };
         recordsIn.set(task, subtask.recordsIn);
@@ -118,6 +176,19 @@ export function createPrometheusMetrics(jobName: string): PrometheusMetrics {
         if (subtask.watermark !== null) watermarkGauge.set(task, subtask.watermark);
       }
       for (const [metric, value] of Object.entries(vertex.operators)) {
+        const lag = /^(.+)\.lag\/(.+)\/(\d+)\/(records|seconds)$/.exec(metric);
+        if (lag !== null) {
+          (lag[4] === 'records' ? lagRecords : lagSeconds).set(
+            { ...labels, operator: lag[1] as string, topic: lag[2] as string, partition: lag[3] as string },
+            value,
+          );
+          continue;
+        }
+        const age = /^(.+)\.transactionAge\/(\d+)\/(oldestMs|timeoutMs)$/.exec(metric);
+        if (age !== null) {
+          (age[3] === 'oldestMs' ? transactionAge : transactionTimeout).set({ ...labels, sink: age[1] as string, subtask: age[2] as string }, value / 1000);
+          continue;
+        }
         const transaction = /^(.+)\.transactions\.(\w+)$/.exec(metric);
         if (transaction !== null) transactions.set({ ...labels, sink: transaction[1] as string, state: transaction[2] as string }, value);
         else operatorMetrics.set({ ...labels, vertex: vertex.name, metric }, value);

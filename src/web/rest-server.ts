@@ -61,6 +61,7 @@ export async function startRestServer(options: RestServerOptions): Promise<RestS
           latestCheckpointId: status.latestCheckpointId,
           checkpointCounts: status.checkpointCounts,
           vertices: status.vertices,
+          lag: sourceLag(status.vertices),
           failure: status.failure,
           edges: job.graph.edges.map((edge) => ({ source: edge.source, target: edge.target, partitioning: edge.partitioning })),
         },
@@ -165,4 +166,24 @@ function listenError(error: NodeJS.ErrnoException, host: string, port: number): 
 function send(response: ServerResponse, status: number, body: unknown, headers: Record<string, string> = {}): void {
   response.writeHead(status, { 'content-type': 'application/json', ...headers });
   response.end(JSON.stringify(body, (_key, value) => (typeof value === 'bigint' ? value.toString() : value)));
+}
+
+/**
+ * The job's consumer lag in one place, so a script can tell when it has caught up: records not read
+ * yet over every source partition, and the largest lag in seconds (the per-partition gauges are in
+ * `vertices[].operators` as `<uid>.lag/<topic>/<partition>/records|seconds`).
+ */
+function sourceLag(vertices: readonly { operators: Record<string, number> }[]): { records: number; seconds: number; partitions: number } {
+  let records = 0;
+  let seconds = 0;
+  let partitions = 0;
+  for (const vertex of vertices) {
+    for (const [metric, value] of Object.entries(vertex.operators)) {
+      if (/\.lag\/.+\/\d+\/records$/.test(metric)) {
+        records += value;
+        partitions++;
+      } else if (/\.lag\/.+\/\d+\/seconds$/.test(metric)) seconds = Math.max(seconds, value);
+    }
+  }
+  return { records, seconds, partitions };
 }

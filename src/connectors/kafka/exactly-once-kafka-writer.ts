@@ -39,6 +39,8 @@ export class ExactlyOnceKafkaWriter<T> implements TwoPhaseCommitLogic<T, KafkaTr
   #prefix = '';
   #subtaskIndex = 0;
   readonly #slots: SlotState[] = [];
+  /** When each open transaction (being written, or pre-committed and waiting for its commit) began, by transactional id. */
+  readonly #openSince = new Map<string, number>();
 
   constructor(options: KafkaSinkOptions<T>, transactionTimeoutMs: number, retryTimeoutMs = DEFAULT_RETRY_TIMEOUT_MS) {
     this.#options = options;
@@ -52,6 +54,14 @@ export class ExactlyOnceKafkaWriter<T> implements TwoPhaseCommitLogic<T, KafkaTr
     this.#serializer = new KafkaRecordSerializer(this.#options, this.#connections);
     this.#prefix = this.#options.transactionalIdPrefix ?? defaultTransactionalIdPrefix(context.jobName, context.uid);
     this.#subtaskIndex = context.subtaskIndex;
+    // How close data loss is: the oldest open transaction's age against the timeout the broker
+    // aborts it at, per subtask (a maximum, not a sum, is what tells).
+    context.metrics.gauge(`transactionAge/${context.subtaskIndex}/oldestMs`, () => {
+      let oldest = Number.POSITIVE_INFINITY;
+      for (const since of this.#openSince.values()) oldest = Math.min(oldest, since);
+      return Number.isFinite(oldest) ? Date.now() - oldest : 0;
+    });
+    context.metrics.gauge(`transactionAge/${context.subtaskIndex}/timeoutMs`, () => this.#transactionTimeoutMs);
   }
 
   beginTransaction(): KafkaTransaction {
@@ -71,7 +81,10 @@ export class ExactlyOnceKafkaWriter<T> implements TwoPhaseCommitLogic<T, KafkaTr
   }
 
   async #send(transaction: KafkaTransaction, messages: MessageRecord[]): Promise<void> {
-    transaction.open ??= await this.#driver.initTransaction(transactionalId(this.#prefix, this.#subtaskIndex, transaction.slot));
+    if (transaction.open === undefined) {
+      transaction.open = await this.#driver.initTransaction(transactionalId(this.#prefix, this.#subtaskIndex, transaction.slot));
+      this.#openSince.set(transaction.open.transactionalId, Date.now());
+    }
     await this.#driver.send(transaction.open, messages);
   }
 
@@ -88,6 +101,7 @@ export class ExactlyOnceKafkaWriter<T> implements TwoPhaseCommitLogic<T, KafkaTr
 
   async commit(committable: KafkaCommittable): Promise<void> {
     await this.#driver.commit(committable);
+    this.#openSince.delete(committable.transactionalId);
     const slot = this.#ownSlot(committable.transactionalId);
     if (slot !== undefined) this.#setSlot(slot, { state: 'cooling', snapshotAfterCommit: undefined });
   }
@@ -100,7 +114,9 @@ export class ExactlyOnceKafkaWriter<T> implements TwoPhaseCommitLogic<T, KafkaTr
   }
 
   async abort(transaction: KafkaTransaction): Promise<void> {
-    if (transaction.open !== undefined) await this.#driver.abort(transaction.open);
+    if (transaction.open === undefined) return;
+    await this.#driver.abort(transaction.open);
+    this.#openSince.delete(transaction.open.transactionalId);
   }
 
   isEmpty(transaction: KafkaTransaction): boolean {

@@ -37,6 +37,8 @@ export class KafkaSourceReader<T> implements SourceReader<T, KafkaSplit> {
   #failingSince: number | undefined;
   /** Records fetched but not emitted yet, by split, with the offset to go on from once they are. */
   readonly #queues = new Map<KafkaSplit, { records: TopicRecord[]; next: number; nextOffset: bigint }>();
+  /** Per split: the end a reader of its isolation sees (last stable offset, or high watermark), and the timestamp of the last record emitted. */
+  readonly #lag = new Map<string, { end: bigint; lastTimestamp: number; split: KafkaSplit }>();
   #buffered = 0;
   /** The splits each checkpoint took, until it completes (offsets committed to the group then). */
   readonly #snapshots = new Map<number, KafkaSplit[]>();
@@ -131,6 +133,8 @@ export class KafkaSourceReader<T> implements SourceReader<T, KafkaSplit> {
             continue;
           }
           out.push(value);
+          const lag = this.#lag.get(`${split.topic}/${split.partition}`);
+          if (lag !== undefined && record.timestamp >= 0n) lag.lastTimestamp = Number(record.timestamp);
           splitIds?.push(splitId);
           timestamps?.push(record.timestamp >= 0n ? Number(record.timestamp) : Number.NaN); // -1: the record has no timestamp
           split.offset = record.offset + 1n;
@@ -164,6 +168,7 @@ export class KafkaSourceReader<T> implements SourceReader<T, KafkaSplit> {
     }
     for (const result of results) {
       const split = live.find((entry) => entry.topic === result.topic && entry.partition === result.partition) as KafkaSplit;
+      this.#trackLag(split, this.#isolation === 'read_committed' ? result.lastStableOffset : result.highWatermark);
       const end = split.end;
       const records = end === null || end === undefined ? result.records : result.records.filter((record) => record.offset < end);
       const nextOffset = end !== null && end !== undefined && result.nextOffset > end ? end : result.nextOffset;
@@ -173,6 +178,32 @@ export class KafkaSourceReader<T> implements SourceReader<T, KafkaSplit> {
         this.#buffered += records.length;
       }
     }
+  }
+
+  /**
+   * Consumer lag per partition, as gauges of the source (`lag/<topic>/<partition>/records` and
+   * `.../seconds`): records between the next one to emit and the end a reader of the source's
+   * isolation sees; seconds since the timestamp of the last record emitted while records are
+   * waiting (0 when caught up), as Kafka's records-lag and Flink's fetch lag tell them.
+   */
+  #trackLag(split: KafkaSplit, end: bigint): void {
+    const key = `${split.topic}/${split.partition}`;
+    const known = this.#lag.get(key);
+    if (known !== undefined) {
+      known.end = end;
+      known.split = split;
+      return;
+    }
+    const entry = { end, lastTimestamp: Number.NaN, split };
+    this.#lag.set(key, entry);
+    const records = () => {
+      const behind = entry.end - (entry.split.offset ?? entry.end);
+      return behind > 0n ? Number(behind) : 0;
+    };
+    this.#context.metrics?.gauge(`lag/${key}/records`, records);
+    this.#context.metrics?.gauge(`lag/${key}/seconds`, () =>
+      records() === 0 || Number.isNaN(entry.lastTimestamp) ? 0 : Math.max(0, (Date.now() - entry.lastTimestamp) / 1000),
+    );
   }
 
   snapshotState(checkpointId: number): KafkaSplit[] {

@@ -24,6 +24,9 @@ export interface VertexMetrics {
   recordsOut: number;
   recordsInPerSecond: number;
   recordsOutPerSecond: number;
+  /** Records in and out over the job's life in this process: every attempt's, not only this one's. */
+  totalRecordsIn: number;
+  totalRecordsOut: number;
   /** The most back-pressured subtask's share (Flink shows the maximum). */
   backPressured: number;
   busy: number;
@@ -46,8 +49,16 @@ interface Sample {
  */
 export class JobMetrics {
   readonly #samples = new Map<string, Sample>();
+  /** The counts of the attempts before this one, by vertex id. */
+  readonly #carried = new Map<number, { recordsIn: number; recordsOut: number }>();
 
+  /** A new attempt: its counts start at zero; the ones so far go into the job's totals. */
   reset(): void {
+    for (const [key, sample] of this.#samples) {
+      const vertexId = Number(key.slice(0, key.indexOf('/')));
+      const carried = this.#carried.get(vertexId) ?? { recordsIn: 0, recordsOut: 0 };
+      this.#carried.set(vertexId, { recordsIn: carried.recordsIn + sample.snapshot.recordsIn, recordsOut: carried.recordsOut + sample.snapshot.recordsOut });
+    }
     this.#samples.clear();
   }
 
@@ -96,6 +107,8 @@ export class JobMetrics {
         parallelism: vertex.parallelism,
         recordsIn: sum((subtask) => subtask.recordsIn),
         recordsOut: sum((subtask) => subtask.recordsOut),
+        totalRecordsIn: (this.#carried.get(vertex.id)?.recordsIn ?? 0) + sum((subtask) => subtask.recordsIn),
+        totalRecordsOut: (this.#carried.get(vertex.id)?.recordsOut ?? 0) + sum((subtask) => subtask.recordsOut),
         recordsInPerSecond: sum((subtask) => subtask.recordsInPerSecond),
         recordsOutPerSecond: sum((subtask) => subtask.recordsOutPerSecond),
         backPressured: max((subtask) => subtask.backPressured),
