@@ -1,7 +1,10 @@
+import { readFileSync } from 'node:fs';
 import { createServer, type IncomingMessage, type Server, type ServerResponse } from 'node:http';
+import { createRequire } from 'node:module';
 import { WeirError } from '../core/errors/weir-error.ts';
 import type { JobClient } from '../runtime/jobmaster/job-master.ts';
 import { DASHBOARD_HTML } from './dashboard-page.ts';
+import { JobHistory } from './job-history.ts';
 import { createPrometheusMetrics, type PrometheusMetrics } from './prometheus-metrics.ts';
 import { guardRequest } from './request-guard.ts';
 
@@ -21,7 +24,7 @@ export interface RestServer {
 }
 
 const ROUTES_HINT =
-  'GET / (the dashboard), GET /api/job, GET /api/checkpoints, POST /api/savepoints, POST /api/stop, GET /metrics, GET /health, GET /health/ready';
+  'GET / (the dashboard), GET /api/job, GET /api/checkpoints, GET /api/history, POST /api/savepoints, POST /api/stop, GET /metrics, GET /health, GET /health/ready';
 
 /**
  * A running job's web dashboard, its REST API (what the dashboard and the CLI use), its Prometheus
@@ -29,6 +32,7 @@ const ROUTES_HINT =
  * taken port stops `weir run` before anything runs) and serves the job once attached.
  *
  *   GET  /                 the dashboard (polls the two GETs below)
+ *   GET  /api/history      the last minutes, a sample a second (throughput, back pressure, lag) and the checkpoints completed in them
  *   GET  /api/job          name, state, restarts and their causes, checkpoint counts over the job's
  *                          life, the job graph with parallelism, per vertex: records in/out, rates,
  *                          busy and back-pressured shares, operator metrics (the sinks' transactions
@@ -48,6 +52,8 @@ export async function startRestServer(options: RestServerOptions): Promise<RestS
   const host = options.host ?? '127.0.0.1';
   let client: JobClient | undefined;
   let metrics: PrometheusMetrics | undefined;
+  let history: JobHistory | undefined;
+  let sampler: NodeJS.Timeout | undefined;
 
   const routes: Record<string, (client: JobClient, request: IncomingMessage) => Promise<[number, unknown]>> = {
     'GET /api/job': async (job) => {
@@ -60,7 +66,7 @@ export async function startRestServer(options: RestServerOptions): Promise<RestS
           restarts: status.restarts,
           latestCheckpointId: status.latestCheckpointId,
           checkpointCounts: status.checkpointCounts,
-          vertices: status.vertices,
+          vertices: status.vertices.map((vertex) => ({ ...vertex, sink: job.graph.vertices[vertex.id]?.isSink === true })),
           lag: sourceLag(status.vertices),
           failure: status.failure,
           edges: job.graph.edges.map((edge) => ({ source: edge.source, target: edge.target, partitioning: edge.partitioning })),
@@ -68,6 +74,7 @@ export async function startRestServer(options: RestServerOptions): Promise<RestS
       ];
     },
     'GET /api/checkpoints': async (job) => [200, job.status().checkpoints],
+    'GET /api/history': async (job) => [200, (history as JobHistory).view(job.status())],
     'POST /api/savepoints': async (job) => {
       const savepoint = await job.triggerSavepoint();
       return [200, { checkpointId: savepoint.checkpointId, path: savepoint.location.path }];
@@ -90,6 +97,12 @@ export async function startRestServer(options: RestServerOptions): Promise<RestS
       if (request.method === 'GET' && (path === '/' || path === '/index.html')) {
         response.writeHead(200, { 'content-type': 'text/html; charset=utf-8', 'cache-control': 'no-store' });
         response.end(DASHBOARD_HTML);
+        return;
+      }
+      const asset = request.method === 'GET' ? ASSETS[path] : undefined;
+      if (asset !== undefined) {
+        response.writeHead(200, { 'content-type': asset.type, 'cache-control': 'max-age=3600' });
+        response.end(asset.body());
         return;
       }
       if (request.method === 'GET' && path === '/health') {
@@ -140,14 +153,34 @@ export async function startRestServer(options: RestServerOptions): Promise<RestS
     attach: (job) => {
       client = job;
       metrics = createPrometheusMetrics(job.graph.jobName);
+      // A sample a second of the job's last minutes, for the dashboard's charts.
+      history = new JobHistory();
+      clearInterval(sampler);
+      sampler = setInterval(() => (history as JobHistory).record(job.status(), job.graph), 1000);
+      sampler.unref();
     },
     close: () =>
       new Promise<void>((resolve) => {
+        clearInterval(sampler);
         server.close(() => resolve());
         server.closeIdleConnections();
       }),
   };
 }
+
+/**
+ * What the dashboard page loads besides itself, served from the package (a dashboard must work
+ * offline, so no CDN): uPlot, a small charting library, for its charts.
+ */
+const requireAsset = createRequire(import.meta.url);
+const asset = (file: string, type: string) => {
+  let body: Buffer | undefined;
+  return { type, body: () => (body ??= readFileSync(requireAsset.resolve(file))) };
+};
+const ASSETS: Record<string, { type: string; body: () => Buffer }> = {
+  '/assets/uplot.js': asset('uplot/dist/uPlot.iife.min.js', 'text/javascript; charset=utf-8'),
+  '/assets/uplot.css': asset('uplot/dist/uPlot.min.css', 'text/css; charset=utf-8'),
+};
 
 function listenError(error: NodeJS.ErrnoException, host: string, port: number): Error {
   if (error.code === 'EADDRINUSE') {

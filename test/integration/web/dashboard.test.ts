@@ -67,6 +67,32 @@ test('the dashboard of a running job shows its graph, records, sink transactions
       return rows.length === 2 && rows.every((value) => Number(value) > 0) ? rows : undefined;
     });
 
+    // The charts of the last minutes: drawn by uPlot (served by the job: no CDN), from /api/history.
+    for (const id of ['chart-throughput', 'chart-lag', 'chart-backpressure', 'chart-checkpoints']) {
+      await page.locator(`[data-testid="${id}"] .uplot canvas`).first().waitFor({ timeout: 30_000 });
+    }
+    const history = await until('history with throughput', async () => {
+      const view = (await (await fetch(`${url}/api/history`)).json()) as {
+        samples: { recordsInPerSecond: number; recordsOutPerSecond: number }[];
+        checkpoints: unknown[];
+      };
+      return view.samples.some((sample) => sample.recordsInPerSecond > 0 && sample.recordsOutPerSecond > 0) && view.checkpoints.length > 0 ? view : undefined;
+    });
+    assert.ok(history.samples.length >= 2);
+    assert.equal((await fetch(`${url}/assets/uplot.js`)).status, 200);
+    // Names in full, in the graph as in the table.
+    const names = await page.getByTestId('operator-row').evaluateAll((rows) => rows.map((row) => row.children[0]?.textContent ?? ''));
+    const labels = await page
+      .getByTestId('vertex')
+      .evaluateAll((nodes) => nodes.map((node) => [...node.querySelectorAll('text')].map((text) => text.textContent).join(' ')));
+    for (const [i, name] of names.entries()) assert.ok(labels[i]?.replace(/\s+/g, ' ').includes(name.replace(/\s+/g, ' ')), `${labels[i]} shows ${name}`);
+    // The sink chain's row says what it wrote.
+    const sinkOut = await page.locator('[data-testid="operator-row"][data-sink="true"]').first().locator('td').nth(3).textContent();
+    assert.match(sinkOut ?? '', /^[\d,]+ written$/);
+    // A row opens its subtasks: one line each.
+    await page.getByTestId('operator-row').first().click();
+    await until('the subtasks of the first chain', async () => ((await page.getByTestId('subtask-row').count()) === 2 ? true : undefined));
+
     // The file sink is a two-phase-commit sink: its committed transactions appear and rise.
     const committed = async () => {
       const cellsOfRow = await page.getByTestId('transaction-row').first().locator('td').allTextContents();
@@ -81,6 +107,15 @@ test('the dashboard of a running job shows its graph, records, sink transactions
       return rows.length > 0 ? rows.join('\n') : undefined;
     });
     assert.match(cause, /injected failure after 8000 records/);
+    // The latest failure, with its stack.
+    const stack = await until('the failure with its stack', async () => {
+      const text = await page
+        .getByTestId('failure-stack')
+        .textContent()
+        .catch(() => null);
+      return text?.includes('injected failure after 8000 records') ? text : undefined;
+    });
+    assert.match(stack, /\n\s+at /);
     await until('the job running again', async () => ((await page.getByTestId('job-state').textContent()) === 'running' ? true : undefined));
   } finally {
     await browser.close();
