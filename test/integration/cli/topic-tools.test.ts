@@ -60,7 +60,8 @@ test('weir topic create, list, describe, delete; produce and consume, plain and 
     assert.equal(piped.code, 0, piped.stderr);
     assert.match(piped.stderr, /^produced 10 records to .* in 2 committed transactions$/m);
 
-    const records = await readTopic({ bootstrap: brokers, topic });
+    // The exported reader takes host:port text, as every other entry point does.
+    const records = await readTopic({ bootstrap: formatBootstrap(brokers), topic });
     assert.equal(records.length, 40);
     assert.ok(records.filter((record) => record.key?.toString() === 'k-1').length === 1);
     assert.ok(records.filter((record) => record.producerId >= 0n).length >= 10, 'the transactional ones');
