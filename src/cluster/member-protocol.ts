@@ -1,5 +1,6 @@
 import { z } from 'zod';
 import { WeirError } from '../core/errors/weir-error.ts';
+import { decodeVersionedJson } from './versioned-json.ts';
 
 /**
  * What the members of a cluster-mode job tell each other through Kafka's group protocol (the
@@ -54,22 +55,17 @@ export function decodeAssignment(bytes: Buffer, member: string): MemberAssignmen
 }
 
 function decode<S extends z.ZodType>(schema: S, bytes: Buffer, what: string): z.infer<S> {
-  let value: unknown;
-  try {
-    value = JSON.parse(bytes.toString('utf8'));
-  } catch {
-    value = undefined;
-  }
-  const parsed = schema.safeParse(value);
-  if (!parsed.success) {
-    const version = (value as { version?: unknown } | undefined)?.version;
-    throw new WeirError(
-      'CLUSTER_PROTOCOL_MISMATCH',
-      typeof version === 'number' && version > MEMBER_PROTOCOL_VERSION
-        ? `${what} is of protocol version ${version}; this Weir speaks version ${MEMBER_PROTOCOL_VERSION}`
-        : `${what} is not Weir's cluster protocol (${parsed.error.issues[0]?.message ?? 'unreadable'})`,
-      { hint: 'run every member of a cluster with the same Weir version (upgrade them one at a time, newest last)', fault: 'user' },
-    );
-  }
-  return parsed.data;
+  return decodeVersionedJson(
+    schema,
+    bytes,
+    MEMBER_PROTOCOL_VERSION,
+    (problem) =>
+      new WeirError(
+        'CLUSTER_PROTOCOL_MISMATCH',
+        problem.kind === 'too-new'
+          ? `${what} is of protocol version ${problem.version}; this Weir speaks version ${MEMBER_PROTOCOL_VERSION}`
+          : `${what} is not Weir's cluster protocol (${problem.issue})`,
+        { hint: 'run every member of a cluster with the same Weir version (upgrade them one at a time, newest last)', fault: 'user' },
+      ),
+  );
 }

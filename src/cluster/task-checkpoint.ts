@@ -4,6 +4,7 @@ import type { ClusterConnections } from '../connectors/kafka/cluster-connections
 import type { TopicRecord } from '../connectors/kafka/partition-fetcher.ts';
 import { fencedOr, type InputOffset, type OffsetsOwner, type OpenTransaction, type TransactionDriver } from '../connectors/kafka/transaction-driver.ts';
 import { WeirError } from '../core/errors/weir-error.ts';
+import { decodeVersionedJson } from './versioned-json.ts';
 
 /**
  * A task's checkpoint in cluster mode, and how it becomes one: per task and checkpoint, in the
@@ -49,24 +50,19 @@ export function encodeTaskCheckpoint(checkpoint: TaskCheckpoint): Buffer {
 }
 
 export function decodeTaskCheckpoint(bytes: Buffer, where: string): TaskCheckpoint {
-  let value: unknown;
-  try {
-    value = JSON.parse(bytes.toString('utf8'));
-  } catch {
-    value = undefined;
-  }
-  const parsed = taskCheckpointSchema.safeParse(value);
-  if (!parsed.success) {
-    const version = (value as { version?: unknown } | undefined)?.version;
-    throw new WeirError(
-      typeof version === 'number' && version > TASK_CHECKPOINT_VERSION ? 'CHECKPOINT_METADATA_TOO_NEW' : 'CHECKPOINT_METADATA_CORRUPT',
-      typeof version === 'number' && version > TASK_CHECKPOINT_VERSION
-        ? `the task checkpoint at ${where} is of version ${version}; this Weir reads version ${TASK_CHECKPOINT_VERSION}`
-        : `the task checkpoint at ${where} does not read: ${parsed.error.issues[0]?.message ?? 'not JSON'}`,
-      { hint: 'run every member with the same Weir version; upgrade, do not downgrade, a running cluster', fault: 'external' },
-    );
-  }
-  return parsed.data;
+  return decodeVersionedJson(
+    taskCheckpointSchema,
+    bytes,
+    TASK_CHECKPOINT_VERSION,
+    (problem) =>
+      new WeirError(
+        problem.kind === 'too-new' ? 'CHECKPOINT_METADATA_TOO_NEW' : 'CHECKPOINT_METADATA_CORRUPT',
+        problem.kind === 'too-new'
+          ? `the task checkpoint at ${where} is of version ${problem.version}; this Weir reads version ${TASK_CHECKPOINT_VERSION}`
+          : `the task checkpoint at ${where} does not read: ${problem.issue}`,
+        { hint: 'run every member with the same Weir version; upgrade, do not downgrade, a running cluster', fault: 'external' },
+      ),
+  );
 }
 
 /** The task's input offsets as the checkpoint keeps them. */
