@@ -39,6 +39,8 @@ export class DataStreamImpl<T> implements DataStream<T> {
     return this.transform<R>('map', () => new MapOperator(fn, onError), options);
   }
 
+  filter<S extends T>(predicate: (value: T) => value is S, options?: ProcessingOptions): SingleOutputStreamOperator<S>;
+  filter(predicate: (value: T) => boolean, options?: ProcessingOptions): SingleOutputStreamOperator<T>;
   filter(predicate: (value: T) => boolean, options: ProcessingOptions = {}): SingleOutputStreamOperator<T> {
     const onError = errorPolicyOf(options, 'filter');
     return this.transform<T>('filter', () => new FilterOperator(predicate, onError), options);

@@ -35,6 +35,8 @@ export interface DataStream<T> {
   readonly upstream: Upstream;
 
   map<R>(fn: (value: T) => R, options?: ProcessingOptions): SingleOutputStreamOperator<R>;
+  /** Keeps the records the predicate accepts; a type guard (`(v): v is Paid => ...`) narrows the stream's type. */
+  filter<S extends T>(predicate: (value: T) => value is S, options?: ProcessingOptions): SingleOutputStreamOperator<S>;
   filter(predicate: (value: T) => boolean, options?: ProcessingOptions): SingleOutputStreamOperator<T>;
   flatMap<R>(fn: (value: T) => Iterable<R>, options?: ProcessingOptions): SingleOutputStreamOperator<R>;
   /** Per-record logic with side outputs (`context.output(tag, value)`); keyed state and timers need `keyBy(...).process(...)`. */
