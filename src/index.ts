@@ -68,6 +68,7 @@ export type {
   TimerService,
 } from './core/functions/process-functions.ts';
 export type { LogFields, Logger, LogLevel } from './core/logging/logger.ts';
+export type { MetricCounter, MetricHistogram, MetricMeter, UserMetricGroup } from './core/metrics/metric-group.ts';
 export { aggregatingState, listState, mapState, reducingState, valueState } from './core/state/state-descriptors.ts';
 export type { AggregatingState, ListState, MapState, ReducingState, ValueState } from './core/state/state-types.ts';
 export type { OnMergeContext, Trigger, TriggerContext, TriggerResult, WindowValueState } from './core/windowing/trigger.ts';

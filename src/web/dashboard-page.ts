@@ -75,6 +75,13 @@ export const DASHBOARD_HTML = `<!doctype html>
     </table>
   </section>
   <section>
+    <h2>User metrics</h2>
+    <table data-testid="user-metrics">
+      <thead><tr><th class="text">Operator</th><th class="text">Metric</th><th>Value</th></tr></thead>
+      <tbody id="user-metrics"></tbody>
+    </table>
+  </section>
+  <section>
     <h2>Sink transactions</h2>
     <table data-testid="transactions">
       <thead><tr><th>Sink</th><th>Open</th><th>Pre-committed, waiting</th><th>Pre-committed</th><th>Committed</th><th>Aborted</th></tr></thead>

@@ -178,6 +178,17 @@ function render(job, checkpoints) {
     return parts.join(" · ");
   }
 
+  var userRows = [];
+  job.vertices.forEach(function (v) {
+    Object.keys(v.operators).sort().forEach(function (key) {
+      var at = key.indexOf(".user.");
+      if (at < 0) return;
+      var value = v.operators[key];
+      userRows.push(row([cell(key.slice(0, at), "text"), cell(key.slice(at + 6), "text"), Number.isInteger(value) ? count(value) : value.toFixed(2)], { "data-testid": "user-metric-row" }));
+    });
+  });
+  fill("user-metrics", userRows, "none: functions register them with context.metrics in open()", 3);
+
   var sinks = [];
   job.vertices.forEach(function (v) {
     var uids = {};

@@ -116,6 +116,13 @@ export function createPrometheusMetrics(jobName: string): PrometheusMetrics {
     labelNames: ['job', 'sink', 'subtask'],
     registers: [registry],
   });
+  // What the job's own functions count and measure (RuntimeContext.metrics).
+  const userMetrics = new Gauge({
+    name: 'weir_user_metric',
+    help: "A user function's metric (counters and meter counts and rates summed over subtasks; histogram percentiles per subtask, as <name>/<subtask>/p99)",
+    labelNames: ['job', 'vertex', 'operator', 'metric'],
+    registers: [registry],
+  });
   // Records in and out over the job's life in this process, across restarts of its attempts.
   const recordsInTotal = new Counter({
     name: 'weir_vertex_records_in_total',
@@ -157,6 +164,7 @@ export function createPrometheusMetrics(jobName: string): PrometheusMetrics {
       operatorMetrics,
       lagRecords,
       lagSeconds,
+      userMetrics,
       transactionAge,
       transactionTimeout,
       ...Object.values(badRecords),
@@ -176,6 +184,11 @@ export function createPrometheusMetrics(jobName: string): PrometheusMetrics {
         if (subtask.watermark !== null) watermarkGauge.set(task, subtask.watermark);
       }
       for (const [metric, value] of Object.entries(vertex.operators)) {
+        const user = /^(.+?)\.user\.(.+)$/.exec(metric);
+        if (user !== null) {
+          userMetrics.set({ ...labels, vertex: vertex.name, operator: user[1] as string, metric: user[2] as string }, value);
+          continue;
+        }
         const lag = /^(.+)\.lag\/(.+)\/(\d+)\/(records|seconds)$/.exec(metric);
         if (lag !== null) {
           (lag[4] === 'records' ? lagRecords : lagSeconds).set(

@@ -1,3 +1,4 @@
+import type { UserMetricGroup } from '../metrics/metric-group.ts';
 import type { StateDescriptor } from '../state/state-descriptors.ts';
 import type { StateKey } from '../state/state-key.ts';
 import type { TimeDomain } from '../time/time-domain.ts';
@@ -13,6 +14,8 @@ export interface RuntimeContext {
   readonly subtaskIndex: number;
   readonly parallelism: number;
   readonly attemptNumber: number;
+  /** The function's own metrics (counters, gauges, histograms, meters), under its operator. Register them in `open`. */
+  readonly metrics: UserMetricGroup;
   /** Keyed state scoped to the key of the record being processed. Call it in `open`, keep the handle. */
   getState<S>(descriptor: StateDescriptor<S>): S;
 }

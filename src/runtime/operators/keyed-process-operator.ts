@@ -11,6 +11,7 @@ import type { TimeDomain } from '../../core/time/time-domain.ts';
 import { validateStateKey } from '../../state/key-group-range-assignment.ts';
 import { keyText, RecordErrorHandler } from './record-error-handler.ts';
 import { TimestampedCollector } from './timestamped-collector.ts';
+import { userMetricGroup } from './user-metric-group.ts';
 
 /** The backend of a keyed operator, or a clear error when it runs on a stream that is not keyed. */
 export function requireKeyedState(context: OperatorContext, call: string): KeyedStateBackend {
@@ -26,6 +27,7 @@ export function keyedRuntimeContext(context: OperatorContext, backend: KeyedStat
     subtaskIndex: context.subtaskIndex,
     parallelism: context.parallelism,
     attemptNumber: context.attemptNumber,
+    metrics: userMetricGroup(context.metrics, context.subtaskIndex, context.operatorName),
     getState: <S>(descriptor: StateDescriptor<S>) => backend.getState(descriptor) as S,
   };
 }

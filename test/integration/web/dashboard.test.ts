@@ -89,6 +89,14 @@ test('the dashboard of a running job shows its graph, records, sink transactions
     // The sink chain's row says what it wrote.
     const sinkOut = await page.locator('[data-testid="operator-row"][data-sink="true"]').first().locator('td').nth(3).textContent();
     assert.match(sinkOut ?? '', /^[\d,]+ written$/);
+    // The job's own metrics (its process function counts, measures and meters what it sees): on the page and in /metrics.
+    await until('the user metrics on the page', async () => {
+      const rows = await page.getByTestId('user-metric-row').allTextContents();
+      return rows.some((text) => text.startsWith('running-sumsums')) && rows.some((text) => text.includes('amount/0/p99')) ? rows : undefined;
+    });
+    const prometheus = await (await fetch(`${url}/metrics`)).text();
+    assert.match(prometheus, /^weir_user_metric\{job="keyed-sum",vertex="[^"]+",operator="running-sum",metric="sums"\} [1-9]\d*$/m);
+    assert.match(prometheus, /^weir_user_metric\{job="keyed-sum",vertex="[^"]+",operator="running-sum",metric="records\.perSecond"\} [\d.]+$/m);
     // A row opens its subtasks: one line each.
     await page.getByTestId('operator-row').first().click();
     await until('the subtasks of the first chain', async () => ((await page.getByTestId('subtask-row').count()) === 2 ? true : undefined));
