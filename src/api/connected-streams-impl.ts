@@ -1,9 +1,10 @@
 import type { KeySelector } from '../core/functions/key-selector.ts';
 import type { CoProcessFunction, KeyedCoProcessFunction } from '../core/functions/process-functions.ts';
 import type { StreamOperator } from '../core/operator/stream-operator.ts';
-import type { StateKey } from '../core/state/state-key.ts';
+import type { KeyLike, StateKey } from '../core/state/state-key.ts';
 import { KeyedCoProcessOperator } from '../runtime/operators/keyed-co-process-operator.ts';
 import { CoProcessOperator } from '../runtime/operators/process-operator.ts';
+import { compositeKeySelector } from '../state/composite-key.ts';
 import type { ConnectedStreams, KeyedConnectedStreams, SingleOutputStreamOperator } from './data-stream.ts';
 import type { StreamFactory } from './stream-factory.ts';
 import { addOperator, addOperatorDeadLetters, errorPolicyOf, type ProcessingOptions, type Upstream } from './stream-transformations.ts';
@@ -20,10 +21,10 @@ export class ConnectedStreamsImpl<T1, T2> implements ConnectedStreams<T1, T2> {
     this.#second = second;
   }
 
-  keyBy<K extends StateKey>(keyOfFirst: (value: T1) => K, keyOfSecond: (value: T2) => K): KeyedConnectedStreams<T1, T2, K> {
+  keyBy<K extends KeyLike>(keyOfFirst: (value: T1) => K, keyOfSecond: (value: T2) => K): KeyedConnectedStreams<T1, T2, K> {
     return this.#factory.keyedConnectedStreams<T1, T2, K>(
-      { ...this.#first, partitioning: 'hash', keySelector: keyOfFirst as KeySelector<unknown> },
-      { ...this.#second, partitioning: 'hash', keySelector: keyOfSecond as KeySelector<unknown> },
+      { ...this.#first, partitioning: 'hash', keySelector: compositeKeySelector(keyOfFirst) as KeySelector<unknown> },
+      { ...this.#second, partitioning: 'hash', keySelector: compositeKeySelector(keyOfSecond) as KeySelector<unknown> },
     );
   }
 
@@ -40,7 +41,7 @@ export class ConnectedStreamsImpl<T1, T2> implements ConnectedStreams<T1, T2> {
 }
 
 /** The {@link KeyedConnectedStreams} of a job's graph. */
-export class KeyedConnectedStreamsImpl<T1, T2, K extends StateKey> implements KeyedConnectedStreams<T1, T2, K> {
+export class KeyedConnectedStreamsImpl<T1, T2, K extends KeyLike> implements KeyedConnectedStreams<T1, T2, K> {
   readonly #factory: StreamFactory;
   readonly #first: Upstream;
   readonly #second: Upstream;

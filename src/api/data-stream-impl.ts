@@ -3,10 +3,11 @@ import type { KeySelector } from '../core/functions/key-selector.ts';
 import type { OutputTag } from '../core/functions/output-tag.ts';
 import type { ProcessFunction } from '../core/functions/process-functions.ts';
 import type { StreamOperator } from '../core/operator/stream-operator.ts';
-import type { StateKey } from '../core/state/state-key.ts';
+import type { KeyLike, StateKey } from '../core/state/state-key.ts';
 import type { StreamGraph } from '../graph/stream-graph.ts';
 import { ProcessOperator } from '../runtime/operators/process-operator.ts';
 import { FilterOperator, FlatMapOperator, IdentityOperator, MapOperator } from '../runtime/operators/stateless-operators.ts';
+import { compositeKeySelector } from '../state/composite-key.ts';
 import type { CoGroupedStreams, ConnectedStreams, DataStream, JoinedStreams, KeyedStream, SingleOutputStreamOperator } from './data-stream.ts';
 import type { StreamFactory } from './stream-factory.ts';
 import {
@@ -56,8 +57,8 @@ export class DataStreamImpl<T> implements DataStream<T> {
     return this.transform<R>('process', () => new ProcessOperator<T, R>(fn, onError), options);
   }
 
-  keyBy<K extends StateKey>(keySelector: (value: T) => K): KeyedStream<T, K> {
-    return this.factory.keyedStream<T, K>({ ...this.upstream, partitioning: 'hash', keySelector: keySelector as KeySelector<unknown> });
+  keyBy<K extends KeyLike>(keySelector: (value: T) => K): KeyedStream<T, K> {
+    return this.factory.keyedStream<T, K>({ ...this.upstream, partitioning: 'hash', keySelector: compositeKeySelector(keySelector) as KeySelector<unknown> });
   }
 
   rebalance(): DataStream<T> {

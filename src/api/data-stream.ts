@@ -8,7 +8,7 @@ import type {
   ProcessFunction,
   ProcessJoinFunction,
 } from '../core/functions/process-functions.ts';
-import type { StateKey } from '../core/state/state-key.ts';
+import type { KeyLike, StateKey } from '../core/state/state-key.ts';
 import type { Trigger } from '../core/windowing/trigger.ts';
 import type { GlobalWindow, Window } from '../core/windowing/window.ts';
 import type { WindowAssigner } from '../core/windowing/window-assigner.ts';
@@ -42,7 +42,7 @@ export interface DataStream<T> {
   /** Per-record logic with side outputs (`context.output(tag, value)`); keyed state and timers need `keyBy(...).process(...)`. */
   process<R>(fn: ProcessFunction<T, R>, options?: ProcessingOptions): SingleOutputStreamOperator<R>;
   /** Partitions the stream by key: records with equal keys go to the same subtask, and keyed state is scoped to the key. */
-  keyBy<K extends StateKey>(keySelector: (value: T) => K): KeyedStream<T, K>;
+  keyBy<K extends KeyLike>(keySelector: (value: T) => K): KeyedStream<T, K>;
   /** Spreads records round-robin over the next operator's subtasks. */
   rebalance(): DataStream<T>;
   /** Sends every record to every subtask of the next operator. */
@@ -72,7 +72,7 @@ export interface SingleOutputStreamOperator<T> extends DataStream<T> {
 }
 
 /** A stream partitioned by key (Flink's KeyedStream). */
-export interface KeyedStream<T, K extends StateKey> extends DataStream<T> {
+export interface KeyedStream<T, K extends KeyLike> extends DataStream<T> {
   /** Per-record logic with keyed state, timers (event and processing time) and side outputs. */
   process<R>(fn: KeyedProcessFunction<K, T, R>, options?: ProcessingOptions): SingleOutputStreamOperator<R>;
   /** A running reduction per key: emits the new reduced value after every record. */
@@ -105,7 +105,7 @@ export interface KeyedStream<T, K extends StateKey> extends DataStream<T> {
  *   .aggregate(sumOfAmounts, { process(account, context, [total], out) { out.collect({ account, minute: context.window.start, total }); } }, { uid: 'totals' });
  * ```
  */
-export interface WindowedStream<T, K extends StateKey, W extends Window> {
+export interface WindowedStream<T, K extends KeyLike, W extends Window> {
   /** Replaces the assigner's default trigger (e.g. CountTrigger.of(100), ContinuousEventTimeTrigger.of('10s')). */
   trigger(trigger: Trigger<T, W> | Trigger<unknown, W> | Trigger<unknown, Window>): WindowedStream<T, K, W>;
   /**
@@ -135,13 +135,13 @@ export interface ConnectedStreams<T1, T2> {
    * Keys both streams by the same kind of key: records of either stream with equal keys go to the
    * same subtask (the same key group) and share keyed state and timers there.
    */
-  keyBy<K extends StateKey>(keyOfFirst: (value: T1) => K, keyOfSecond: (value: T2) => K): KeyedConnectedStreams<T1, T2, K>;
+  keyBy<K extends KeyLike>(keyOfFirst: (value: T1) => K, keyOfSecond: (value: T2) => K): KeyedConnectedStreams<T1, T2, K>;
   /** Without keys: each subtask gets some records of each stream; side outputs, no keyed state or timers. */
   process<R>(fn: CoProcessFunction<T1, T2, R>, options?: ProcessingOptions): SingleOutputStreamOperator<R>;
 }
 
 /** Two streams keyed by the same key (Flink's ConnectedStreams after keyBy). */
-export interface KeyedConnectedStreams<T1, T2, K extends StateKey> {
+export interface KeyedConnectedStreams<T1, T2, K extends KeyLike> {
   /** Both streams' records of a key, with the key's shared state and timers (event and processing time). */
   process<R>(fn: KeyedCoProcessFunction<K, T1, T2, R>, options?: ProcessingOptions): SingleOutputStreamOperator<R>;
 }
@@ -154,14 +154,14 @@ export type JoinFunction<T1, T2, OUT> = (first: T1, second: T2) => OUT;
 
 /** `a.join(b)`: give the keys next (Flink's JoinedStreams). An inner join of the two streams' records per key and window. */
 export interface JoinedStreams<T1, T2> {
-  where<K extends StateKey>(
+  where<K extends KeyLike>(
     keyOfFirst: (value: T1) => K,
   ): { equalTo(keyOfSecond: (value: T2) => K): { window<W extends Window>(assigner: WindowAssigner<unknown, W>): JoinedWindow<T1, T2, K, W> } };
 }
 
 /** `a.coGroup(b)`: give the keys next (Flink's CoGroupedStreams). */
 export interface CoGroupedStreams<T1, T2> {
-  where<K extends StateKey>(
+  where<K extends KeyLike>(
     keyOfFirst: (value: T1) => K,
   ): { equalTo(keyOfSecond: (value: T2) => K): { window<W extends Window>(assigner: WindowAssigner<unknown, W>): CoGroupedWindow<T1, T2, K, W> } };
 }
@@ -173,17 +173,17 @@ interface WithWindow<Self> {
 }
 
 /** A join with its window: `apply((first, second) => joined)`, called for every pair of a key and window. */
-export interface JoinedWindow<T1, T2, K extends StateKey, W extends Window> extends WithWindow<JoinedWindow<T1, T2, K, W>> {
+export interface JoinedWindow<T1, T2, K extends KeyLike, W extends Window> extends WithWindow<JoinedWindow<T1, T2, K, W>> {
   apply<R>(fn: JoinFunction<T1, T2, R>, options?: ProcessingOptions): SingleOutputStreamOperator<R>;
 }
 
 /** A coGroup with its window: `apply((firsts, seconds, out) => ...)`. */
-export interface CoGroupedWindow<T1, T2, K extends StateKey, W extends Window> extends WithWindow<CoGroupedWindow<T1, T2, K, W>> {
+export interface CoGroupedWindow<T1, T2, K extends KeyLike, W extends Window> extends WithWindow<CoGroupedWindow<T1, T2, K, W>> {
   apply<R>(fn: CoGroupFunction<T1, T2, R>, options?: ProcessingOptions): SingleOutputStreamOperator<R>;
 }
 
 /** `left.intervalJoin(right)`: give the bounds next (Flink's KeyedStream.IntervalJoin). */
-export interface IntervalJoin<T1, T2, K extends StateKey> {
+export interface IntervalJoin<T1, T2, K extends KeyLike> {
   /**
    * A right record joins a left one when `left.ts + lower <= right.ts <= left.ts + upper`.
    * Milliseconds or text, negative allowed: `between('-5s', '5s')`.
@@ -192,7 +192,7 @@ export interface IntervalJoin<T1, T2, K extends StateKey> {
 }
 
 /** An interval join with its bounds (Flink's IntervalJoined). */
-export interface IntervalJoined<T1, T2, K extends StateKey> {
+export interface IntervalJoined<T1, T2, K extends KeyLike> {
   lowerBoundExclusive(): IntervalJoined<T1, T2, K>;
   upperBoundExclusive(): IntervalJoined<T1, T2, K>;
   /** Left records behind the watermark go here instead of being dropped (counted in numLateRecordsDropped). */

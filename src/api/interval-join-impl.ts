@@ -3,7 +3,7 @@ import type { KeySelector } from '../core/functions/key-selector.ts';
 import type { OutputTag } from '../core/functions/output-tag.ts';
 import type { ProcessJoinFunction } from '../core/functions/process-functions.ts';
 import type { StreamOperator } from '../core/operator/stream-operator.ts';
-import type { StateKey } from '../core/state/state-key.ts';
+import type { KeyLike, StateKey } from '../core/state/state-key.ts';
 import { signedTimeSetting } from '../core/time/time-setting.ts';
 import { IntervalJoinOperator } from '../runtime/operators/interval-join-operator.ts';
 import type { IntervalJoin, IntervalJoined, KeyedStream, SingleOutputStreamOperator } from './data-stream.ts';
@@ -11,7 +11,7 @@ import type { StreamFactory } from './stream-factory.ts';
 import { addOperator, addOperatorDeadLetters, errorPolicyOf, type ProcessingOptions } from './stream-transformations.ts';
 
 /** The {@link IntervalJoin} of a job's graph. */
-export class IntervalJoinImpl<T1, T2, K extends StateKey> implements IntervalJoin<T1, T2, K> {
+export class IntervalJoinImpl<T1, T2, K extends KeyLike> implements IntervalJoin<T1, T2, K> {
   readonly #factory: StreamFactory;
   readonly #left: KeyedStream<T1, K>;
   readonly #right: KeyedStream<T2, K>;
@@ -48,7 +48,7 @@ interface Bounds {
 }
 
 /** The {@link IntervalJoined} of a job's graph. Builders never mutate. */
-export class IntervalJoinedImpl<T1, T2, K extends StateKey> implements IntervalJoined<T1, T2, K> {
+export class IntervalJoinedImpl<T1, T2, K extends KeyLike> implements IntervalJoined<T1, T2, K> {
   readonly #factory: StreamFactory;
   readonly #left: KeyedStream<T1, K>;
   readonly #right: KeyedStream<T2, K>;

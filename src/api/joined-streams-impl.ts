@@ -1,8 +1,9 @@
 import type { KeySelector } from '../core/functions/key-selector.ts';
-import type { StateKey } from '../core/state/state-key.ts';
+import type { KeyLike, StateKey } from '../core/state/state-key.ts';
 import type { Trigger } from '../core/windowing/trigger.ts';
 import type { Window } from '../core/windowing/window.ts';
 import type { WindowAssigner } from '../core/windowing/window-assigner.ts';
+import { compositeKeySelector } from '../state/composite-key.ts';
 import type {
   CoGroupedStreams,
   CoGroupedWindow,
@@ -29,7 +30,7 @@ interface WindowSpec<W extends Window> {
 }
 
 /** The window of a join or coGroup, ready for `apply` (Flink's WithWindow). Builders never mutate. */
-abstract class CoGroupWindowImpl<T1, T2, K extends StateKey, W extends Window> {
+abstract class CoGroupWindowImpl<T1, T2, K extends KeyLike, W extends Window> {
   readonly #factory: StreamFactory;
   readonly #first: DataStream<T1>;
   readonly #second: DataStream<T2>;
@@ -73,7 +74,7 @@ abstract class CoGroupWindowImpl<T1, T2, K extends StateKey, W extends Window> {
     const keyed = this.#factory.keyedStream<TaggedUnion<T1, T2>, K>({
       inputs: [...first.upstream.inputs, ...second.upstream.inputs],
       partitioning: 'hash',
-      keySelector: keySelector as KeySelector<unknown>,
+      keySelector: compositeKeySelector(keySelector) as KeySelector<unknown>,
     });
     let windowed = keyed.window(this.#spec.assigner as WindowAssigner<TaggedUnion<T1, T2>, W>);
     if (this.#spec.trigger !== undefined) windowed = windowed.trigger(this.#spec.trigger);
@@ -96,17 +97,14 @@ abstract class CoGroupWindowImpl<T1, T2, K extends StateKey, W extends Window> {
 }
 
 /** The {@link CoGroupedWindow} of a job's graph. */
-export class CoGroupedWindowImpl<T1, T2, K extends StateKey, W extends Window>
-  extends CoGroupWindowImpl<T1, T2, K, W>
-  implements CoGroupedWindow<T1, T2, K, W>
-{
+export class CoGroupedWindowImpl<T1, T2, K extends KeyLike, W extends Window> extends CoGroupWindowImpl<T1, T2, K, W> implements CoGroupedWindow<T1, T2, K, W> {
   apply<R>(fn: CoGroupFunction<T1, T2, R>, options: ProcessingOptions = {}): SingleOutputStreamOperator<R> {
     return this.coGroup(fn, { name: 'coGroup', ...options });
   }
 }
 
 /** The {@link JoinedWindow} of a job's graph. */
-export class JoinedWindowImpl<T1, T2, K extends StateKey, W extends Window> extends CoGroupWindowImpl<T1, T2, K, W> implements JoinedWindow<T1, T2, K, W> {
+export class JoinedWindowImpl<T1, T2, K extends KeyLike, W extends Window> extends CoGroupWindowImpl<T1, T2, K, W> implements JoinedWindow<T1, T2, K, W> {
   apply<R>(fn: JoinFunction<T1, T2, R>, options: ProcessingOptions = {}): SingleOutputStreamOperator<R> {
     return this.coGroup<R>(
       (firsts, seconds, out) => {
@@ -130,7 +128,7 @@ abstract class TwoStreamsImpl<T1, T2> {
   }
 
   /** `where(keyOfFirst).equalTo(keyOfSecond).window(assigner)`, ending in a window of `Window`'s class. */
-  protected whereClause<K extends StateKey>(keyOfFirst: (value: T1) => K, Window: WindowClass<T1, T2>): unknown {
+  protected whereClause<K extends KeyLike>(keyOfFirst: (value: T1) => K, Window: WindowClass<T1, T2>): unknown {
     return {
       equalTo: (keyOfSecond: (value: T2) => K) => ({
         window: (assigner: WindowAssigner<unknown, Window>) => new Window(this.#factory, this.#first, this.#second, [keyOfFirst, keyOfSecond], { assigner }),
@@ -144,20 +142,20 @@ type WindowClass<T1, T2> = new (
   factory: StreamFactory,
   first: DataStream<T1>,
   second: DataStream<T2>,
-  keys: [(value: T1) => StateKey, (value: T2) => StateKey],
+  keys: [(value: T1) => KeyLike, (value: T2) => KeyLike],
   spec: WindowSpec<Window>,
 ) => unknown;
 
 /** The {@link JoinedStreams} of a job's graph. */
 export class JoinedStreamsImpl<T1, T2> extends TwoStreamsImpl<T1, T2> implements JoinedStreams<T1, T2> {
-  where<K extends StateKey>(keyOfFirst: (value: T1) => K): ReturnType<JoinedStreams<T1, T2>['where']> {
+  where<K extends KeyLike>(keyOfFirst: (value: T1) => K): ReturnType<JoinedStreams<T1, T2>['where']> {
     return this.whereClause(keyOfFirst, JoinedWindowImpl as WindowClass<T1, T2>) as ReturnType<JoinedStreams<T1, T2>['where']>;
   }
 }
 
 /** The {@link CoGroupedStreams} of a job's graph. */
 export class CoGroupedStreamsImpl<T1, T2> extends TwoStreamsImpl<T1, T2> implements CoGroupedStreams<T1, T2> {
-  where<K extends StateKey>(keyOfFirst: (value: T1) => K): ReturnType<CoGroupedStreams<T1, T2>['where']> {
+  where<K extends KeyLike>(keyOfFirst: (value: T1) => K): ReturnType<CoGroupedStreams<T1, T2>['where']> {
     return this.whereClause(keyOfFirst, CoGroupedWindowImpl as WindowClass<T1, T2>) as ReturnType<CoGroupedStreams<T1, T2>['where']>;
   }
 }

@@ -1,7 +1,7 @@
 import type { KeySelector } from '../core/functions/key-selector.ts';
 import type { KeyedProcessFunction } from '../core/functions/process-functions.ts';
 import { valueState } from '../core/state/state-descriptors.ts';
-import type { StateKey } from '../core/state/state-key.ts';
+import type { KeyLike, StateKey } from '../core/state/state-key.ts';
 import type { ValueState } from '../core/state/state-types.ts';
 import type { GlobalWindow, Window } from '../core/windowing/window.ts';
 import type { WindowAssigner } from '../core/windowing/window-assigner.ts';
@@ -14,7 +14,7 @@ import { GlobalWindows } from './windowing/global-windows.ts';
 import { PurgingTrigger } from './windowing/purging-trigger.ts';
 
 /** The {@link KeyedStream} of a job's graph. */
-export class KeyedStreamImpl<T, K extends StateKey> extends DataStreamImpl<T> implements KeyedStream<T, K> {
+export class KeyedStreamImpl<T, K extends KeyLike> extends DataStreamImpl<T> implements KeyedStream<T, K> {
   override process<R>(fn: KeyedProcessFunction<K, T, R>, options: ProcessingOptions = {}): SingleOutputStreamOperator<R> {
     const keySelector = this.upstream.keySelector as KeySelector<T>;
     const onError = errorPolicyOf(options, 'process');

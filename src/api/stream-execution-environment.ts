@@ -1,6 +1,6 @@
 import type { Source } from '../core/connector/source.ts';
 import type { WatermarkStrategy } from '../core/event-time/watermark-strategy.ts';
-import type { StateKey } from '../core/state/state-key.ts';
+import type { KeyLike, StateKey } from '../core/state/state-key.ts';
 import type { Window } from '../core/windowing/window.ts';
 import type { WindowAssigner } from '../core/windowing/window-assigner.ts';
 import { type SourceNode, StreamGraph } from '../graph/stream-graph.ts';
@@ -70,11 +70,11 @@ class JobStreamFactory implements StreamFactory {
     return new SingleOutputStreamOperatorImpl<T>(this, upstream);
   }
 
-  keyedStream<T, K extends StateKey>(upstream: Upstream): KeyedStream<T, K> {
+  keyedStream<T, K extends KeyLike>(upstream: Upstream): KeyedStream<T, K> {
     return new KeyedStreamImpl<T, K>(this, upstream);
   }
 
-  windowedStream<T, K extends StateKey, W extends Window>(upstream: Upstream, assigner: WindowAssigner<T, W>): WindowedStream<T, K, W> {
+  windowedStream<T, K extends KeyLike, W extends Window>(upstream: Upstream, assigner: WindowAssigner<T, W>): WindowedStream<T, K, W> {
     return new WindowedStreamImpl<T, K, W>(this, upstream, assigner);
   }
 
@@ -82,7 +82,7 @@ class JobStreamFactory implements StreamFactory {
     return new ConnectedStreamsImpl<T1, T2>(this, first, second);
   }
 
-  keyedConnectedStreams<T1, T2, K extends StateKey>(first: Upstream, second: Upstream): KeyedConnectedStreams<T1, T2, K> {
+  keyedConnectedStreams<T1, T2, K extends KeyLike>(first: Upstream, second: Upstream): KeyedConnectedStreams<T1, T2, K> {
     return new KeyedConnectedStreamsImpl<T1, T2, K>(this, first, second);
   }
 
@@ -94,7 +94,7 @@ class JobStreamFactory implements StreamFactory {
     return new CoGroupedStreamsImpl<T1, T2>(this, first, second);
   }
 
-  intervalJoin<T1, T2, K extends StateKey>(left: KeyedStream<T1, K>, right: KeyedStream<T2, K>): IntervalJoin<T1, T2, K> {
+  intervalJoin<T1, T2, K extends KeyLike>(left: KeyedStream<T1, K>, right: KeyedStream<T2, K>): IntervalJoin<T1, T2, K> {
     return new IntervalJoinImpl<T1, T2, K>(this, left, right);
   }
 }

@@ -184,6 +184,6 @@ export function validateStateKey(key: unknown, operatorName: string): StateKey {
       return key === 0 ? 0 : key;
   }
   throw new WeirError('INVALID_KEY', `the key selector of operator "${operatorName}" returned ${describeValue(key)}, which cannot be a key`, {
-    hint: 'return a string, a number (not NaN), a bigint or a boolean from the key selector; for a composite key, join its parts into a string',
+    hint: 'return a string, a number (not NaN), a bigint or a boolean from the key selector, or a tuple or record of them',
   });
 }

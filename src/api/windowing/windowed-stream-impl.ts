@@ -2,7 +2,7 @@ import { WeirError } from '../../core/errors/weir-error.ts';
 import type { KeySelector } from '../../core/functions/key-selector.ts';
 import type { OutputTag } from '../../core/functions/output-tag.ts';
 import type { StreamOperator } from '../../core/operator/stream-operator.ts';
-import type { StateKey } from '../../core/state/state-key.ts';
+import type { KeyLike, StateKey } from '../../core/state/state-key.ts';
 import { timeSetting } from '../../core/time/time-setting.ts';
 import type { Trigger } from '../../core/windowing/trigger.ts';
 import type { Window } from '../../core/windowing/window.ts';
@@ -19,11 +19,11 @@ interface WindowSettings<T, W extends Window> {
   lateDataTag: OutputTag<T> | undefined;
 }
 
-const isWindowFunction = (value: unknown): value is ProcessWindowFunction<unknown, unknown, StateKey, Window> =>
+const isWindowFunction = (value: unknown): value is ProcessWindowFunction<unknown, unknown, KeyLike, Window> =>
   typeof (value as { process?: unknown } | undefined)?.process === 'function';
 
 /** The {@link WindowedStream} of a job's graph. */
-export class WindowedStreamImpl<T, K extends StateKey, W extends Window> implements WindowedStream<T, K, W> {
+export class WindowedStreamImpl<T, K extends KeyLike, W extends Window> implements WindowedStream<T, K, W> {
   readonly #factory: StreamFactory;
   readonly #upstream: Upstream;
   readonly #assigner: WindowAssigner<T, W>;

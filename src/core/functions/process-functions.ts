@@ -1,6 +1,6 @@
 import type { UserMetricGroup } from '../metrics/metric-group.ts';
 import type { StateDescriptor } from '../state/state-descriptors.ts';
-import type { StateKey } from '../state/state-key.ts';
+import type { KeyLike, StateKey } from '../state/state-key.ts';
 import type { TimeDomain } from '../time/time-domain.ts';
 import type { OutputTag } from './output-tag.ts';
 
@@ -45,17 +45,17 @@ export interface ProcessContext {
   output<X>(tag: OutputTag<X>, value: X): void;
 }
 
-export interface KeyedContext<K extends StateKey> extends ProcessContext {
+export interface KeyedContext<K extends KeyLike> extends ProcessContext {
   getCurrentKey(): K;
 }
 
 /** The context of `onTimer`: for an event-time timer, `timestamp()` is the timer's time. */
-export interface OnTimerContext<K extends StateKey> extends KeyedContext<K> {
+export interface OnTimerContext<K extends KeyLike> extends KeyedContext<K> {
   timeDomain(): TimeDomain;
 }
 
 /** Flink's KeyedProcessFunction: per-record logic with keyed state, timers and side outputs. */
-export interface KeyedProcessFunction<K extends StateKey, IN, OUT> {
+export interface KeyedProcessFunction<K extends KeyLike, IN, OUT> {
   open?(context: RuntimeContext): void;
   processElement(value: IN, context: KeyedContext<K>, out: Collector<OUT>): void;
   onTimer?(timestamp: number, context: OnTimerContext<K>, out: Collector<OUT>): void;
@@ -81,7 +81,7 @@ export interface CoProcessFunction<IN1, IN2, OUT> {
  * Flink's KeyedCoProcessFunction: two streams keyed by the same key into one function, sharing its
  * keyed state and timers: records of both inputs with equal keys meet in the same subtask.
  */
-export interface KeyedCoProcessFunction<K extends StateKey, IN1, IN2, OUT> {
+export interface KeyedCoProcessFunction<K extends KeyLike, IN1, IN2, OUT> {
   open?(context: RuntimeContext): void;
   processElement1(value: IN1, context: KeyedContext<K>, out: Collector<OUT>): void;
   processElement2(value: IN2, context: KeyedContext<K>, out: Collector<OUT>): void;

@@ -1,6 +1,6 @@
 import type { OutputTag } from '../functions/output-tag.ts';
 import type { Collector, RuntimeContext } from '../functions/process-functions.ts';
-import type { StateKey } from '../state/state-key.ts';
+import type { KeyLike, StateKey } from '../state/state-key.ts';
 import type { Window } from './window.ts';
 
 /** What a window function sees besides the records (Flink's ProcessWindowFunction.Context). */
@@ -19,7 +19,7 @@ export interface ProcessWindowContext<W extends Window> {
  * gets the one reduced or aggregated value, so the window keeps only that. What it emits carries
  * the window's maxTimestamp.
  */
-export interface ProcessWindowFunction<IN, OUT, K extends StateKey, W extends Window> {
+export interface ProcessWindowFunction<IN, OUT, K extends KeyLike, W extends Window> {
   open?(context: RuntimeContext): void;
   process(key: K, context: ProcessWindowContext<W>, elements: readonly IN[], out: Collector<OUT>): void;
   close?(): void;

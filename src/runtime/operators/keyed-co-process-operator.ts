@@ -3,7 +3,7 @@ import type { KeySelector } from '../../core/functions/key-selector.ts';
 import type { KeyedCoProcessFunction } from '../../core/functions/process-functions.ts';
 import { type OperatorContext, StreamOperator } from '../../core/operator/stream-operator.ts';
 import type { KeyedStateBackend } from '../../core/state/keyed-state-backend.ts';
-import type { StateKey } from '../../core/state/state-key.ts';
+import type { KeyLike, StateKey } from '../../core/state/state-key.ts';
 import { validateStateKey } from '../../state/key-group-range-assignment.ts';
 import { KeyedProcessContext, keyedRuntimeContext, requireKeyedState, type TimerFunction } from './keyed-process-operator.ts';
 import { RecordErrorHandler } from './record-error-handler.ts';
@@ -14,7 +14,7 @@ import type { TimestampedCollector } from './timestamped-collector.ts';
  * KeyedCoProcessOperator): both inputs were hash-partitioned to the same key groups, so records of
  * either input with equal keys meet here and share the key's state and timers.
  */
-export class KeyedCoProcessOperator<K extends StateKey, IN1, IN2, OUT> extends StreamOperator<IN1, OUT> {
+export class KeyedCoProcessOperator<K extends KeyLike, IN1, IN2, OUT> extends StreamOperator<IN1, OUT> {
   readonly #fn: KeyedCoProcessFunction<K, IN1, IN2, OUT>;
   readonly #keySelector1: KeySelector<IN1>;
   readonly #keySelector2: KeySelector<IN2>;

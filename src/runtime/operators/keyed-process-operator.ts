@@ -6,8 +6,9 @@ import type { Collector, KeyedProcessFunction, OnTimerContext, RuntimeContext, T
 import { type OperatorContext, StreamOperator } from '../../core/operator/stream-operator.ts';
 import type { KeyedStateBackend } from '../../core/state/keyed-state-backend.ts';
 import type { StateDescriptor } from '../../core/state/state-descriptors.ts';
-import type { StateKey } from '../../core/state/state-key.ts';
+import type { KeyLike, StateKey } from '../../core/state/state-key.ts';
 import type { TimeDomain } from '../../core/time/time-domain.ts';
+import { decodeKey } from '../../state/composite-key.ts';
 import { validateStateKey } from '../../state/key-group-range-assignment.ts';
 import { keyText, RecordErrorHandler } from './record-error-handler.ts';
 import { TimestampedCollector } from './timestamped-collector.ts';
@@ -33,7 +34,7 @@ export function keyedRuntimeContext(context: OperatorContext, backend: KeyedStat
 }
 
 /** A function with timers: keyed process functions and keyed co-process functions. */
-export interface TimerFunction<K extends StateKey> {
+export interface TimerFunction<K extends KeyLike> {
   onTimer?(timestamp: number, context: OnTimerContext<K>, out: Collector<never>): void;
 }
 
@@ -42,7 +43,7 @@ export interface TimerFunction<K extends StateKey> {
  * ContextImpl and OnTimerContextImpl in one object, reused for every record): the current key,
  * the record's timestamp, the timer service on the keyed backend, side outputs.
  */
-export class KeyedProcessContext<K extends StateKey> implements OnTimerContext<K> {
+export class KeyedProcessContext<K extends KeyLike> implements OnTimerContext<K> {
   readonly timerService: TimerService;
   readonly collector = new TimestampedCollector<unknown>();
   /** The current record's (or event-time timer's) timestamp; undefined: none. */
@@ -83,7 +84,7 @@ export class KeyedProcessContext<K extends StateKey> implements OnTimerContext<K
   }
 
   getCurrentKey(): K {
-    return this.#backend.getCurrentKey() as K;
+    return decodeKey(this.#backend.getCurrentKey() as StateKey) as K;
   }
 
   timestamp(): number | undefined {
@@ -161,7 +162,7 @@ export class KeyedProcessContext<K extends StateKey> implements OnTimerContext<K
  * the watermark passes them; what a record emits carries the record's timestamp, what an
  * event-time timer emits the timer's.
  */
-export class KeyedProcessOperator<K extends StateKey, IN, OUT> extends StreamOperator<IN, OUT> {
+export class KeyedProcessOperator<K extends KeyLike, IN, OUT> extends StreamOperator<IN, OUT> {
   readonly #fn: KeyedProcessFunction<K, IN, OUT>;
   readonly #keySelector: KeySelector<IN>;
   #backend!: KeyedStateBackend;

@@ -7,12 +7,13 @@ import type { MetricCounter } from '../../core/metrics/metric-group.ts';
 import { type OperatorContext, StreamOperator } from '../../core/operator/stream-operator.ts';
 import type { KeyedStateBackend } from '../../core/state/keyed-state-backend.ts';
 import { mapState } from '../../core/state/state-descriptors.ts';
-import type { StateKey } from '../../core/state/state-key.ts';
+import type { KeyLike, StateKey } from '../../core/state/state-key.ts';
 import type { MapState } from '../../core/state/state-types.ts';
 import { isFire, isPurge, type Trigger } from '../../core/windowing/trigger.ts';
 import { type TimeWindow, type Window, windowNamespace, windowOfNamespace } from '../../core/windowing/window.ts';
 import type { WindowAssigner, WindowAssignerContext } from '../../core/windowing/window-assigner.ts';
 import type { ProcessWindowFunction } from '../../core/windowing/window-functions.ts';
+import { decodeKey } from '../../state/composite-key.ts';
 import { validateStateKey } from '../../state/key-group-range-assignment.ts';
 import { keyedRuntimeContext, requireKeyedState } from './keyed-process-operator.ts';
 import { keyText, RecordErrorHandler } from './record-error-handler.ts';
@@ -30,7 +31,7 @@ export interface WindowContents<IN, ACC, R> {
   result(accumulator: ACC): R[];
 }
 
-export interface WindowOperatorOptions<IN, ACC, R, OUT, K extends StateKey, W extends Window> {
+export interface WindowOperatorOptions<IN, ACC, R, OUT, K extends KeyLike, W extends Window> {
   assigner: WindowAssigner<IN, W>;
   trigger: Trigger<IN, W>;
   /** Milliseconds of event time a window's state is kept after its end, for late records (event time only). */
@@ -60,7 +61,7 @@ const WINDOW_SET = 'window-set';
  * silently). Session windows merge as records arrive (their contents and trigger state merge too).
  * A fired window emits with the timestamp `window.maxTimestamp()`.
  */
-export class WindowOperator<IN, ACC, R, OUT, K extends StateKey, W extends Window> extends StreamOperator<IN, OUT> {
+export class WindowOperator<IN, ACC, R, OUT, K extends KeyLike, W extends Window> extends StreamOperator<IN, OUT> {
   readonly #options: WindowOperatorOptions<IN, ACC, R, OUT, K, W>;
   readonly #eventTime: boolean;
   #backend!: KeyedStateBackend;
@@ -276,7 +277,7 @@ export class WindowOperator<IN, ACC, R, OUT, K extends StateKey, W extends Windo
         return;
       }
       this.#processContext.window = window;
-      fn.process(this.#backend.getCurrentKey() as K, this.#processContext, results, collector);
+      fn.process(decodeKey(this.#backend.getCurrentKey() as StateKey) as K, this.#processContext, results, collector);
     } catch (error) {
       collector.truncate(mark);
       const key = this.#backend.getCurrentKey() as StateKey;
