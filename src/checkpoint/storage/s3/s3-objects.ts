@@ -49,7 +49,8 @@ export class S3Objects {
       return { etag: answer.ETag ?? '' };
     } catch (error) {
       // 409: a concurrent conditional write to the same key won (S3's ConditionalRequestConflict).
-      if (status(error) === 412 || status(error) === 409) return 'precondition-failed';
+      const conditional = condition.ifNoneMatch !== undefined || condition.ifMatch !== undefined;
+      if (conditional && (status(error) === 412 || status(error) === 409)) return 'precondition-failed';
       throw this.#failure('STATE_WRITE_FAILED', 'write', key, error);
     }
   }
