@@ -10,12 +10,12 @@ import { randomBytes } from 'node:crypto';
 import { after, before, test } from 'node:test';
 import { DeleteObjectCommand, GetObjectCommand, PutObjectCommand, S3Client } from '@aws-sdk/client-s3';
 import type { CheckpointLocation } from '../../../src/checkpoint/storage/checkpoint-location.ts';
-import type { CheckpointMetadata } from '../../../src/checkpoint/storage/checkpoint-metadata.ts';
 import { CompletedCheckpointStore } from '../../../src/checkpoint/storage/completed-checkpoint-store.ts';
 import { openCheckpointStorage, storageFor } from '../../../src/checkpoint/storage/open-checkpoint-storage.ts';
 import { S3CheckpointStorage } from '../../../src/checkpoint/storage/s3/s3-checkpoint-storage.ts';
 import { LOCK_VERSION } from '../../../src/checkpoint/storage/storage-lock.ts';
 import { WeirError } from '../../../src/core/errors/weir-error.ts';
+import { metadataFor } from '../../harness/checkpoint-metadata.ts';
 import { type S3TestServer, startS3Proxy } from '../../harness/s3-proxy.ts';
 
 let server: S3TestServer;
@@ -48,20 +48,6 @@ const fresh = async (): Promise<S3CheckpointStorage> => {
 };
 const keyOf = (path: string) => path.slice(`s3://${bucket}/`.length);
 const put = (key: string, body: string | Uint8Array) => client.send(new PutObjectCommand({ Bucket: bucket, Key: key, Body: body }));
-
-function metadataFor(location: CheckpointLocation, operators: CheckpointMetadata['operators'] = []): CheckpointMetadata {
-  return {
-    version: 1,
-    kind: location.kind,
-    jobName: 'test-job',
-    checkpointId: location.checkpointId,
-    triggeredAt: 1_000,
-    completedAt: 1_050,
-    maxParallelism: 128,
-    operators,
-    properties: {},
-  };
-}
 
 async function complete(storage: S3CheckpointStorage, checkpointId: number, location = storage.checkpointLocation(checkpointId)): Promise<CheckpointLocation> {
   const keyed = await storage.writeState(location, 'map', 0, 'keyed', new TextEncoder().encode(`state of ${checkpointId}`));

@@ -4,10 +4,10 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { type TestContext, test } from 'node:test';
 import type { CheckpointLocation } from '../../../../src/checkpoint/storage/checkpoint-location.ts';
-import type { CheckpointMetadata } from '../../../../src/checkpoint/storage/checkpoint-metadata.ts';
 import { CompletedCheckpointStore } from '../../../../src/checkpoint/storage/completed-checkpoint-store.ts';
 import { FileSystemCheckpointStorage } from '../../../../src/checkpoint/storage/file-system-checkpoint-storage.ts';
 import { WeirError } from '../../../../src/core/errors/weir-error.ts';
+import { metadataFor } from '../../../harness/checkpoint-metadata.ts';
 
 async function freshStorage(t: TestContext): Promise<FileSystemCheckpointStorage> {
   const root = await mkdtemp(join(tmpdir(), 'weir-checkpoint-storage-'));
@@ -15,20 +15,6 @@ async function freshStorage(t: TestContext): Promise<FileSystemCheckpointStorage
   const storage = new FileSystemCheckpointStorage(join(root, 'job'));
   await storage.initialize();
   return storage;
-}
-
-function metadataFor(location: CheckpointLocation, operators: CheckpointMetadata['operators'] = []): CheckpointMetadata {
-  return {
-    version: 1,
-    kind: location.kind,
-    jobName: 'test-job',
-    checkpointId: location.checkpointId,
-    triggeredAt: 1_000,
-    completedAt: 1_050,
-    maxParallelism: 128,
-    operators,
-    properties: { sink: { pending: ['txn-1'] } },
-  };
 }
 
 /** A checkpoint with one subtask's keyed state, committed. */
