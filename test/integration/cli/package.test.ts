@@ -8,10 +8,11 @@ import { test } from 'node:test';
 import { promisify } from 'node:util';
 import { repositoryRoot } from '../../harness/cli.ts';
 
-test('npm pack builds dist/ first and ships what an install needs under the name weir-streams', async () => {
+test('npm pack ships what an install needs under the name weir-streams, and builds dist/ first (prepack)', async () => {
   const folder = await mkdtemp(join(tmpdir(), 'weir-pack-'));
   try {
-    const { stdout } = await promisify(execFile)('npm', ['pack', '--json', '--pack-destination', folder], {
+    // --ignore-scripts: the new-project test runs the real prepack; two builds writing dist/ at once would race.
+    const { stdout } = await promisify(execFile)('npm', ['pack', '--json', '--dry-run', '--ignore-scripts', '--pack-destination', folder], {
       cwd: repositoryRoot,
       maxBuffer: 64 * 1024 * 1024,
       env: { ...process.env, PATH: `${join(process.execPath, '..')}:${process.env.PATH}` },
