@@ -143,7 +143,7 @@ export class KeyedProcessContext<K extends KeyLike> implements OnTimerContext<K>
           this.#errors.onCallError(
             error,
             `the ${domain}-time timer at ${timestamp} of key ${keyText(key)}`,
-            { key, timer: timestamp, domain },
+            { key: decodeKey(key), timer: timestamp, domain },
             domain === 'event' ? timestamp : undefined,
           );
         }

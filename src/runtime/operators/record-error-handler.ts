@@ -4,6 +4,7 @@ import { DEAD_LETTER_TAG, type DeadLetterRecord, describeError, previewBytes, ty
 import type { MetricCounter } from '../../core/metrics/metric-group.ts';
 import type { OperatorContext } from '../../core/operator/stream-operator.ts';
 import type { StateKey } from '../../core/state/state-key.ts';
+import { decodeKey } from '../../state/composite-key.ts';
 
 /**
  * What an operator does when its user function throws on a record, or in a call for no one record
@@ -82,7 +83,9 @@ export class RecordErrorHandler {
   }
 }
 
-/** A key as an error names it: a string quoted, anything else as it prints. */
+/** A key as an error names it: a string quoted, a composite as its parts, anything else as it prints. */
 export function keyText(key: StateKey): string {
-  return typeof key === 'string' ? JSON.stringify(key) : String(key);
+  const shown = decodeKey(key);
+  if (typeof shown === 'object') return JSON.stringify(shown, (_field, value: unknown) => (typeof value === 'bigint' ? `${value}n` : value));
+  return typeof shown === 'string' ? JSON.stringify(shown) : String(shown);
 }
