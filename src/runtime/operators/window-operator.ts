@@ -283,7 +283,12 @@ export class WindowOperator<IN, ACC, R, OUT, K extends KeyLike, W extends Window
       const key = this.#backend.getCurrentKey() as StateKey;
       const time = Number.isFinite(window.maxTimestamp()) ? window.maxTimestamp() : undefined;
       const bounds = 'start' in window ? { start: window.start, end: window.end } : 'global';
-      this.#errors.onCallError(error, `firing the window ${window} of key ${keyText(key)}`, { key: decodeKey(key), window: bounds }, this.#eventTime ? time : undefined);
+      this.#errors.onCallError(
+        error,
+        `firing the window ${window} of key ${keyText(key)}`,
+        { key: decodeKey(key), window: bounds },
+        this.#eventTime ? time : undefined,
+      );
     }
   }
 
