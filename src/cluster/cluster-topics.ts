@@ -1,3 +1,4 @@
+import { setTimeout as sleep } from 'node:timers/promises';
 import { Admin, type ConnectionOptions } from '@platformatic/kafka';
 import type { ClusterConnections } from '../connectors/kafka/cluster-connections.ts';
 import { type BrokerAddress, formatBootstrap } from '../connectors/kafka/kafka-connection-options.ts';
@@ -75,13 +76,32 @@ export async function ensureClusterTopics(
   } finally {
     await admin.close();
   }
-  // Whoever created them, they must have the count the plan needs.
-  const after = await partitionCounts(connections, missing);
-  for (const wanted of missing) {
-    const count = after.get(wanted.topic);
-    if (count !== undefined && count !== wanted.partitions) throw mismatch(wanted, count);
+  // Whoever created them, they must be there (the brokers learn of a new topic a moment after it
+  // is created) and have the count the plan needs.
+  const deadline = Date.now() + 30_000;
+  for (;;) {
+    const after = await partitionCounts(connections, missing);
+    for (const wanted of missing) {
+      const count = after.get(wanted.topic);
+      if (count !== undefined && count !== wanted.partitions) throw mismatch(wanted, count);
+    }
+    if (after.size === missing.length) return created;
+    if (Date.now() > deadline) {
+      throw new WeirError(
+        'CLUSTER_MEMBERSHIP_FAILED',
+        `the cluster's topics ${missing
+          .filter((topic) => !after.has(topic.topic))
+          .map((topic) => `"${topic.topic}"`)
+          .join(', ')} do not show in the brokers' metadata 30 s after their creation`,
+        {
+          hint: 'check the brokers (their controller, and that they can create topics)',
+          fault: 'external',
+          retriable: true,
+        },
+      );
+    }
+    await sleep(100);
   }
-  return created;
 }
 
 /** The partition count of each of these topics that exists. */

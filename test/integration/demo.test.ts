@@ -46,8 +46,9 @@ test('weir demo: payments -> balances and minute totals with two SIGKILLs; the o
     const kills = [...stdout.matchAll(/^killed the job with SIGKILL \(kill \d\) while it worked through its input, ([\d,]+) records behind$/gm)];
     assert.equal(kills.length, 2, stdout);
     for (const [, behind] of kills) assert.ok(Number(behind?.replace(/,/g, '')) > 0, stdout);
-    // The progress line shows what the job reads while it streams.
-    assert.match(stdout, /job read [1-9][\d,]* this run \([1-9][\d,]*\/s\)/);
+    // The progress line says what the job reads this run (its counts arrive once a second, so a run
+    // killed within its first second may show 0: the kill lines above say the work was in progress).
+    assert.match(stdout, /^ {2}progress: [\d,]+ of 40,000 payments written; job read [\d,]+ this run \([\d,]+\/s\), lag [\d,]+, checkpoint /m);
     const [, input, output, totalsTopic] =
       /^topics: (\S+) \(payments\) -> (\S+) \(balances\), (\S+) \(totals per account and minute of event time\)$/m.exec(stdout) ?? [];
     assert.ok(input && output && totalsTopic, stdout);
