@@ -120,6 +120,7 @@ export class KafkaSourceReader<T> implements SourceReader<T, KafkaSplit> {
         if (queue === undefined) continue;
         const take = Math.min(queue.records.length - queue.next, Math.max(1, Math.floor((max - out.length) / live.length)));
         const splitId = splitIds === undefined ? '' : `${split.topic}:${split.partition}`;
+        let lastTimestamp: bigint | undefined; // of the records emitted now, for the lag in seconds (once per split, not per record)
         for (let i = 0; i < take && out.length < max; i++) {
           const record = queue.records[queue.next++] as TopicRecord;
           let value: T;
@@ -133,13 +134,16 @@ export class KafkaSourceReader<T> implements SourceReader<T, KafkaSplit> {
             continue;
           }
           out.push(value);
-          const lag = this.#lag.get(`${split.topic}/${split.partition}`);
-          if (lag !== undefined && record.timestamp >= 0n) lag.lastTimestamp = Number(record.timestamp);
+          if (record.timestamp >= 0n) lastTimestamp = record.timestamp;
           splitIds?.push(splitId);
           timestamps?.push(record.timestamp >= 0n ? Number(record.timestamp) : Number.NaN); // -1: the record has no timestamp
           split.offset = record.offset + 1n;
           this.#buffered--;
           progressed = true;
+        }
+        if (lastTimestamp !== undefined) {
+          const lag = this.#lag.get(`${split.topic}/${split.partition}`);
+          if (lag !== undefined) lag.lastTimestamp = Number(lastTimestamp);
         }
         if (queue.next >= queue.records.length) {
           split.offset = queue.nextOffset; // past the markers and aborted batches of that fetch too
