@@ -22,15 +22,19 @@ export function requireKeyedState(context: OperatorContext, call: string): Keyed
   return context.keyedState;
 }
 
-/** The runtime context a keyed function opens with. */
-export function keyedRuntimeContext(context: OperatorContext, backend: KeyedStateBackend): RuntimeContext {
+/** The runtime context a function of a stream that is not keyed opens with: where it runs, and its metrics. */
+export function runtimeContext(context: OperatorContext): Omit<RuntimeContext, 'getState'> {
   return {
     subtaskIndex: context.subtaskIndex,
     parallelism: context.parallelism,
     attemptNumber: context.attemptNumber,
     metrics: userMetricGroup(context.metrics, context.subtaskIndex, context.operatorName),
-    getState: <S>(descriptor: StateDescriptor<S>) => backend.getState(descriptor) as S,
   };
+}
+
+/** The runtime context a keyed function opens with: that, and keyed state. */
+export function keyedRuntimeContext(context: OperatorContext, backend: KeyedStateBackend): RuntimeContext {
+  return { ...runtimeContext(context), getState: <S>(descriptor: StateDescriptor<S>) => backend.getState(descriptor) as S };
 }
 
 /** A function with timers: keyed process functions and keyed co-process functions. */

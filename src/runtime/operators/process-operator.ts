@@ -3,9 +3,9 @@ import type { RecordErrorPolicy } from '../../core/functions/dead-letter.ts';
 import type { OutputTag } from '../../core/functions/output-tag.ts';
 import type { CoProcessFunction, ProcessContext, ProcessFunction, TimerService } from '../../core/functions/process-functions.ts';
 import { type OperatorContext, StreamOperator } from '../../core/operator/stream-operator.ts';
+import { runtimeContext } from './keyed-process-operator.ts';
 import { RecordErrorHandler } from './record-error-handler.ts';
 import { TimestampedCollector } from './timestamped-collector.ts';
-import { userMetricGroup } from './user-metric-group.ts';
 
 function noTimers(context: () => OperatorContext): never {
   throw new WeirError('TIMERS_NEED_KEYED_STREAM', `operator "${context().operatorName}" set a timer, but timers exist only on keyed streams`, {
@@ -84,12 +84,7 @@ export class ProcessOperator<IN, OUT> extends StreamOperator<IN, OUT> {
   override open(context: OperatorContext): void {
     this.#context.context = context;
     this.#errors.open(context);
-    this.#fn.open?.({
-      subtaskIndex: context.subtaskIndex,
-      parallelism: context.parallelism,
-      attemptNumber: context.attemptNumber,
-      metrics: userMetricGroup(context.metrics, context.subtaskIndex, context.operatorName),
-    });
+    this.#fn.open?.(runtimeContext(context));
   }
 
   processBatch(batch: IN[], timestamps?: readonly number[]): OUT[] {
@@ -126,12 +121,7 @@ export class CoProcessOperator<IN1, IN2, OUT> extends StreamOperator<IN1, OUT> {
   override open(context: OperatorContext): void {
     this.#context.context = context;
     this.#errors.open(context);
-    this.#fn.open?.({
-      subtaskIndex: context.subtaskIndex,
-      parallelism: context.parallelism,
-      attemptNumber: context.attemptNumber,
-      metrics: userMetricGroup(context.metrics, context.subtaskIndex, context.operatorName),
-    });
+    this.#fn.open?.(runtimeContext(context));
   }
 
   processBatch(batch: IN1[], timestamps?: readonly number[]): OUT[] {
