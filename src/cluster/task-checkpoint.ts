@@ -1,5 +1,6 @@
 import { type MessageRecord, murmur2 } from '@platformatic/kafka';
 import { z } from 'zod';
+import { stateHandleSchema } from '../checkpoint/storage/checkpoint-metadata.ts';
 import type { ClusterConnections } from '../connectors/kafka/cluster-connections.ts';
 import type { TopicRecord } from '../connectors/kafka/partition-fetcher.ts';
 import { fencedOr, type InputOffset, type OffsetsOwner, type OpenTransaction, type TransactionDriver } from '../connectors/kafka/transaction-driver.ts';
@@ -26,9 +27,12 @@ const taskCheckpointSchema = z.object({
   checkpointId: z.number().int().positive(),
   /** The next offset to read of every input partition of the task (decimal strings: offsets are 64-bit). */
   offsets: z.array(z.object({ topic: z.string(), partition: z.number().int().nonnegative(), offset: z.string().regex(/^\d+$/) })),
-  /** The task's state files in the shared checkpoint storage; null for a stateless task. */
+  /** The task's state files in the shared checkpoint storage (by operator uid, relative to the location); null for a stateless task. */
   state: z
-    .object({ location: z.string(), handles: z.array(z.object({ path: z.string(), size: z.number().int().nonnegative(), sha256: z.string() })) })
+    .object({
+      location: z.string(),
+      operators: z.array(z.object({ uid: z.string(), keyed: stateHandleSchema.optional(), operator: stateHandleSchema.optional() })),
+    })
     .nullable(),
   /** The task's watermark at the checkpoint; null before the first. */
   watermark: z.number().nullable(),

@@ -6,10 +6,12 @@ import { WeirError } from '../../core/errors/weir-error.ts';
 import { LOG_LEVELS, type LogFormat, type LogLevel } from '../../core/logging/logger.ts';
 import { processLog } from '../../core/logging/pino-logger.ts';
 import { startJob } from '../../runtime/jobmaster/job-master.ts';
+import { loadJob } from '../../runtime/jobmaster/load-job.ts';
 import { isLoopback } from '../../web/request-guard.ts';
 import { startRestServer } from '../../web/rest-server.ts';
 import { durationArgument, positiveIntegerArgument } from '../arguments.ts';
 import { addKafkaOptions, useKafkaSettings } from '../kafka-options.ts';
+import { runClusterMember } from './run-cluster-member.ts';
 
 /** A job config file: a JSON object of the job's settings, read whole (its errors name it). */
 async function readConfigFile(path: string): Promise<{ path: string; config: EnvironmentConfigInput }> {
@@ -62,6 +64,9 @@ interface RunOptions extends KafkaSettingsOptions {
   uiToken?: string;
   logLevel?: LogLevel;
   logFormat?: LogFormat;
+  cluster?: string;
+  instanceId?: string;
+  sessionTimeout?: number;
 }
 
 const wholeNumber = (value: string): number => {
@@ -104,6 +109,9 @@ export function runCommand(): Command {
       '--config <file>',
       "a JSON file of the job's settings (parallelism, checkpointing, restartStrategy, ...; docs/configuration.md): over the job's own, under these options",
     )
+    .option('--cluster <id>', 'cluster mode: this process is a member of the cluster <id>, sharing the job with the others (docs/scale-out.md)')
+    .option('--instance-id <id>', 'cluster mode: static membership, one id per member (a member restarted under it gets its tasks back at once)')
+    .addOption(new Option('--session-timeout <duration>', 'cluster mode: a member silent this long loses its tasks (default 10s)').argParser(durationArgument))
     .option('--fresh', 'start without restoring the latest checkpoint', false)
     .option('--from-savepoint <path>', 'start from this savepoint (or checkpoint) folder')
     .addOption(
@@ -150,6 +158,15 @@ export function runCommand(): Command {
       if (options.retainedCheckpoints !== undefined) checkpointing.retained = options.retainedCheckpoints;
       if (options.checkpointStorage !== undefined) checkpointing.storage = options.checkpointStorage;
       if (Object.keys(checkpointing).length > 0) config.checkpointing = checkpointing as EnvironmentConfigInput['checkpointing'];
+      if (options.cluster !== undefined) {
+        config.cluster = {
+          id: options.cluster,
+          ...(options.instanceId === undefined ? {} : { instanceId: options.instanceId }),
+          ...(options.sessionTimeout === undefined ? {} : { sessionTimeout: options.sessionTimeout }),
+        };
+      } else if (options.instanceId !== undefined || options.sessionTimeout !== undefined) {
+        throw new WeirError('INVALID_CONFIG', '--instance-id and --session-timeout are settings of cluster mode', { hint: 'give --cluster <id> too' });
+      }
       if (options.restart === false) config.restartStrategy = { type: 'none' };
       else if (options.restartAttempts !== undefined || options.restartDelay !== undefined) {
         config.restartStrategy = { type: 'fixed-delay', attempts: options.restartAttempts ?? 3, delay: options.restartDelay ?? 1000 };
@@ -162,6 +179,11 @@ export function runCommand(): Command {
       // The default connection of every Kafka source and sink of the job that does not set its own
       // (handed to the worker threads in memory: never in the job's config or its checkpoints).
       useKafkaSettings(options, log);
+      const configFile = options.config === undefined ? undefined : await readConfigFile(options.config);
+      if (options.cluster !== undefined || (await loadJob({ job, config, configFile })).config.cluster !== undefined) {
+        await runClusterMember({ job, config, configFile, log: logger });
+        return;
+      }
       const started = Date.now();
       let checkpoints = 0;
       // The REST server listens before the job loads: a taken port stops the run before anything runs.
@@ -177,7 +199,7 @@ export function runCommand(): Command {
       const client = await startJob({
         job,
         config,
-        ...(options.config === undefined ? {} : { configFile: await readConfigFile(options.config) }),
+        configFile,
         fresh: options.fresh,
         ...(options.fromSavepoint === undefined ? {} : { fromSavepoint: options.fromSavepoint }),
         log: logger,

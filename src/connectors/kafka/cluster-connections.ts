@@ -43,11 +43,14 @@ export class ClusterConnections {
   readonly #pool: ConnectionPool;
   readonly #tls: ConnectionOptions['tls'];
   #brokers = new Map<number, BrokerAddress>();
+  #closed = false;
+  readonly #owner: string;
 
   constructor(bootstrap: readonly BrokerAddress[], options: ClusterConnectionsOptions = {}) {
     this.bootstrap = bootstrap;
     const { clientId = 'weir', retryTimeoutMs = 0, owner = `Kafka client ${clientId}`, ...connectionOptions } = options;
     this.#tls = options.tls;
+    this.#owner = owner;
     this.retryTimeoutMs = retryTimeoutMs;
     this.outage = new BrokerOutage(owner, processLog);
     this.#pool = new ConnectionPool(clientId, { connectTimeout: 5_000, requestTimeout: 30_000, ...connectionOptions });
@@ -57,6 +60,7 @@ export class ClusterConnections {
   async any(): Promise<Connection> {
     const deadline = Date.now() + this.retryTimeoutMs;
     for (let attempt = 0; ; attempt++) {
+      this.#ensureOpen();
       try {
         const connection = await this.#connectAny();
         this.outage.recovered();
@@ -121,6 +125,7 @@ export class ClusterConnections {
     }
     const deadline = Date.now() + this.retryTimeoutMs;
     for (let attempt = 0; ; attempt++) {
+      this.#ensureOpen();
       try {
         const connection = await this.#pool.get(broker);
         this.outage.recovered();
@@ -186,7 +191,15 @@ export class ClusterConnections {
   }
 
   async close(): Promise<void> {
+    this.#closed = true;
     await this.#pool.close();
+  }
+
+  /** Closed connections fail at once, never retried: what used them has stopped (a task closed under a request in flight). */
+  #ensureOpen(): void {
+    if (this.#closed) {
+      throw new WeirError('CONNECTIONS_CLOSED', `the Kafka connections of ${this.#owner} are closed`, { fault: 'internal' });
+    }
   }
 }
 

@@ -1,5 +1,6 @@
 import type { Preflightable, PreflightContext, PreflightFinding } from '../../core/connector/preflight.ts';
 import type { Sink } from '../../core/connector/sink.ts';
+import type { TaskTransaction } from '../../core/connector/task-transaction.ts';
 import type { StreamOperator } from '../../core/operator/stream-operator.ts';
 import { finishTransactionsAtJobEnd, TwoPhaseCommitSinkOperator } from '../two-phase-commit-sink.ts';
 import { AtLeastOnceKafkaWriter } from './at-least-once-kafka-writer.ts';
@@ -8,6 +9,7 @@ import { resolveKafkaConnection } from './kafka-default-connection.ts';
 import { brokerTransactionMaxTimeout, missingTopics, transactionTimeoutFindings, unreachableFinding } from './kafka-preflight.ts';
 import { type KafkaSinkOptions, parseKafkaSinkOptions } from './kafka-sink-options.ts';
 import { prefixInUseFinding, prefixProbeWindow } from './prefix-in-use.ts';
+import { TaskKafkaWriter } from './task-kafka-writer.ts';
 import { defaultTransactionalIdPrefix } from './transactional-id.ts';
 
 /**
@@ -80,6 +82,13 @@ function kafkaSinkWithDeadLetters<T>(options: KafkaSinkOptions<T>, deadLetterTop
       (options.deliveryGuarantee === 'exactly-once'
         ? new TwoPhaseCommitSinkOperator(new ExactlyOnceKafkaWriter(options, transactionTimeoutMs, retryTimeoutMs))
         : new AtLeastOnceKafkaWriter(options, retryTimeoutMs)) as unknown as StreamOperator<T, never>,
+    // Cluster mode: the records go into the task's transaction (exactly-once by the task's checkpoint).
+    ...(options.deliveryGuarantee === 'exactly-once'
+      ? {
+          createTaskOperator: (transaction: TaskTransaction) =>
+            new TaskKafkaWriter(options, transaction, retryTimeoutMs) as unknown as StreamOperator<T, never>,
+        }
+      : {}),
     ...(options.deliveryGuarantee === 'exactly-once'
       ? { withDeadLetters: (topics: readonly string[]) => kafkaSinkWithDeadLetters(options, [...new Set([...deadLetterTopics, ...topics])]) }
       : {}),

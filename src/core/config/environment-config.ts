@@ -120,6 +120,29 @@ export const environmentConfigSchema = z
         'Periodic barrier checkpoints, as in Flink. Without it the job takes no checkpoints, a restart starts from the beginning, and the preflight refuses an exactly-once sink.',
       defaultText: 'none: off',
     }),
+    cluster: z
+      .object({
+        id: z
+          .string()
+          .regex(/^[A-Za-z0-9._-]{1,100}$/, 'a cluster id is 1 to 100 of A-Z a-z 0-9 . _ -')
+          .describe('The cluster: the consumer group its members form, and the prefix of the job’s own topics and transactional ids.'),
+        instanceId: z
+          .string()
+          .min(1)
+          .optional()
+          .describe(
+            'Static membership (group.instance.id), one per member: a member restarted under it within the session timeout gets its tasks back at once.',
+          ),
+        sessionTimeout: duration('cluster.sessionTimeout')
+          .default(10_000)
+          .describe('A member silent this long is out of the group, its tasks go to the others (the broker bounds it: group.min/max.session.timeout.ms).'),
+      })
+      .strict()
+      .optional()
+      .meta({
+        description: 'Cluster mode (docs/scale-out.md): the job runs as tasks shared by every process started with the same id (`weir run --cluster <id>`).',
+        defaultText: 'none: one process',
+      }),
     restartStrategy: restartStrategySchema
       .default({
         type: 'exponential-delay',

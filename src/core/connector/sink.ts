@@ -1,4 +1,5 @@
 import type { OperatorContext, StreamOperator } from '../operator/stream-operator.ts';
+import type { TaskTransaction } from './task-transaction.ts';
 
 export type DeliveryGuarantee = 'exactly-once' | 'at-least-once' | 'none';
 
@@ -20,4 +21,10 @@ export interface Sink<IN> {
    * (processBatch2) and writes each to its `topic`, and whose preflight checks these topics.
    */
   withDeadLetters?(topics: readonly string[]): Sink<IN>;
+  /**
+   * Cluster mode (`weir run --cluster`): the sink's operator writing into the transaction of the
+   * task it runs in, committed with the task's checkpoint. A sink without it cannot run in cluster
+   * mode (the member refuses the job by the sink's name).
+   */
+  createTaskOperator?(transaction: TaskTransaction): StreamOperator<IN, never>;
 }

@@ -141,6 +141,7 @@ export const ERROR_CODES = [
   'CLUSTER_INSTANCE_ID_IN_USE',
   'CLUSTER_MEMBERSHIP_FAILED',
   'TASK_FENCED',
+  'CONNECTIONS_CLOSED',
   // Weir's own mistake.
   'INTERNAL',
 ] as const;

@@ -1,6 +1,4 @@
-import { resolve } from 'node:path';
 import { setTimeout as sleep } from 'node:timers/promises';
-import { pathToFileURL } from 'node:url';
 import { CheckpointCoordinator } from '../../checkpoint/checkpoint-coordinator.ts';
 import { CheckpointStatsTracker } from '../../checkpoint/checkpoint-stats-tracker.ts';
 import type { CompletedCheckpoint } from '../../checkpoint/completed-checkpoint.ts';
@@ -9,18 +7,17 @@ import type { CheckpointStorage } from '../../checkpoint/storage/checkpoint-stor
 import { CompletedCheckpointStore } from '../../checkpoint/storage/completed-checkpoint-store.ts';
 import { openCheckpointStorage } from '../../checkpoint/storage/open-checkpoint-storage.ts';
 import { releaseOnExit } from '../../checkpoint/storage/storage-lock.ts';
-import { type EnvironmentConfig, type EnvironmentConfigInput, parseEnvironmentConfig } from '../../core/config/environment-config.ts';
+import type { EnvironmentConfig } from '../../core/config/environment-config.ts';
 import { WeirError } from '../../core/errors/weir-error.ts';
 import { type Logger, toLogger } from '../../core/logging/logger.ts';
-import { buildStreamGraph } from '../../graph/job.ts';
-import { buildJobGraph, type JobGraph } from '../../graph/job-graph.ts';
+import type { JobGraph } from '../../graph/job-graph.ts';
 import type { StreamGraph } from '../../graph/stream-graph.ts';
-import { loadJobModule } from '../deployment/job-module.ts';
 import type { RestoreInfo } from '../deployment/restore-info.ts';
 import { JobMetrics } from '../metrics/job-metrics.ts';
 import { CheckpointLogSummary, throughputOf } from './checkpoint-log-summary.ts';
 import { ExecutionAttempt } from './execution-attempt.ts';
 import type { JobClient, JobResult, JobStatus, RunJobOptions } from './job-client.ts';
+import { loadJob } from './load-job.ts';
 import { failedForGood, neverRestarts, RestartStrategy } from './restart-strategy.ts';
 import { findRestorePoint, restoreAfterFailure, supersededRestoreWarning } from './restore-point.ts';
 import { enforcePreflight, runPreflight } from './run-preflight.ts';
@@ -37,16 +34,7 @@ export type { JobClient, JobEvent, JobResult, JobStatus, RunJobOptions } from '.
 export async function startJob(options: RunJobOptions): Promise<JobClient> {
   const logger = toLogger(options.log);
   const log = (line: string) => logger.info(line);
-  const url = options.job.startsWith('file:') ? options.job : pathToFileURL(resolve(options.job)).href;
-  const job = await loadJobModule(url);
-  // Options over the config file over the job's own config; checkpointing merges setting by setting.
-  const layers = [job.config, options.configFile?.config, options.config];
-  const checkpointing = layers.every((layer) => layer?.checkpointing === undefined)
-    ? {}
-    : { checkpointing: Object.assign({}, ...layers.map((layer) => layer?.checkpointing)) as EnvironmentConfigInput['checkpointing'] };
-  const config = withConfigFileNamed(options.configFile?.path, () => parseEnvironmentConfig(Object.assign({}, ...layers, checkpointing)));
-  const streamGraph = buildStreamGraph(job);
-  const graph = buildJobGraph(job.name, streamGraph, config);
+  const { url, job, config, streamGraph, graph } = await loadJob(options);
 
   const storage = config.checkpointing === undefined ? undefined : openCheckpointStorage(config.checkpointing.storage);
   await storage?.initialize();
@@ -75,19 +63,6 @@ export async function startJob(options: RunJobOptions): Promise<JobClient> {
   } catch (error) {
     release();
     throw error;
-  }
-}
-
-/** A configuration error names the config file when one took part, so a typo in it is found where it is. */
-function withConfigFileNamed<T>(path: string | undefined, parse: () => T): T {
-  try {
-    return parse();
-  } catch (error) {
-    if (path === undefined || !(error instanceof WeirError) || error.code !== 'INVALID_CONFIG') throw error;
-    throw new WeirError('INVALID_CONFIG', `${error.message} (the job's settings, ${path} and the command line together)`, {
-      hint: `fix the named settings in ${path}, the job's config or the options; docs/configuration.md lists every option`,
-      cause: error,
-    });
   }
 }
 

@@ -80,6 +80,11 @@ export class StreamTaskSourceInput implements MailboxDefaultAction, CheckpointLi
     return { uid: this.#options.uid, keyed: undefined, operatorState: this.#options.operatorState };
   }
 
+  /** The splits as the latest checkpoint (or the restore) left them. */
+  get splits(): readonly unknown[] {
+    return this.#splits.get();
+  }
+
   /** A fresh start gives this subtask its share of the initial splits; then the reader opens on its splits. */
   async open(): Promise<void> {
     const { node, restored, subtaskIndex, parallelism } = this.#options;

@@ -2,6 +2,7 @@ import type { StopMode } from '../../checkpoint/stop-mode.ts';
 import type { CheckpointLocation } from '../../checkpoint/storage/checkpoint-location.ts';
 import type { CheckpointStorage } from '../../checkpoint/storage/checkpoint-storage.ts';
 import type { EnvironmentConfig } from '../../core/config/environment-config.ts';
+import type { Sink } from '../../core/connector/sink.ts';
 import { withUserCodeLocation } from '../../core/errors/user-code-location.ts';
 import { WeirError } from '../../core/errors/weir-error.ts';
 import type { OperatorContext, StreamOperator } from '../../core/operator/stream-operator.ts';
@@ -44,6 +45,8 @@ export interface TaskEnvironment {
   recordWriters: RecordWriter[];
   returnCredit: (channelId: number) => void;
   toMaster: (message: FromWorker) => void;
+  /** Cluster mode: the operator of a sink node (writing into the task's transaction) in place of the sink's own. */
+  createSinkOperator?: (sink: Sink<unknown>, uid: string) => StreamOperator<unknown, unknown>;
 }
 
 /**
@@ -147,7 +150,9 @@ export class StreamTask {
         await this.#sourceInput.open();
         continue;
       }
-      const operator = (node.kind === 'sink' ? node.sink.createOperator() : node.createOperator()) as StreamOperator<unknown, unknown>;
+      const operator = (
+        node.kind === 'sink' ? (env.createSinkOperator?.(node.sink as Sink<unknown>, uid) ?? node.sink.createOperator()) : node.createOperator()
+      ) as StreamOperator<unknown, unknown>;
       const index = this.#chain.add({ uid, name: node.name, operator, keyed, operatorState });
       const context: OperatorContext = {
         jobName: env.jobName,
@@ -170,6 +175,16 @@ export class StreamTask {
       const opened = operator.open(context);
       if (isThenable(opened)) await opened;
     }
+  }
+
+  /** A source task's splits as its latest checkpoint took them (cluster mode names their offsets in its checkpoint record). */
+  get sourceSplits(): readonly unknown[] {
+    return this.#sourceInput?.splits ?? [];
+  }
+
+  /** The watermark the task's chain has reached. */
+  get currentWatermark(): number {
+    return this.#chain.currentWatermark;
   }
 
   /** Starts the loop (a source reads; other tasks run when input arrives). */

@@ -56,7 +56,7 @@ const checkpoint = (input: string, checkpointId: number, offset: number, owner: 
   task: 0,
   checkpointId,
   offsets: [{ topic: input, partition: 0, offset: String(offset) }],
-  state: { location: `s3://bucket/tasks/count-0/chk-${checkpointId}`, handles: [] },
+  state: { location: `s3://bucket/tasks/count-0/chk-${checkpointId}`, operators: [] },
   watermark: null,
   member: { memberId: owner.memberId, generationId: owner.generationId },
   completedAt: Date.now(),

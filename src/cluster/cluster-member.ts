@@ -1,0 +1,282 @@
+import { setTimeout as sleep } from 'node:timers/promises';
+import { ClusterConnections } from '../connectors/kafka/cluster-connections.ts';
+import { resolveKafkaConnection } from '../connectors/kafka/kafka-default-connection.ts';
+import { readTopic } from '../connectors/kafka/topic-reader.ts';
+import { type OpenTransaction, TransactionDriver } from '../connectors/kafka/transaction-driver.ts';
+import type { EnvironmentConfig } from '../core/config/environment-config.ts';
+import { WeirError } from '../core/errors/weir-error.ts';
+import type { Logger } from '../core/logging/logger.ts';
+import type { RunJobOptions } from '../runtime/jobmaster/job-client.ts';
+import { loadJob } from '../runtime/jobmaster/load-job.ts';
+import { ClusterTask, type MemberRuntime, taskTransactionalId } from './cluster-task.ts';
+import { clusterTopics, ensureClusterTopics } from './cluster-topics.ts';
+import { GroupMembership } from './group-membership.ts';
+import { planStages, type Stage } from './stage-plan.ts';
+import { latestTaskCheckpoints, type TaskCheckpoint, taskCheckpointKey } from './task-checkpoint.ts';
+
+/** The job and its settings, whose `cluster` (id, instanceId, sessionTimeout) makes this process a member. */
+export interface ClusterMemberOptions extends Pick<RunJobOptions, 'job' | 'config' | 'configFile'> {
+  log: Logger;
+}
+
+type ClusterSettings = NonNullable<EnvironmentConfig['cluster']>;
+
+/** One task as its member holds it. */
+interface TaskEntry {
+  /** Its number in the group's assignment (over every stage). */
+  global: number;
+  stage: Stage;
+  task: number;
+  run: ClusterTask | undefined;
+  /** Revoked (or the member closes): whatever is under way for it stops. */
+  revoked: boolean;
+  /** Fenced by a newer owner: it waits for the next assignment rather than fence that owner back. */
+  fenced: boolean;
+  failures: number;
+}
+
+export interface ClusterMemberStatus {
+  cluster: string;
+  memberId: string;
+  generation: number;
+  tasks: { stage: string; task: number; running: boolean; checkpointId: number | undefined; completedAt: number | undefined }[];
+}
+
+/**
+ * One member of a cluster-mode job (`weir run --cluster <id>`): it plans the job's stages and
+ * topics (creating those missing), joins the cluster's consumer group, and runs the tasks the
+ * group assigns it, each a {@link ClusterTask}. A task assigned is fenced from its old owner
+ * (InitProducerId on its transactional id) before its latest committed checkpoint is read, so
+ * that checkpoint is final; a task revoked stops at once. A task that fails starts again from its
+ * latest checkpoint after a back-off, unless a newer owner fenced it (then it waits for the group).
+ */
+export class ClusterMember {
+  readonly #options: ClusterMemberOptions & ClusterSettings;
+  readonly #runtime: MemberRuntime;
+  readonly #membership: GroupMembership;
+  readonly #entries = new Map<number, TaskEntry>();
+  /** Global task number -> stage and task. */
+  readonly #tasks: { stage: Stage; task: number }[];
+  #closed = false;
+
+  private constructor(options: ClusterMemberOptions & ClusterSettings, runtime: MemberRuntime, tasks: { stage: Stage; task: number }[]) {
+    this.#options = options;
+    this.#runtime = runtime;
+    this.#tasks = tasks;
+    const session = options.sessionTimeout;
+    this.#membership = new GroupMembership(runtime.connections, {
+      groupId: options.id,
+      taskCount: tasks.length,
+      instanceId: options.instanceId,
+      sessionTimeoutMs: session,
+      rebalanceTimeoutMs: session,
+      onChange: (change) => this.#onChange(change.assigned, change.revoked, change.tasks),
+      log: runtime.log,
+    });
+  }
+
+  /** Plans the job, creates its topics and joins the group; resolves once the member has started (its tasks start as they are assigned). */
+  static async start(memberOptions: ClusterMemberOptions): Promise<ClusterMember> {
+    const log = (line: string) => memberOptions.log.info(line);
+    const { job, config, streamGraph, graph } = await loadJob(memberOptions);
+    if (config.cluster === undefined) {
+      throw new WeirError('INVALID_CONFIG', `job "${graph.jobName}" has no cluster id`, {
+        hint: 'run it with --cluster <id> (or give its config cluster: { id })',
+      });
+    }
+    const options = { ...memberOptions, ...config.cluster };
+    const checkpointing = config.checkpointing;
+    if (checkpointing === undefined || checkpointing.mode !== 'exactly-once') {
+      throw new WeirError(
+        'NO_CHECKPOINTING',
+        `cluster mode runs exactly-once checkpoints, and job "${graph.jobName}" has ${checkpointing ? 'at-least-once ones' : 'none'}`,
+        {
+          hint: 'give the job checkpointing: { interval, storage } (or --checkpoint-interval and --checkpoint-storage, a folder or s3:// every member shares)',
+        },
+      );
+    }
+    const plan = planStages(options.id, graph);
+    for (const stage of plan.stages) {
+      if (stage.vertices.length > 1) {
+        const names = stage.vertices.map((id) => `"${graph.vertices[id]?.name}"`).join(', ');
+        throw new WeirError('INVALID_CONFIG', `cluster mode cannot run this job yet: stage "${stage.uid}" is more than one chain (${names})`, {
+          hint: 'cluster mode runs stages of one chain: an operator whose output feeds two operators without a keyBy ends a chain (give one of them a keyBy or rebalance, or run without --cluster)',
+        });
+      }
+    }
+    for (const node of streamGraph.nodes) {
+      if (node.kind === 'sink' && node.sink.createTaskOperator === undefined) {
+        throw new WeirError(
+          'INVALID_CONFIG',
+          `cluster mode cannot run sink "${graph.nodes[node.id]?.uid}" (${node.sink.name}): it cannot write into a task's Kafka transaction`,
+          {
+            hint: "in cluster mode every sink is a kafkaSink with deliveryGuarantee 'exactly-once' on the cluster's brokers",
+          },
+        );
+      }
+    }
+    // A stage reading sources has one task per split (a Kafka source: per partition), read now and fixed by its exchange topics from then on.
+    const taskCounts: number[] = [];
+    for (const stage of plan.stages) {
+      if (stage.taskCount !== undefined) taskCounts.push(stage.taskCount);
+      else {
+        const node = streamGraph.node(stage.sourceNodes[0] as number);
+        if (node.kind !== 'source') throw new Error(`stage ${stage.uid} starts at no source`);
+        taskCounts.push((await node.source.createInitialSplits(1)).length);
+      }
+    }
+    const kafka = resolveKafkaConnection({}, 'cluster mode (--cluster)');
+    const connections = new ClusterConnections(kafka.bootstrap, { clientId: 'weir-cluster', ...kafka.connection, owner: `cluster "${options.id}"` });
+    const tasks = plan.stages.flatMap((stage) => Array.from({ length: taskCounts[stage.id] as number }, (_, task) => ({ stage, task })));
+    try {
+      const topics = clusterTopics(plan, tasks.length);
+      const created = new Set(await ensureClusterTopics(connections, kafka.bootstrap, kafka.connection, topics));
+      for (const stage of plan.stages) log(`cluster "${options.id}": stage "${stage.uid}", ${taskCounts[stage.id]} tasks`);
+      for (const topic of topics)
+        log(`cluster "${options.id}": ${topic.what}: topic ${topic.topic}, ${topic.partitions} partitions${created.has(topic.topic) ? ' (created)' : ''}`);
+    } catch (error) {
+      await connections.close();
+      throw error;
+    }
+    const driver = new TransactionDriver(connections, { transactionTimeoutMs: Math.max(60_000, 10 * checkpointing.interval) });
+    let member: ClusterMember | undefined;
+    const runtime: MemberRuntime = {
+      clusterId: options.id,
+      job,
+      config: { ...config, checkpointing },
+      graph,
+      plan,
+      taskCounts,
+      connections,
+      driver,
+      bootstrap: kafka.bootstrap,
+      connection: kafka.connection,
+      owner: () => {
+        const membership = (member as ClusterMember).#membership;
+        return { groupId: options.id, generationId: membership.generation, memberId: membership.memberId, groupInstanceId: options.instanceId ?? null };
+      },
+      log,
+    };
+    member = new ClusterMember(options, runtime, tasks);
+    member.#membership.start();
+    return member;
+  }
+
+  /** Rejects when the membership cannot go on (another member under this instance id, a different job under this cluster id). */
+  get failed(): Promise<never> {
+    return this.#membership.failed;
+  }
+
+  status(): ClusterMemberStatus {
+    return {
+      cluster: this.#options.id,
+      memberId: this.#membership.memberId,
+      generation: this.#membership.generation,
+      tasks: [...this.#entries.values()].map((entry) => ({
+        stage: entry.stage.uid,
+        task: entry.task,
+        running: entry.run !== undefined,
+        checkpointId: entry.run?.latest?.checkpointId,
+        completedAt: entry.run?.latest?.completedAt,
+      })),
+    };
+  }
+
+  /** Leaves the group: every task stops (its open transaction aborted) and goes to the other members. */
+  async close(): Promise<void> {
+    this.#closed = true;
+    await this.#membership.close();
+    await this.#runtime.connections.close();
+  }
+
+  async #onChange(assigned: number[], revoked: number[], tasks: number[]): Promise<void> {
+    await Promise.all(
+      revoked.map(async (global) => {
+        const entry = this.#entries.get(global);
+        if (entry === undefined) return;
+        entry.revoked = true;
+        this.#entries.delete(global);
+        await entry.run?.stop();
+        entry.run = undefined;
+      }),
+    );
+    const starting: TaskEntry[] = [];
+    for (const global of assigned) {
+      const { stage, task } = this.#tasks[global] as { stage: Stage; task: number };
+      const entry: TaskEntry = { global, stage, task, run: undefined, revoked: false, fenced: false, failures: 0 };
+      this.#entries.set(global, entry);
+      starting.push(entry);
+    }
+    // Still ours in the new generation: a task fenced in the old one starts again.
+    for (const global of tasks) {
+      const entry = this.#entries.get(global);
+      if (entry?.fenced === true) {
+        entry.fenced = false;
+        starting.push(entry);
+      }
+    }
+    if (starting.length > 0) {
+      this.#runtime.log(`cluster "${this.#options.id}": generation ${this.#membership.generation}, ${tasks.length} tasks: ${this.#describe(tasks)}`);
+      void this.#startTasks(starting);
+    }
+  }
+
+  #describe(tasks: readonly number[]): string {
+    return tasks.map((global) => `${this.#tasks[global]?.stage.uid}/${this.#tasks[global]?.task}`).join(', ');
+  }
+
+  /** Fences each task's old owner, reads the tasks' latest checkpoints once, and starts them. */
+  async #startTasks(entries: TaskEntry[]): Promise<void> {
+    const { driver, plan, bootstrap, connection } = this.#runtime;
+    const opens = await Promise.all(
+      entries.map((entry) => driver.initTransaction(taskTransactionalId(this.#options.id, entry.stage, entry.task)).catch((error: unknown) => error as Error)),
+    );
+    let checkpoints: Map<string, TaskCheckpoint>;
+    try {
+      // Read after the fencing: whatever the old owners left open is aborted, so the latest committed record is final.
+      checkpoints = latestTaskCheckpoints(await readTopic({ bootstrap, connection, topic: plan.checkpointTopic, timeoutMs: 120_000 }), plan.checkpointTopic);
+    } catch (error) {
+      for (const entry of entries) this.#taskFailed(entry, error);
+      return;
+    }
+    await Promise.all(
+      entries.map(async (entry, index) => {
+        const open = opens[index] as OpenTransaction | Error;
+        if (open instanceof Error) return this.#taskFailed(entry, open);
+        if (entry.revoked || this.#closed) return;
+        const restored = checkpoints.get(taskCheckpointKey(entry.stage.uid, entry.task));
+        const run = new ClusterTask(this.#runtime, entry.stage, entry.task, restored, (error) => this.#taskFailed(entry, error));
+        entry.run = run;
+        try {
+          await run.start(open);
+        } catch (error) {
+          return this.#taskFailed(entry, error);
+        }
+        if (entry.revoked || this.#closed) {
+          await run.stop();
+          return;
+        }
+        this.#runtime.log(`${run.name} started ${restored === undefined ? 'fresh' : `from checkpoint ${restored.checkpointId}`}`);
+      }),
+    );
+  }
+
+  #taskFailed(entry: TaskEntry, error: unknown): void {
+    const run = entry.run;
+    entry.run = undefined;
+    void run?.stop();
+    if (entry.revoked || this.#closed) return;
+    const message = error instanceof Error ? error.message : String(error);
+    if (error instanceof WeirError && error.code === 'TASK_FENCED') {
+      entry.fenced = true;
+      this.#runtime.log(`${entry.stage.uid} task ${entry.task} was fenced (another member owns it now); it waits for the group's next assignment`);
+      return;
+    }
+    entry.failures++;
+    const delay = Math.min(30_000, 1000 * 2 ** Math.min(entry.failures - 1, 5));
+    this.#options.log.warn(`${entry.stage.uid} task ${entry.task} failed (${message}); it starts again from its latest checkpoint in ${delay} ms`);
+    void sleep(delay).then(() => {
+      if (!entry.revoked && !this.#closed && this.#entries.get(entry.global) === entry) void this.#startTasks([entry]);
+    });
+  }
+}

@@ -1,0 +1,312 @@
+import { join } from 'node:path';
+import type { ConnectionOptions } from '@platformatic/kafka';
+import type { OperatorSubtaskState } from '../checkpoint/operator-subtask-state.ts';
+import type { CheckpointLocation } from '../checkpoint/storage/checkpoint-location.ts';
+import type { CheckpointStorage } from '../checkpoint/storage/checkpoint-storage.ts';
+import { openCheckpointStorage } from '../checkpoint/storage/open-checkpoint-storage.ts';
+import { isS3Url } from '../checkpoint/storage/s3/s3-url.ts';
+import type { ClusterConnections } from '../connectors/kafka/cluster-connections.ts';
+import { type BrokerAddress, formatBootstrap } from '../connectors/kafka/kafka-connection-options.ts';
+import type { InputOffset, OffsetsOwner, OpenTransaction, TransactionDriver } from '../connectors/kafka/transaction-driver.ts';
+import type { EnvironmentConfig } from '../core/config/environment-config.ts';
+import { WeirError } from '../core/errors/weir-error.ts';
+import type { Job } from '../graph/job.ts';
+import { buildStreamGraph } from '../graph/job.ts';
+import type { JobGraph } from '../graph/job-graph.ts';
+import type { RestoreInfo } from '../runtime/deployment/restore-info.ts';
+import type { FromWorker } from '../runtime/deployment/worker-messages.ts';
+import { RecordWriter } from '../runtime/io/record-writer.ts';
+import { StreamTask } from '../runtime/tasks/stream-task.ts';
+import { ExchangeChannelWriter, TransactionGateWriter } from './exchange-channel-writer.ts';
+import { ExchangeInput } from './exchange-input.ts';
+import type { Stage, StagePlan } from './stage-plan.ts';
+import { commitTaskCheckpoint, TASK_CHECKPOINT_VERSION, type TaskCheckpoint } from './task-checkpoint.ts';
+import { TaskOutput } from './task-output.ts';
+
+/** A side output no stream reads: the task's transaction as one more output of its chain. */
+const TRANSACTION_TAG = '\0weir-task-transaction';
+
+/** What every task of a member shares. */
+export interface MemberRuntime {
+  clusterId: string;
+  job: Job;
+  config: EnvironmentConfig & { checkpointing: NonNullable<EnvironmentConfig['checkpointing']> };
+  graph: JobGraph;
+  plan: StagePlan;
+  /** Per stage, its task count. */
+  taskCounts: readonly number[];
+  connections: ClusterConnections;
+  driver: TransactionDriver;
+  bootstrap: readonly BrokerAddress[];
+  connection: ConnectionOptions;
+  /** The member in the group now (its generation), for the offsets each checkpoint commits. */
+  owner: () => OffsetsOwner;
+  log: (line: string) => void;
+}
+
+/** The transactional id of a task: fixed for the job's life, so every new owner fences the old one. */
+export function taskTransactionalId(clusterId: string, stage: Stage, task: number): string {
+  return `weir-${clusterId}-${stage.uid}-${task}`;
+}
+
+/** A task's folder in the shared checkpoint storage, per owner (producer id and epoch): a zombie never writes where its successor does. */
+function taskStorageRoot(root: string, stage: Stage, task: number, open: OpenTransaction): string {
+  const parts = ['tasks', `${stage.uid.replace(/[^A-Za-z0-9._-]+/g, '_')}-${task}`, `p${open.producerId}-e${open.producerEpoch}`];
+  return isS3Url(root) ? [root.replace(/\/+$/, ''), ...parts].join('/') : join(root, ...parts);
+}
+
+/**
+ * One task of a cluster-mode job (Kafka Streams' StreamTask): its stage's chain as a
+ * {@link StreamTask} of the engine, with the task's number as its subtask index, fed by its source
+ * split or by its exchange topics' partition ({@link ExchangeInput}), writing everything into its
+ * own Kafka transaction ({@link TaskOutput}), restored from its latest committed checkpoint.
+ *
+ * Every checkpoint interval: a barrier goes in (a source task's trigger, or one barrier per
+ * channel behind what was read), the chain snapshots as it passes and seals the transaction, the
+ * state files go to the shared storage, and then one commit makes the output, the input offsets
+ * and the checkpoint record visible together (task-checkpoint.ts). Any failure (the task's own,
+ * a fenced producer, a send that failed) ends the task; its member decides what comes next.
+ */
+export class ClusterTask {
+  readonly stage: Stage;
+  readonly task: number;
+  readonly name: string;
+  readonly #runtime: MemberRuntime;
+  readonly #restored: TaskCheckpoint | undefined;
+  readonly #onFailure: (error: unknown) => void;
+  #output!: TaskOutput;
+  #streamTask!: StreamTask;
+  #input: ExchangeInput | undefined;
+  #storage!: CheckpointStorage;
+  #timer: NodeJS.Timeout | undefined;
+  #nextCheckpointId: number;
+  #pending: { id: number; location: CheckpointLocation; offsets: InputOffset[] | undefined } | undefined;
+  #previousLocation: CheckpointLocation | undefined;
+  #completing: Promise<void> = Promise.resolve();
+  #stopped = false;
+  /** The latest checkpoint this task committed (or restored). */
+  latest: TaskCheckpoint | undefined;
+
+  constructor(runtime: MemberRuntime, stage: Stage, task: number, restored: TaskCheckpoint | undefined, onFailure: (error: unknown) => void) {
+    this.#runtime = runtime;
+    this.stage = stage;
+    this.task = task;
+    this.name = `${stage.uid} task ${task}`;
+    this.#restored = restored;
+    this.latest = restored;
+    this.#onFailure = onFailure;
+    this.#nextCheckpointId = (restored?.checkpointId ?? 0) + 1;
+  }
+
+  /** Opens the task on its transaction (InitProducerId done: the old owner is fenced) and starts it. */
+  async start(open: OpenTransaction): Promise<void> {
+    const { config, graph, plan, taskCounts } = this.#runtime;
+    const { stage, task } = this;
+    const vertex = graph.vertices[stage.vertices[0] as number];
+    if (vertex === undefined) throw new Error(`stage ${stage.uid} has no vertex`);
+    const taskCount = taskCounts[stage.id] as number;
+    this.#storage = openCheckpointStorage(taskStorageRoot(config.checkpointing.storage, stage, task, open));
+    await this.#storage.initialize();
+    this.#output = new TaskOutput(this.#runtime.driver, open, formatBootstrap(this.#runtime.bootstrap), {
+      onAvailable: () => this.#streamTask.onCredit(),
+      onFailure: (error) => this.#fail(error),
+    });
+    const streamGraph = buildStreamGraph(this.#runtime.job);
+    const recordWriters = graph.edges
+      .filter((edge) => edge.source === vertex.id)
+      .map((edge) => {
+        const exchange = plan.exchanges.find((entry) => entry.edge === edge.id);
+        if (exchange === undefined) throw new Error(`edge ${edge.id} of stage ${stage.uid} is no exchange`);
+        return new RecordWriter({
+          writers: Array.from({ length: exchange.partitions }, (_, partition) => new ExchangeChannelWriter(this.#output, exchange.topic, partition, task)),
+          partitioning: edge.partitioning,
+          keySelector: streamGraph.edges[edge.streamEdge]?.keySelector,
+          maxParallelism: config.maxParallelism,
+          operatorName: vertex.name,
+          subtaskIndex: task,
+          outputTag: edge.outputTag,
+        });
+      });
+    recordWriters.push(
+      new RecordWriter({
+        writers: [new TransactionGateWriter(this.#output)],
+        partitioning: 'forward',
+        keySelector: undefined,
+        maxParallelism: config.maxParallelism,
+        operatorName: vertex.name,
+        subtaskIndex: task,
+        outputTag: TRANSACTION_TAG,
+      }),
+    );
+    // One channel per upstream task of each exchange it reads, so its valve takes their minimum watermark.
+    const inputChannels: number[] = [];
+    const inputIndexOf = new Map<number, number>();
+    const partitions = stage.inputs.map((index) => {
+      const exchange = plan.exchanges[index] as (typeof plan.exchanges)[number];
+      const firstChannel = inputChannels.length;
+      const inputIndex = graph.edges[exchange.edge]?.inputIndex ?? 0;
+      for (let upstream = 0; upstream < (taskCounts[exchange.from] as number); upstream++) {
+        inputIndexOf.set(inputChannels.length, inputIndex);
+        inputChannels.push(inputChannels.length);
+      }
+      const restoredOffset = this.#restored?.offsets.find((entry) => entry.topic === exchange.topic && entry.partition === task)?.offset;
+      return { topic: exchange.topic, partition: task, firstChannel, offset: restoredOffset === undefined ? undefined : BigInt(restoredOffset) };
+    });
+    this.#streamTask = new StreamTask({
+      jobName: graph.jobName,
+      config,
+      vertex: { ...vertex, parallelism: taskCount },
+      subtaskIndex: task,
+      attemptNumber: 0,
+      streamGraph,
+      uids: graph.nodes.map((node) => node.uid),
+      restore: this.#restoreInfo(taskCount),
+      storage: this.#storage,
+      inputChannels,
+      inputIndexOf,
+      recordWriters,
+      returnCredit: () => this.#input?.returnCredit(),
+      toMaster: (message) => this.#fromTask(message),
+      createSinkOperator: (sink, uid) => {
+        const operator = sink.createTaskOperator?.(this.#output);
+        if (operator === undefined) throw unsupportedSink(sink.name, uid);
+        return operator;
+      },
+    });
+    await this.#streamTask.open();
+    if (partitions.length > 0) {
+      this.#input = new ExchangeInput({
+        bootstrap: this.#runtime.bootstrap,
+        connection: this.#runtime.connection,
+        partitions,
+        task,
+        taskCount,
+        deliver: (message) => this.#streamTask.deliver(message),
+        onFailure: (error) => this.#fail(error),
+      });
+      await this.#input.open();
+    }
+    if (this.#stopped) return;
+    this.#streamTask.start();
+    this.#timer = setInterval(() => this.#triggerCheckpoint(), config.checkpointing.interval);
+    this.#timer.unref();
+  }
+
+  /** Stops the task: no more input, its open transaction aborted (a checkpoint being committed finishes first). */
+  async stop(): Promise<void> {
+    if (this.#stopped) return;
+    this.#stopped = true;
+    clearInterval(this.#timer);
+    await this.#input?.close().catch(() => {});
+    await this.#streamTask?.close().catch(() => {});
+    await this.#completing.catch(() => {});
+    if (this.#output !== undefined) await this.#runtime.driver.abort(this.#output.transaction).catch(() => {});
+  }
+
+  #restoreInfo(taskCount: number): RestoreInfo | undefined {
+    const restored = this.#restored;
+    if (restored?.state == null) return undefined;
+    return {
+      checkpointId: restored.checkpointId,
+      folder: restored.state.location,
+      maxParallelism: this.#runtime.config.maxParallelism,
+      operators: restored.state.operators.map((operator) => ({
+        uid: operator.uid,
+        parallelism: taskCount,
+        subtasks: [
+          { subtaskIndex: this.task, ...(operator.keyed ? { keyed: operator.keyed } : {}), ...(operator.operator ? { operator: operator.operator } : {}) },
+        ],
+      })),
+      transactionsCommitted: true,
+    };
+  }
+
+  #triggerCheckpoint(): void {
+    if (this.#stopped || this.#pending !== undefined) return;
+    const id = this.#nextCheckpointId++;
+    const location = this.#storage.checkpointLocation(id);
+    if (this.#input === undefined) {
+      this.#pending = { id, location, offsets: undefined };
+      this.#streamTask.triggerCheckpoint(location);
+      return;
+    }
+    // The barrier goes in behind everything read so far, on every channel: aligned at once.
+    this.#pending = { id, location, offsets: this.#input.positions(id) };
+    for (let channel = 0; channel < this.#streamTask.env.inputChannels.length; channel++) this.#streamTask.deliver({ kind: 'barrier', channel, location });
+  }
+
+  #fromTask(message: FromWorker): void {
+    switch (message.type) {
+      case 'ack':
+        this.#completing = this.#complete(message.checkpointId, message.operators).catch((error: unknown) => this.#fail(error));
+        return;
+      case 'decline':
+        this.#fail(
+          new WeirError('CHECKPOINT_FAILED', `${this.name}: checkpoint ${message.checkpointId} was declined: ${message.failure.message}`, {
+            fault: 'internal',
+          }),
+        );
+        return;
+      case 'failed':
+        this.#fail(WeirError.fromSerialized(message.error));
+        return;
+      default:
+        return;
+    }
+  }
+
+  async #complete(checkpointId: number, operators: OperatorSubtaskState[]): Promise<void> {
+    const pending = this.#pending;
+    if (pending === undefined || pending.id !== checkpointId || this.#stopped) return;
+    const transaction = await this.#output.sealedSent(checkpointId);
+    const offsets = pending.offsets ?? sourceOffsets(this.#streamTask.sourceSplits);
+    const owner = this.#runtime.owner();
+    const watermark = this.#streamTask.currentWatermark;
+    const checkpoint: TaskCheckpoint = {
+      version: TASK_CHECKPOINT_VERSION,
+      stage: this.stage.uid,
+      task: this.task,
+      checkpointId,
+      offsets: offsets.map(({ topic, partition, offset }) => ({ topic, partition, offset: String(offset) })),
+      state: {
+        location: pending.location.path,
+        operators: operators.flatMap(({ uid, keyed, operator }) =>
+          keyed === undefined && operator === undefined ? [] : [{ uid, ...(keyed ? { keyed } : {}), ...(operator ? { operator } : {}) }],
+        ),
+      },
+      watermark: Number.isFinite(watermark) ? watermark : null,
+      member: { memberId: owner.memberId, generationId: owner.generationId },
+      completedAt: Date.now(),
+    };
+    await commitTaskCheckpoint(this.#runtime.driver, this.#runtime.connections, transaction, owner, this.#runtime.plan.checkpointTopic, checkpoint);
+    this.#output.committed(this.#runtime.driver.nextTransaction(transaction));
+    this.latest = checkpoint;
+    this.#pending = undefined;
+    this.#streamTask.notifyCheckpointComplete(checkpointId);
+    // The previous checkpoint of this owner is no longer the task's latest: its files can go.
+    const previous = this.#previousLocation;
+    this.#previousLocation = pending.location;
+    if (previous !== undefined) await this.#storage.discard(previous).catch(() => {});
+  }
+
+  #fail(error: unknown): void {
+    if (this.#stopped) return;
+    this.#onFailure(error);
+  }
+}
+
+/** A Kafka source task's offsets from its splits (topic, partition and next offset). */
+function sourceOffsets(splits: readonly unknown[]): InputOffset[] {
+  return splits.flatMap((split) => {
+    const entry = split as { topic?: unknown; partition?: unknown; offset?: unknown };
+    return typeof entry.topic === 'string' && typeof entry.partition === 'number' && typeof entry.offset === 'bigint'
+      ? [{ topic: entry.topic, partition: entry.partition, offset: entry.offset }]
+      : [];
+  });
+}
+
+function unsupportedSink(name: string, uid: string): WeirError {
+  return new WeirError('INVALID_CONFIG', `cluster mode cannot run sink "${uid}" (${name}): it cannot write into a task's Kafka transaction`, {
+    hint: "in cluster mode every sink is a kafkaSink with deliveryGuarantee 'exactly-once' on the cluster's brokers",
+  });
+}

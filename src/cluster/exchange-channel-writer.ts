@@ -1,0 +1,82 @@
+import type { CheckpointLocation } from '../checkpoint/storage/checkpoint-location.ts';
+import { ChannelWriter } from '../runtime/io/channel-writer.ts';
+import { encodeRecordsFrame, encodeWatermarkFrame } from './exchange-frames.ts';
+import type { TaskOutput } from './task-output.ts';
+
+const nothing = () => {};
+
+/**
+ * The sending end of one partition of an exchange topic, in place of a channel to another
+ * subtask: a batch becomes one records frame in the task's transaction; the latest watermark and
+ * idleness become a watermark frame at every checkpoint (read_committed readers see nothing
+ * sooner anyway). Its availability is the task output's: back pressure as a channel's credit.
+ */
+export class ExchangeChannelWriter extends ChannelWriter {
+  readonly #output: TaskOutput;
+  readonly #topic: string;
+  readonly #partition: number;
+  readonly #from: number;
+  #watermark = Number.NEGATIVE_INFINITY;
+  #idle = false;
+
+  constructor(output: TaskOutput, topic: string, partition: number, from: number) {
+    super(partition, partition, 1, nothing, nothing);
+    this.#output = output;
+    this.#topic = topic;
+    this.#partition = partition;
+    this.#from = from;
+    output.onSeal(() => output.write([{ topic, partition, value: encodeWatermarkFrame(from, this.#watermark, this.#idle) }]));
+  }
+
+  override get available(): boolean {
+    return this.#output.available;
+  }
+
+  override sendBatch(batch: unknown[], timestamps?: number[]): void {
+    this.#output.write([{ topic: this.#topic, partition: this.#partition, value: encodeRecordsFrame(this.#from, batch, timestamps) }]);
+  }
+
+  /** The task's checkpoint is its transaction's commit (the task output seals at the barrier). */
+  override sendBarrier(_location: CheckpointLocation): void {}
+
+  override sendWatermark(watermark: number): void {
+    this.#watermark = watermark;
+  }
+
+  override sendWatermarkStatus(idle: boolean): void {
+    this.#idle = idle;
+  }
+
+  /** Cluster jobs are unbounded: an input that ends leaves the task idle, not finished. */
+  override sendEndOfData(): void {}
+}
+
+/**
+ * The task's transaction as one more output of its chain (a side output no stream reads): it
+ * makes the chain wait while the transaction's queue is full, also when the task writes only to
+ * sinks, and seals the transaction as the checkpoint's barrier passes.
+ */
+export class TransactionGateWriter extends ChannelWriter {
+  readonly #output: TaskOutput;
+
+  constructor(output: TaskOutput) {
+    super(-1, -1, 1, nothing, nothing);
+    this.#output = output;
+  }
+
+  override get available(): boolean {
+    return this.#output.available;
+  }
+
+  override sendBatch(): void {}
+
+  override sendBarrier(location: CheckpointLocation): void {
+    this.#output.seal(location.checkpointId);
+  }
+
+  override sendWatermark(): void {}
+
+  override sendWatermarkStatus(): void {}
+
+  override sendEndOfData(): void {}
+}

@@ -1,0 +1,61 @@
+import { deserialize, serialize } from 'node:v8';
+import type { TopicRecord } from '../connectors/kafka/partition-fetcher.ts';
+import { WeirError } from '../core/errors/weir-error.ts';
+
+/**
+ * What an exchange topic's records hold: frames one upstream task writes into one partition, in
+ * order, inside its transactions. A records frame is a batch of the job's records (with their
+ * event times), a watermark frame the upstream task's watermark and whether it is idle (written
+ * into every partition at every checkpoint, so a downstream task takes the minimum over its
+ * upstream tasks, idle ones left out, as a task does over its channels in one process).
+ *
+ * Encoded with Node's structured serialization (node:v8), which keeps what JSON loses (undefined,
+ * Date, Map, BigInt, binary data); every frame carries its format version.
+ */
+export const EXCHANGE_FRAME_VERSION = 1;
+
+export type ExchangeFrame =
+  | { kind: 'records'; from: number; records: unknown[]; timestamps: number[] | undefined }
+  | { kind: 'watermark'; from: number; watermark: number; idle: boolean };
+
+type Encoded =
+  | [version: number, kind: 'r', from: number, records: unknown[], timestamps: number[] | undefined]
+  | [version: number, kind: 'w', from: number, watermark: number, idle: boolean];
+
+export function encodeRecordsFrame(from: number, records: unknown[], timestamps: number[] | undefined): Buffer {
+  return serialize([EXCHANGE_FRAME_VERSION, 'r', from, records, timestamps] satisfies Encoded);
+}
+
+export function encodeWatermarkFrame(from: number, watermark: number, idle: boolean): Buffer {
+  return serialize([EXCHANGE_FRAME_VERSION, 'w', from, watermark, idle] satisfies Encoded);
+}
+
+export function decodeFrame(record: TopicRecord): ExchangeFrame {
+  let decoded: unknown;
+  try {
+    decoded = record.value === null ? undefined : deserialize(record.value);
+  } catch (error) {
+    throw corrupt(record, (error as Error).message);
+  }
+  if (!Array.isArray(decoded) || typeof decoded[0] !== 'number') throw corrupt(record, 'not an exchange frame');
+  const [version, kind, from, a, b] = decoded as Encoded;
+  if (version !== EXCHANGE_FRAME_VERSION) {
+    throw new WeirError(
+      'CHECKPOINT_METADATA_TOO_NEW',
+      `${where(record)} holds an exchange frame of version ${version}; this Weir reads version ${EXCHANGE_FRAME_VERSION}`,
+      { hint: 'run every member of the cluster with the same Weir version', fault: 'external' },
+    );
+  }
+  if (kind === 'r') return { kind: 'records', from, records: a as unknown[], timestamps: b as number[] | undefined };
+  if (kind === 'w') return { kind: 'watermark', from, watermark: a as number, idle: b as boolean };
+  throw corrupt(record, `unknown frame kind ${JSON.stringify(kind)}`);
+}
+
+const where = (record: TopicRecord) => `exchange topic "${record.topic}" partition ${record.partition} offset ${record.offset}`;
+
+function corrupt(record: TopicRecord, why: string): WeirError {
+  return new WeirError('CHECKPOINT_METADATA_CORRUPT', `${where(record)} does not read: ${why}`, {
+    hint: 'an exchange topic is the job’s own: nothing but its members may write to it',
+    fault: 'external',
+  });
+}

@@ -1,0 +1,136 @@
+import type { ConnectionOptions } from '@platformatic/kafka';
+import type { BrokerAddress } from '../connectors/kafka/kafka-connection-options.ts';
+import { kafkaSource } from '../connectors/kafka/kafka-source.ts';
+import type { KafkaSplit } from '../connectors/kafka/kafka-split.ts';
+import type { TopicRecord } from '../connectors/kafka/partition-fetcher.ts';
+import type { InputOffset } from '../connectors/kafka/transaction-driver.ts';
+import type { SourceReader } from '../core/connector/source.ts';
+import type { ChannelMessage } from '../runtime/io/channel-message.ts';
+import { decodeFrame } from './exchange-frames.ts';
+
+/** Batches delivered to the task and not yet through its chain, past which the input waits. */
+const MAX_IN_FLIGHT = 8;
+const POLL_RECORDS = 256;
+
+/** One exchange topic a task reads: its partition is the task's number; its upstream tasks are channels from `firstChannel` on. */
+export interface ExchangeInputPartition {
+  topic: string;
+  partition: number;
+  firstChannel: number;
+  /** The offset to go on from (a restored checkpoint's); undefined: the partition's start. */
+  offset: bigint | undefined;
+}
+
+/**
+ * The input of a task downstream of exchanges (in place of its channels from other subtasks):
+ * each exchange topic's partition of the task, read read_committed (only what the upstream
+ * tasks' checkpoints committed), its frames turned into channel messages, one channel per
+ * upstream task, so the task's barrier handler and watermark valve work as in one process.
+ * Reading waits while the task has {@link MAX_IN_FLIGHT} batches it has not run yet.
+ */
+export class ExchangeInput {
+  readonly #reader: SourceReader<TopicRecord, KafkaSplit>;
+  readonly #partitions: readonly ExchangeInputPartition[];
+  readonly #deliver: (message: ChannelMessage) => void;
+  readonly #onFailure: (error: unknown) => void;
+  #inFlight = 0;
+  #stopped = false;
+  #paused = false;
+  #wake: (() => void) | undefined;
+  #loop: Promise<void> | undefined;
+
+  constructor(options: {
+    bootstrap: readonly BrokerAddress[];
+    connection: ConnectionOptions;
+    partitions: readonly ExchangeInputPartition[];
+    task: number;
+    taskCount: number;
+    deliver: (message: ChannelMessage) => void;
+    onFailure: (error: unknown) => void;
+  }) {
+    this.#partitions = options.partitions;
+    this.#deliver = options.deliver;
+    this.#onFailure = options.onFailure;
+    const source = kafkaSource<TopicRecord>({
+      bootstrap: options.bootstrap.map((broker) => `${broker.host}:${broker.port}`),
+      connection: options.connection,
+      topics: [...new Set(options.partitions.map((entry) => entry.topic))],
+      deserializer: (record) => record,
+      partitionDiscoveryInterval: 0,
+    });
+    this.#reader = source.createReader({ subtaskIndex: options.task, parallelism: options.taskCount, attemptNumber: 0 });
+  }
+
+  async open(): Promise<void> {
+    const splits: KafkaSplit[] = this.#partitions.map((entry) => ({ topic: entry.topic, partition: entry.partition, offset: entry.offset ?? null, end: null }));
+    await this.#reader.open(splits, splits);
+    this.#loop = this.#run().catch((error: unknown) => {
+      if (!this.#stopped) this.#onFailure(error);
+    });
+  }
+
+  /** A batch went through the task's chain (its credit came back). */
+  returnCredit(): void {
+    this.#inFlight--;
+    this.#wake?.();
+  }
+
+  /** Stops taking records (a checkpoint's barrier goes in now); {@link resume} goes on. */
+  pause(): void {
+    this.#paused = true;
+  }
+
+  resume(): void {
+    this.#paused = false;
+    this.#wake?.();
+  }
+
+  /** The next offset of each partition: what a checkpoint taken now has consumed. */
+  positions(checkpointId: number): InputOffset[] {
+    return (this.#reader.snapshotState(checkpointId) as KafkaSplit[]).map((split) => ({
+      topic: split.topic,
+      partition: split.partition,
+      offset: split.offset ?? 0n,
+    }));
+  }
+
+  async close(): Promise<void> {
+    this.#stopped = true;
+    this.#wake?.();
+    await this.#loop;
+    await this.#reader.close();
+  }
+
+  async #run(): Promise<void> {
+    const channelOf = new Map(this.#partitions.map((entry) => [entry.topic, entry.firstChannel]));
+    while (!this.#stopped) {
+      if (this.#paused || this.#inFlight >= MAX_IN_FLIGHT) {
+        await new Promise<void>((resolve) => {
+          this.#wake = resolve;
+        });
+        this.#wake = undefined;
+        continue;
+      }
+      const records = (await this.#reader.pollNext(POLL_RECORDS)) ?? [];
+      if (this.#stopped) return;
+      for (const record of records) {
+        const frame = decodeFrame(record);
+        const channel = (channelOf.get(record.topic) as number) + frame.from;
+        if (frame.kind === 'records') {
+          this.#inFlight++;
+          this.#deliver(
+            frame.timestamps === undefined
+              ? { kind: 'records', channel, records: frame.records }
+              : { kind: 'records', channel, records: frame.records, timestamps: frame.timestamps },
+          );
+        } else {
+          if (frame.idle) this.#deliver({ kind: 'watermark-status', channel, idle: true });
+          else {
+            this.#deliver({ kind: 'watermark-status', channel, idle: false });
+            if (frame.watermark > Number.NEGATIVE_INFINITY) this.#deliver({ kind: 'watermark', channel, watermark: frame.watermark });
+          }
+        }
+      }
+    }
+  }
+}

@@ -1,0 +1,45 @@
+import { resolve } from 'node:path';
+import { pathToFileURL } from 'node:url';
+import { type EnvironmentConfig, type EnvironmentConfigInput, parseEnvironmentConfig } from '../../core/config/environment-config.ts';
+import { WeirError } from '../../core/errors/weir-error.ts';
+import { buildStreamGraph, type Job } from '../../graph/job.ts';
+import { buildJobGraph, type JobGraph } from '../../graph/job-graph.ts';
+import type { StreamGraph } from '../../graph/stream-graph.ts';
+import { loadJobModule } from '../deployment/job-module.ts';
+import type { RunJobOptions } from './job-client.ts';
+
+export interface LoadedJob {
+  /** The job module's file URL: what every worker thread loads. */
+  url: string;
+  job: Job;
+  config: EnvironmentConfig;
+  streamGraph: StreamGraph;
+  graph: JobGraph;
+}
+
+/** Loads a job module and plans it: its settings are the options over the config file over the job's own (checkpointing merged setting by setting). */
+export async function loadJob(options: Pick<RunJobOptions, 'job' | 'config' | 'configFile'>): Promise<LoadedJob> {
+  const url = options.job.startsWith('file:') ? options.job : pathToFileURL(resolve(options.job)).href;
+  const job = await loadJobModule(url);
+  const layers = [job.config, options.configFile?.config, options.config];
+  const checkpointing = layers.every((layer) => layer?.checkpointing === undefined)
+    ? {}
+    : { checkpointing: Object.assign({}, ...layers.map((layer) => layer?.checkpointing)) as EnvironmentConfigInput['checkpointing'] };
+  const config = withConfigFileNamed(options.configFile?.path, () => parseEnvironmentConfig(Object.assign({}, ...layers, checkpointing)));
+  const streamGraph = buildStreamGraph(job);
+  const graph = buildJobGraph(job.name, streamGraph, config);
+  return { url, job, config, streamGraph, graph };
+}
+
+/** A configuration error names the config file when one took part, so a typo in it is found where it is. */
+function withConfigFileNamed<T>(path: string | undefined, parse: () => T): T {
+  try {
+    return parse();
+  } catch (error) {
+    if (path === undefined || !(error instanceof WeirError) || error.code !== 'INVALID_CONFIG') throw error;
+    throw new WeirError('INVALID_CONFIG', `${error.message} (the job's settings, ${path} and the command line together)`, {
+      hint: `fix the named settings in ${path}, the job's config or the options; docs/configuration.md lists every option`,
+      cause: error,
+    });
+  }
+}
