@@ -7,7 +7,8 @@
  *   it is fenced and rejoins; a fourth member joins (state moves with the tasks it takes).
  * Then everything is read back read_committed: every input exactly once in the totals, every
  * running total right (keyed state survived every move), every event-time window downstream of
- * the exchange exactly once with the right sum and count.
+ * the exchange exactly once with the right sum and count. Once with the state in a folder every
+ * member shares, once on S3 (S3Proxy, a real S3-compatible server started here).
  */
 import assert from 'node:assert/strict';
 import { randomBytes } from 'node:crypto';
@@ -21,6 +22,7 @@ import { PlainProducer } from '../../../src/connectors/kafka/plain-producer.ts';
 import { readTopic } from '../../../src/connectors/kafka/topic-reader.ts';
 import type { Payment, Total, WindowSum } from '../../fixtures/jobs/cluster-job.ts';
 import { bootstrapList, createTestTopic, testBrokers } from '../../harness/kafka.ts';
+import { startS3Proxy } from '../../harness/s3-proxy.ts';
 import { startWeirRun, until, type WeirRun } from '../../harness/weir-run.ts';
 
 const brokers = testBrokers();
@@ -50,21 +52,20 @@ async function produce(topic: string, payments: Payment[]): Promise<void> {
 
 const read = async <T>(topic: string): Promise<T[]> => (await readTopic({ bootstrap: brokers, topic })).map((record) => JSON.parse(String(record.value)) as T);
 
-test('three members share a keyed, windowed job; a member killed, a zombie fenced, a member added: every output exact', { timeout: 600_000 }, async () => {
+/** The whole story on one checkpoint storage (a folder every member shares, or S3): `env` is what the members need to reach it. */
+async function clusterStory(storage: string, env: Record<string, string>, interval: string): Promise<void> {
   const [input, totals, windows] = await Promise.all([
     createTestTopic(brokers, 'cluster-in', 12),
     createTestTopic(brokers, 'cluster-totals', 3),
     createTestTopic(brokers, 'cluster-windows', 3),
   ]);
   for (const topic of [input, totals, windows]) cleanups.push(topic.remove);
-  const storage = await mkdtemp(join(tmpdir(), 'weir-cluster-'));
-  cleanups.push(() => rm(storage, { recursive: true, force: true }));
   const cluster = `weir-test-cluster-${randomBytes(4).toString('hex')}`;
   const members: WeirRun[] = [];
   const member = () => {
     const run = startWeirRun(
-      [job, '--cluster', cluster, '--checkpoint-interval', '500ms', '--checkpoint-storage', storage, '--session-timeout', '6s', '--no-ui'],
-      { CJ_INPUT: input.topic, CJ_TOTALS: totals.topic, CJ_WINDOWS: windows.topic, KAFKA_BROKERS: bootstrapList(brokers).join(',') },
+      [job, '--cluster', cluster, '--checkpoint-interval', interval, '--checkpoint-storage', storage, '--session-timeout', '6s', '--no-ui'],
+      { ...env, CJ_INPUT: input.topic, CJ_TOTALS: totals.topic, CJ_WINDOWS: windows.topic, KAFKA_BROKERS: bootstrapList(brokers).join(',') },
     );
     members.push(run);
     cleanups.push(async () => {
@@ -155,4 +156,18 @@ test('three members share a keyed, windowed job; a member killed, a zombie fence
     assert.deepEqual({ sum: record.sum, count: record.count }, expectedWindows.get(key), `window ${key}`);
   }
   assert.equal(seen.size, expectedWindows.size, 'every window of the input, once');
+}
+
+test('three members share a keyed, windowed job; a member killed, a zombie fenced, a member added: every output exact', { timeout: 600_000 }, async () => {
+  const storage = await mkdtemp(join(tmpdir(), 'weir-cluster-'));
+  cleanups.push(() => rm(storage, { recursive: true, force: true }));
+  await clusterStory(storage, {}, '500ms');
+});
+
+test('the same with the tasks’ state on S3 (S3Proxy): a member killed, a zombie fenced, a member added: every output exact', { timeout: 600_000 }, async () => {
+  const server = await startS3Proxy();
+  cleanups.push(() => server.stop());
+  const bucket = `weir-cluster-${randomBytes(4).toString('hex')}`;
+  await server.createBucket(bucket);
+  await clusterStory(`s3://${bucket}/clusters`, server.env, '1s');
 });
