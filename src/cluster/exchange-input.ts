@@ -35,7 +35,6 @@ export class ExchangeInput {
   readonly #onFailure: (error: unknown) => void;
   #inFlight = 0;
   #stopped = false;
-  #paused = false;
   #wake: (() => void) | undefined;
   #loop: Promise<void> | undefined;
 
@@ -75,16 +74,6 @@ export class ExchangeInput {
     this.#wake?.();
   }
 
-  /** Stops taking records (a checkpoint's barrier goes in now); {@link resume} goes on. */
-  pause(): void {
-    this.#paused = true;
-  }
-
-  resume(): void {
-    this.#paused = false;
-    this.#wake?.();
-  }
-
   /** The next offset of each partition: what a checkpoint taken now has consumed. */
   positions(checkpointId: number): InputOffset[] {
     return (this.#reader.snapshotState(checkpointId) as KafkaSplit[]).map((split) => ({
@@ -104,7 +93,7 @@ export class ExchangeInput {
   async #run(): Promise<void> {
     const channelOf = new Map(this.#partitions.map((entry) => [entry.topic, entry.firstChannel]));
     while (!this.#stopped) {
-      if (this.#paused || this.#inFlight >= MAX_IN_FLIGHT) {
+      if (this.#inFlight >= MAX_IN_FLIGHT) {
         await new Promise<void>((resolve) => {
           this.#wake = resolve;
         });
