@@ -3,6 +3,7 @@ import { formatError } from '../core/errors/format-error.ts';
 import { WeirError } from '../core/errors/weir-error.ts';
 import { WEIR_VERSION } from '../core/version.ts';
 import { checkpointsCommand } from './commands/checkpoints.ts';
+import { clusterCommand } from './commands/cluster.ts';
 import { consumeCommand } from './commands/consume.ts';
 import { demoCommand } from './commands/demo.ts';
 import { doctorCommand } from './commands/doctor.ts';
@@ -32,6 +33,7 @@ program.addCommand(kafkaCommand());
 program.addCommand(topicCommand());
 program.addCommand(produceCommand());
 program.addCommand(consumeCommand());
+program.addCommand(clusterCommand());
 program.addCommand(demoCommand());
 
 try {

@@ -67,6 +67,7 @@ export class ClusterMember {
     this.#membership = new GroupMembership(runtime.connections, {
       groupId: options.id,
       taskCount: tasks.length,
+      taskNames: tasks.map(({ stage, task }) => taskCheckpointKey(stage.uid, task)),
       instanceId: options.instanceId,
       sessionTimeoutMs: session,
       rebalanceTimeoutMs: session,

@@ -26,6 +26,8 @@ export interface GroupMembershipOptions {
   groupId: string;
   /** The job's task count, fixed for its life. */
   taskCount: number;
+  /** Each task's name (`<stage uid>/<task>`), by number: in the member's metadata, for `weir cluster status`. */
+  taskNames?: readonly string[] | undefined;
   /** Static membership (group.instance.id): a member restarted under it within the session timeout gets its tasks back without a rebalance. */
   instanceId?: string | undefined;
   /** A member silent for this long is out of the group (its tasks go to the others). The broker bounds it (group.min/max.session.timeout.ms). */
@@ -147,8 +149,8 @@ export class GroupMembership {
   }
 
   async #joinAndSync(): Promise<void> {
-    const { groupId, sessionTimeoutMs, rebalanceTimeoutMs, instanceId, taskCount } = this.#options;
-    const metadata = encodeMemberMetadata({ version: MEMBER_PROTOCOL_VERSION, taskCount });
+    const { groupId, sessionTimeoutMs, rebalanceTimeoutMs, instanceId, taskCount, taskNames } = this.#options;
+    const metadata = encodeMemberMetadata({ version: MEMBER_PROTOCOL_VERSION, taskCount, ...(taskNames === undefined ? {} : { taskNames: [...taskNames] }) });
     const coordinator = await this.#coordinatorConnection();
     let join: Awaited<ReturnType<typeof joinGroupV9.api.async>>;
     for (;;) {
@@ -206,11 +208,16 @@ export class GroupMembership {
   /** The leader's assignment: every member's share, sticky, and each member told every owner. */
   #assign(members: { memberId: string; groupInstanceId?: string | null; metadata: Buffer }[]): [string, MemberAssignment][] {
     const decoded = members.map((member) => ({ ...member, info: decodeMemberMetadata(member.metadata, member.groupInstanceId ?? member.memberId) }));
-    const other = decoded.find((member) => member.info.taskCount !== this.#options.taskCount);
+    const names = this.#options.taskNames?.join('\n');
+    const other = decoded.find(
+      (member) =>
+        member.info.taskCount !== this.#options.taskCount ||
+        (names !== undefined && member.info.taskNames !== undefined && member.info.taskNames.join('\n') !== names),
+    );
     if (other !== undefined) {
       throw new WeirError(
         'CLUSTER_TASK_COUNT_MISMATCH',
-        `cluster ${this.#options.groupId}: member ${other.groupInstanceId ?? other.memberId} runs the job with ${other.info.taskCount} tasks, this one (${hostname()}, process ${process.pid}) with ${this.#options.taskCount}`,
+        `cluster ${this.#options.groupId}: member ${other.groupInstanceId ?? other.memberId} runs the job with ${other.info.taskCount} tasks${other.info.taskCount === this.#options.taskCount ? ' of other stages' : ''}, this one (${hostname()}, process ${process.pid}) with ${this.#options.taskCount}`,
         { hint: 'every member must run the same job (same graph, same maxParallelism); stop the member that runs another version', fault: 'user' },
       );
     }

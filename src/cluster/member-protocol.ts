@@ -19,6 +19,8 @@ const memberMetadataSchema = z.object({
   version: z.literal(MEMBER_PROTOCOL_VERSION),
   /** The job's task count (fixed for its life): members that disagree run different jobs. */
   taskCount: z.number().int().positive(),
+  /** Every task's name (`<stage uid>/<task>`), by task number: what `weir cluster status` shows, and a stricter check that members run one job. */
+  taskNames: z.array(z.string()).optional(),
 });
 
 const assignmentSchema = z.object({

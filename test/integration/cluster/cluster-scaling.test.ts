@@ -1,0 +1,115 @@
+/**
+ * Cluster mode while input flows steadily: scaling 1 -> 3 -> 2 members and a rolling restart of
+ * every member (static membership: each comes back under its instance id and gets its tasks back
+ * without waiting for the session timeout), with half of the input's partitions empty all along.
+ * Those partitions' tasks go idle, and their idleness crosses the exchange topics: the windows
+ * downstream close on the other partitions' watermarks alone, as in one process. Read back
+ * read_committed: every input once in the totals, every running total right, every window of the
+ * input once and right.
+ */
+import assert from 'node:assert/strict';
+import { randomBytes } from 'node:crypto';
+import { mkdtemp, rm } from 'node:fs/promises';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import { after, test } from 'node:test';
+import { setTimeout as sleep } from 'node:timers/promises';
+import type { Payment, Total } from '../../fixtures/jobs/cluster-job.ts';
+import {
+  auditClusterOutputs,
+  BASE_TS,
+  closers,
+  clusterJobTopics,
+  partitionOf,
+  producePayments,
+  readJson,
+  startClusterMember,
+  stopMember,
+} from '../../harness/cluster-job.ts';
+import { until, type WeirRun } from '../../harness/weir-run.ts';
+
+const cleanups: (() => Promise<void>)[] = [];
+after(async () => {
+  for (const cleanup of cleanups) await cleanup().catch(() => {});
+});
+
+/** Accounts of partitions 0 to 5 only: partitions 6 to 11 stay empty. */
+const ACCOUNTS = Array.from({ length: 40 }, (_, a) => `a${a}`).filter((account) => partitionOf(account) < 6);
+const payment = (seq: number): Payment => ({ seq, account: ACCOUNTS[seq % ACCOUNTS.length] as string, amount: (seq % 7) + 1, ts: BASE_TS + seq * 5 });
+
+/** Produces 40 payments every 100 ms until stopped; resolves with all it produced. */
+function steadyInput(topic: string): { stop: () => Promise<Payment[]> } {
+  const produced: Payment[] = [];
+  let stopped = false;
+  const loop = (async () => {
+    while (!stopped) {
+      const batch = Array.from({ length: 40 }, (_, i) => payment(produced.length + i));
+      await producePayments(topic, batch);
+      produced.push(...batch);
+      await sleep(100);
+    }
+  })();
+  return {
+    stop: async () => {
+      stopped = true;
+      await loop;
+      return produced;
+    },
+  };
+}
+
+test('scaling 1 -> 3 -> 2 members and a rolling restart while input flows, half the partitions idle: every output exact', { timeout: 600_000 }, async () => {
+  const topics = await clusterJobTopics();
+  cleanups.push(topics.remove);
+  const storage = await mkdtemp(join(tmpdir(), 'weir-cluster-scaling-'));
+  cleanups.push(() => rm(storage, { recursive: true, force: true }));
+  const cluster = `weir-test-scaling-${randomBytes(4).toString('hex')}`;
+  const member = (instance: string) => {
+    const run = startClusterMember({ cluster, storage, topics, interval: '500ms', env: { CJ_IDLENESS: '1s' }, args: ['--instance-id', instance] });
+    cleanups.push(() => stopMember(run));
+    return run;
+  };
+  const totals = async () => (await readJson<Total>(topics.totals)).length;
+  const progress = async (more: number) => {
+    const target = (await totals()) + more;
+    await until(`${target} totals`, async () => ((await totals()) >= target ? true : undefined), 180_000);
+  };
+  const leave = async (run: WeirRun) => {
+    run.child.kill('SIGTERM');
+    await run.exited;
+  };
+
+  const input = steadyInput(topics.input);
+  const m1 = member('m1');
+  await progress(1000);
+
+  // 1 -> 3: the new members take tasks from m1, with their state.
+  let m2 = member('m2');
+  const m3 = member('m3');
+  await Promise.all([m2, m3].map((run) => run.waitFor(/task \d+ started from checkpoint \d+/, 120_000)));
+  await progress(1500);
+
+  // 3 -> 2: m3 leaves; its tasks go to the others once its session times out (it is a static member).
+  await leave(m3);
+  await progress(1500);
+
+  // A rolling restart: each member in turn stops and comes back under its instance id, getting its tasks back.
+  let current = m1;
+  for (const instance of ['m1', 'm2']) {
+    await leave(instance === 'm1' ? current : m2);
+    const back = member(instance);
+    await back.waitFor(/task \d+ started from checkpoint \d+/, 120_000);
+    if (instance === 'm1') current = back;
+    else m2 = back;
+    await progress(1000);
+  }
+
+  const produced = await input.stop();
+  // The non-empty partitions' last records end event time up to them; the empty ones are idle.
+  const last = closers(produced.length, [0, 1, 2, 3, 4, 5], BASE_TS + produced.length * 5 + 5000);
+  await producePayments(topics.input, last);
+  await auditClusterOutputs(topics, [...produced, ...last], produced);
+  assert.ok(produced.length > 5000, `${produced.length} payments flowed through the scaling`);
+  for (const run of [current, m2]) run.child.kill('SIGTERM');
+  await Promise.all([current, m2].map((run) => Promise.race([run.exited, sleep(20_000)])));
+});
