@@ -19,7 +19,6 @@
  *     once with its key's exact running count, or the run is void.
  */
 import type { ChildProcess } from 'node:child_process';
-import { readFileSync } from 'node:fs';
 import { mkdir, rm, writeFile } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import { join, relative } from 'node:path';
@@ -29,6 +28,7 @@ import { Admin } from '@platformatic/kafka';
 import { type BrokerAddress, formatBootstrap, parseBootstrap } from '../src/connectors/kafka/kafka-connection-options.ts';
 import { startLocalBroker, stopLocalBroker } from '../src/local-kafka/local-broker.ts';
 import { freePort, isPortFree } from '../src/local-kafka/ports.ts';
+import { cpuOf } from './compare/cpu-of.ts';
 import { type Audit, auditOutput, fillInput, OutputWatcher, PARTITIONS, SteadyProducer, topicSize, WrittenSampler, waitForTopics } from './compare/kafka-io.ts';
 import { type CaseResult, renderChart, renderMarkdown } from './compare/report.ts';
 import { buildPeer, PeakRss, type StartSettings, SYSTEM_LABELS, type SystemName, startSystem, stopProcess } from './compare/systems.ts';
@@ -284,17 +284,6 @@ async function runCase(entry: Case, index: number): Promise<CaseResult> {
   }
   if (!options.keep) await rm(caseFolder, { recursive: true, force: true });
   return result;
-}
-
-/** CPU seconds (user + system) a process has used so far, from /proc/<pid>/stat. */
-function cpuOf(pid: number): number {
-  try {
-    const stat = readFileSync(`/proc/${pid}/stat`, 'utf8');
-    const fields = stat.slice(stat.lastIndexOf(')') + 2).split(' ');
-    return (Number(fields[11]) + Number(fields[12])) / 100;
-  } catch {
-    return 0;
-  }
 }
 
 function fmt(value: number | undefined): string {

@@ -6,12 +6,16 @@ import { type OpenTransaction, TransactionDriver } from '../connectors/kafka/tra
 import type { EnvironmentConfig } from '../core/config/environment-config.ts';
 import { WeirError } from '../core/errors/weir-error.ts';
 import type { Logger } from '../core/logging/logger.ts';
+import type { JobGraph } from '../graph/job-graph.ts';
 import type { RunJobOptions } from '../runtime/jobmaster/job-client.ts';
 import { loadJob } from '../runtime/jobmaster/load-job.ts';
+import type { TaskMetricsSnapshot } from '../runtime/metrics/task-metrics.ts';
+import { planCluster } from './cluster-plan.ts';
+import { type ClusterStatus, readClusterStatus } from './cluster-status.ts';
 import { ClusterTask, type MemberRuntime, taskTransactionalId } from './cluster-task.ts';
-import { clusterTopics, ensureClusterTopics } from './cluster-topics.ts';
+import { ensureClusterTopics } from './cluster-topics.ts';
 import { GroupMembership } from './group-membership.ts';
-import { planStages, type Stage } from './stage-plan.ts';
+import type { Stage } from './stage-plan.ts';
 import { latestTaskCheckpoints, type TaskCheckpoint, taskCheckpointKey } from './task-checkpoint.ts';
 
 /** The job and its settings, whose `cluster` (id, instanceId, sessionTimeout) makes this process a member. */
@@ -96,41 +100,10 @@ export class ClusterMember {
         },
       );
     }
-    const plan = planStages(options.id, graph);
-    for (const stage of plan.stages) {
-      if (stage.vertices.length > 1) {
-        const names = stage.vertices.map((id) => `"${graph.vertices[id]?.name}"`).join(', ');
-        throw new WeirError('INVALID_CONFIG', `cluster mode cannot run this job yet: stage "${stage.uid}" is more than one chain (${names})`, {
-          hint: 'cluster mode runs stages of one chain: an operator whose output feeds two operators without a keyBy ends a chain (give one of them a keyBy or rebalance, or run without --cluster)',
-        });
-      }
-    }
-    for (const node of streamGraph.nodes) {
-      if (node.kind === 'sink' && node.sink.createTaskOperator === undefined) {
-        throw new WeirError(
-          'INVALID_CONFIG',
-          `cluster mode cannot run sink "${graph.nodes[node.id]?.uid}" (${node.sink.name}): it cannot write into a task's Kafka transaction`,
-          {
-            hint: "in cluster mode every sink is a kafkaSink with deliveryGuarantee 'exactly-once' on the cluster's brokers",
-          },
-        );
-      }
-    }
-    // A stage reading sources has one task per split (a Kafka source: per partition), read now and fixed by its exchange topics from then on.
-    const taskCounts: number[] = [];
-    for (const stage of plan.stages) {
-      if (stage.taskCount !== undefined) taskCounts.push(stage.taskCount);
-      else {
-        const node = streamGraph.node(stage.sourceNodes[0] as number);
-        if (node.kind !== 'source') throw new Error(`stage ${stage.uid} starts at no source`);
-        taskCounts.push((await node.source.createInitialSplits(1)).length);
-      }
-    }
+    const { plan, taskCounts, tasks, topics } = await planCluster({ streamGraph, graph }, options.id);
     const kafka = resolveKafkaConnection({}, 'cluster mode (--cluster)');
     const connections = new ClusterConnections(kafka.bootstrap, { clientId: 'weir-cluster', ...kafka.connection, owner: `cluster "${options.id}"` });
-    const tasks = plan.stages.flatMap((stage) => Array.from({ length: taskCounts[stage.id] as number }, (_, task) => ({ stage, task })));
     try {
-      const topics = clusterTopics(plan, tasks.length);
       const created = new Set(await ensureClusterTopics(connections, kafka.bootstrap, kafka.connection, topics));
       for (const stage of plan.stages) log(`cluster "${options.id}": stage "${stage.uid}", ${taskCounts[stage.id]} tasks`);
       for (const topic of topics)
@@ -166,6 +139,40 @@ export class ClusterMember {
   /** Rejects when the membership cannot go on (another member under this instance id, a different job under this cluster id). */
   get failed(): Promise<never> {
     return this.#membership.failed;
+  }
+
+  /** The job's graph with each vertex at its stage's task count (what the dashboard draws). */
+  get graph(): JobGraph {
+    const { graph, plan, taskCounts } = this.#runtime;
+    const stageOf = new Map(plan.stages.flatMap((stage) => stage.vertices.map((vertex) => [vertex, stage.id] as const)));
+    return { ...graph, vertices: graph.vertices.map((vertex) => ({ ...vertex, parallelism: taskCounts[stageOf.get(vertex.id) as number] as number })) };
+  }
+
+  get config(): EnvironmentConfig {
+    return this.#runtime.config;
+  }
+
+  /** The task failures of this member (each one's task started again, or waits for the group), the latest last. */
+  readonly failures: { at: number; task: string; message: string; stack: string | undefined }[] = [];
+
+  /** Every running task's metrics, and the checkpoints they committed. */
+  taskMetrics(now: number): { snapshots: TaskMetricsSnapshot[]; completed: number; latestCheckpointId: number | undefined } {
+    const snapshots: TaskMetricsSnapshot[] = [];
+    let completed = 0;
+    let latestCheckpointId: number | undefined;
+    for (const entry of this.#entries.values()) {
+      const snapshot = entry.run?.metrics(now);
+      if (snapshot !== undefined) snapshots.push(snapshot);
+      completed += entry.run?.completed ?? 0;
+      const id = entry.run?.latest?.checkpointId;
+      if (id !== undefined) latestCheckpointId = Math.max(latestCheckpointId ?? 0, id);
+    }
+    return { snapshots, completed, latestCheckpointId };
+  }
+
+  /** The cluster as Kafka holds it (every member's tasks, each task's last checkpoint and lag). */
+  clusterStatus(): Promise<ClusterStatus> {
+    return readClusterStatus(this.#runtime.connections, this.#runtime.bootstrap, this.#options.id);
   }
 
   status(): ClusterMemberStatus {
@@ -257,9 +264,27 @@ export class ClusterMember {
           await run.stop();
           return;
         }
-        this.#runtime.log(`${run.name} started ${restored === undefined ? 'fresh' : `from checkpoint ${restored.checkpointId}`}`);
+        this.#runtime.log(
+          `${run.name} started ${restored === undefined ? 'fresh' : `from checkpoint ${restored.checkpointId} (state ${run.restoredBytes} bytes, opened in ${run.restoreMs.toFixed(0)} ms)`}`,
+        );
       }),
     );
+  }
+
+  /**
+   * A task fenced by the group rather than by a newer owner (its commit carried the generation a
+   * rebalance was replacing: ILLEGAL_GENERATION) is still this member's once the new generation
+   * keeps it here: it starts again then. One fenced by a newer owner is revoked by that generation
+   * instead. Should no new generation come within two session timeouts, the group still says it
+   * is ours: it starts again too.
+   */
+  async #restartWhenSettled(entry: TaskEntry, generation: number): Promise<void> {
+    const deadline = Date.now() + 2 * this.#options.sessionTimeout;
+    while (!this.#closed && !entry.revoked && entry.fenced && this.#membership.generation <= generation && Date.now() < deadline) await sleep(200);
+    if (this.#closed || entry.revoked || !entry.fenced || this.#entries.get(entry.global) !== entry) return;
+    if (!this.#membership.tasks.includes(entry.global)) return;
+    entry.fenced = false;
+    void this.#startTasks([entry]);
   }
 
   #taskFailed(entry: TaskEntry, error: unknown): void {
@@ -268,9 +293,12 @@ export class ClusterMember {
     void run?.stop();
     if (entry.revoked || this.#closed) return;
     const message = error instanceof Error ? error.message : String(error);
+    this.failures.push({ at: Date.now(), task: `${entry.stage.uid}/${entry.task}`, message, stack: error instanceof Error ? error.stack : undefined });
+    if (this.failures.length > 100) this.failures.shift();
     if (error instanceof WeirError && error.code === 'TASK_FENCED') {
       entry.fenced = true;
-      this.#runtime.log(`${entry.stage.uid} task ${entry.task} was fenced (another member owns it now); it waits for the group's next assignment`);
+      this.#runtime.log(`${entry.stage.uid} task ${entry.task} was fenced (${message}); it waits for the group's next assignment`);
+      void this.#restartWhenSettled(entry, this.#membership.generation);
       return;
     }
     entry.failures++;

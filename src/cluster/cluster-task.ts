@@ -16,6 +16,7 @@ import type { JobGraph } from '../graph/job-graph.ts';
 import type { RestoreInfo } from '../runtime/deployment/restore-info.ts';
 import type { FromWorker } from '../runtime/deployment/worker-messages.ts';
 import { RecordWriter } from '../runtime/io/record-writer.ts';
+import type { TaskMetricsSnapshot } from '../runtime/metrics/task-metrics.ts';
 import { StreamTask } from '../runtime/tasks/stream-task.ts';
 import { ExchangeChannelWriter, TransactionGateWriter } from './exchange-channel-writer.ts';
 import { ExchangeInput } from './exchange-input.ts';
@@ -86,6 +87,10 @@ export class ClusterTask {
   #stopped = false;
   /** The latest checkpoint this task committed (or restored). */
   latest: TaskCheckpoint | undefined;
+  /** How long opening its operators took, their state restored (ms). */
+  restoreMs = 0;
+  /** Checkpoints this task committed since it started here. */
+  completed = 0;
 
   constructor(runtime: MemberRuntime, stage: Stage, task: number, restored: TaskCheckpoint | undefined, onFailure: (error: unknown) => void) {
     this.#runtime = runtime;
@@ -173,7 +178,9 @@ export class ClusterTask {
         return operator;
       },
     });
+    const opening = performance.now();
     await this.#streamTask.open();
+    this.restoreMs = performance.now() - opening;
     if (partitions.length > 0) {
       this.#input = new ExchangeInput({
         bootstrap: this.#runtime.bootstrap,
@@ -201,6 +208,17 @@ export class ClusterTask {
     await this.#streamTask?.close().catch(() => {});
     await this.#completing.catch(() => {});
     if (this.#output !== undefined) await this.#runtime.driver.abort(this.#output.transaction).catch(() => {});
+  }
+
+  /** Its metrics as a subtask of its stage's vertex (the dashboard's operators, rates and watermarks). */
+  metrics(now: number): TaskMetricsSnapshot | undefined {
+    const vertexId = this.stage.vertices[0] as number;
+    return this.#streamTask?.metrics.snapshot(vertexId, this.task, now);
+  }
+
+  /** The bytes of the state files it restored. */
+  get restoredBytes(): number {
+    return (this.#restored?.state?.operators ?? []).reduce((sum, operator) => sum + (operator.keyed?.size ?? 0) + (operator.operator?.size ?? 0), 0);
   }
 
   #restoreInfo(taskCount: number): RestoreInfo | undefined {
@@ -281,6 +299,7 @@ export class ClusterTask {
     await commitTaskCheckpoint(this.#runtime.driver, this.#runtime.connections, transaction, owner, this.#runtime.plan.checkpointTopic, checkpoint);
     this.#output.committed(this.#runtime.driver.nextTransaction(transaction));
     this.latest = checkpoint;
+    this.completed++;
     this.#pending = undefined;
     this.#streamTask.notifyCheckpointComplete(checkpointId);
     // The previous checkpoint of this owner is no longer the task's latest: its files can go.

@@ -104,6 +104,18 @@ export async function ensureClusterTopics(
   }
 }
 
+/** What `weir doctor --cluster` says of each topic: there with the count the plan needs, missing (a member creates it), or of another count (refused). */
+export async function checkClusterTopics(
+  connections: ClusterConnections,
+  topics: readonly ClusterTopic[],
+): Promise<{ topic: ClusterTopic; state: 'ok' | 'missing' | 'mismatch'; partitions: number | undefined }[]> {
+  const counts = await partitionCounts(connections, topics);
+  return topics.map((topic) => {
+    const partitions = counts.get(topic.topic);
+    return { topic, partitions, state: partitions === undefined ? 'missing' : partitions === topic.partitions ? 'ok' : 'mismatch' };
+  });
+}
+
 /** The partition count of each of these topics that exists. */
 async function partitionCounts(connections: ClusterConnections, topics: readonly ClusterTopic[]): Promise<Map<string, number>> {
   const counts = new Map<string, number>();

@@ -1,9 +1,10 @@
 import type { ChildProcess } from 'node:child_process';
 import { setTimeout as sleep } from 'node:timers/promises';
 
-/** How far the demo's writer is: payments written so far, and whether it is done. */
+/** How far the demo's writer is: payments written so far, how many it may write by now (each run gets its share), and whether it is done. */
 export interface WriteProgress {
   written: number;
+  allowed: number;
   done: boolean;
 }
 

@@ -104,14 +104,12 @@ export async function runPaymentsDemo(options: PaymentsDemoOptions): Promise<Pay
     WEIR_DEMO_GROUP: group,
   };
   const lag = new ConsumerLag(brokers, input, group, options.connection ?? {});
-  const progress: WriteProgress = { written: 0, done: false };
+  const progress: WriteProgress = { written: 0, allowed: 0, done: false };
   log(
     `streaming ${options.records.toLocaleString('en-US')} payments into ${input} ${options.rate === undefined ? 'as fast as possible' : `at ${options.rate.toLocaleString('en-US')}/s`} while the job runs`,
   );
   const writing = writePayments(brokers, input, options, progress);
   writing.catch(() => {});
-  const expectedWriteMs = options.rate === undefined ? 0 : (options.records / options.rate) * 1000;
-  const writeStarted = Date.now();
   let kills = 0;
   try {
     for (let round = 0; round <= options.crashes; round++) {
@@ -123,12 +121,12 @@ export async function runPaymentsDemo(options: PaymentsDemoOptions): Promise<Pay
       }); // debug: the demo waits for the job's first "checkpoint N completed" line before it kills it
       const job = watchJobProcess(child, log, options.records, progress, lag);
       if (!last) {
-        // After the run's first checkpoint, at a random moment spread over the writing time.
+        // After the run's first checkpoint, its share of the payments is written while it runs (so
+        // every run has work, however long the start took), and the kill lands while it is at it.
         await job.waitFor(/checkpoint \d+ completed/, 120_000);
-        // While payments are still being written, the kills are spread over the writing time; once
-        // all are written, the run is killed as soon as it is at work on its backlog.
-        const due = writeStarted + ((round + 1) / (options.crashes + 1)) * expectedWriteMs;
-        if (!progress.done) await sleep(Math.max(0, due - Date.now()));
+        const share = Math.ceil(options.records / (options.crashes + 1));
+        progress.allowed = Math.min(options.records, (round + 1) * share);
+        await sleep(Math.random() * 0.6 * (options.rate === undefined ? 0 : (share / options.rate) * 1000));
         // Only while it is at work (running, with input left), so the kill cuts work in progress.
         const behind = await job.busy(30_000);
         if (child.exitCode === null) {
@@ -142,6 +140,7 @@ export async function runPaymentsDemo(options: PaymentsDemoOptions): Promise<Pay
         if (kills < round + 1) throw new Error(`the job exited (code ${exit}) before it could be killed:\n${job.stderr()}`);
         continue;
       }
+      progress.allowed = options.records;
       const { committed } = await writing;
       // Running (its REST API has the job), then caught up: the lag may be 0 before this run has started.
       const running = async () => {
@@ -203,9 +202,14 @@ async function writePayments(
     return { topic, partition: seq % 4, key: Buffer.from(payment.account), value: Buffer.from(JSON.stringify(payment)) };
   };
   let aborted = 0;
-  const started = Date.now();
+  let started = Date.now();
   try {
     for (let first = 0, batch = 0; first < options.records && !progress.done; first += 1000, batch++) {
+      // The run's share: wait for the next run to be under way (its first checkpoint), then go on at the rate from there.
+      if (first >= progress.allowed) {
+        while (first >= progress.allowed && !progress.done) await sleep(20);
+        started = Date.now() - (options.rate === undefined ? 0 : (first / options.rate) * 1000);
+      }
       if (options.rate !== undefined) {
         const due = started + (first / options.rate) * 1000;
         if (due > Date.now()) await sleep(due - Date.now());

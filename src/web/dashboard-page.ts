@@ -54,6 +54,17 @@ export const DASHBOARD_HTML = `<!doctype html>
   <span class="error" id="fetch-error"></span>
 </header>
 <main>
+  <section id="cluster-section" data-testid="cluster" hidden>
+    <h2>Cluster <span class="meta" id="cluster-meta"></span></h2>
+    <table data-testid="cluster-members">
+      <thead><tr><th class="text">Member</th><th class="text">Host</th><th>Tasks</th></tr></thead>
+      <tbody id="cluster-members"></tbody>
+    </table>
+    <table data-testid="cluster-tasks">
+      <thead><tr><th class="text">Task</th><th class="text">Owner</th><th>Last checkpoint</th><th class="text">Completed</th><th>Lag</th></tr></thead>
+      <tbody id="cluster-tasks"></tbody>
+    </table>
+  </section>
   <section>
     <h2>Job graph</h2>
     <svg id="graph" data-testid="job-graph" width="100%" height="140"></svg>

@@ -235,8 +235,29 @@ async function refreshHistory() {
     // the job is unreachable: refresh() says so
   }
 }
+// Cluster mode: the cluster as Kafka holds it (a job in one process answers 404: the section stays hidden).
+function renderCluster(cluster) {
+  document.getElementById("cluster-section").hidden = false;
+  document.getElementById("cluster-meta").textContent = "(" + cluster.cluster + ": group " + cluster.state + ", generation " + (cluster.generation === undefined ? "-" : cluster.generation) + ")";
+  fill("cluster-members", cluster.members.map(function (m) { return row([cell(m.id, "text"), cell(m.clientHost, "text"), count(m.tasks.length)]); }), "no member", 3);
+  fill("cluster-tasks", cluster.tasks.map(function (t) {
+    return row([cell(t.name, "text"), cell(t.owner || "—", "text"), t.checkpointId === undefined ? "—" : String(t.checkpointId), cell(t.completedAt ? time(t.completedAt) : "—", "text"), t.lag === undefined ? "—" : count(t.lag)]);
+  }), "no task", 5);
+}
+var clusterTimer;
+async function refreshCluster() {
+  try {
+    var answer = await fetch("api/cluster", requestInit);
+    if (answer.status === 404) { clearInterval(clusterTimer); return; }
+    if (answer.ok) renderCluster(await answer.json());
+  } catch (error) {
+    // the job is unreachable: refresh() says so
+  }
+}
 refresh();
 setInterval(refresh, 1000);
 refreshHistory();
 setInterval(refreshHistory, 2000);
+refreshCluster();
+clusterTimer = setInterval(refreshCluster, 2000);
 `;

@@ -18,13 +18,13 @@ export interface RestServerOptions {
 
 export interface RestServer {
   url: string;
-  /** The job to serve: until then /api answers 503 and /health/ready says it is loading. */
-  attach(client: JobClient): void;
+  /** The job to serve: until then /api answers 503 and /health/ready says it is loading. `cluster`: a cluster member's view of its cluster, at GET /api/cluster. */
+  attach(client: JobClient, options?: { cluster?: () => Promise<unknown> }): void;
   close(): Promise<void>;
 }
 
 const ROUTES_HINT =
-  'GET / (the dashboard), GET /api/job, GET /api/checkpoints, GET /api/history, POST /api/savepoints, POST /api/stop, GET /metrics, GET /health, GET /health/ready';
+  'GET / (the dashboard), GET /api/job, GET /api/checkpoints, GET /api/history, GET /api/cluster (cluster mode), POST /api/savepoints, POST /api/stop, GET /metrics, GET /health, GET /health/ready';
 
 /**
  * A running job's web dashboard, its REST API (what the dashboard and the CLI use), its Prometheus
@@ -33,6 +33,7 @@ const ROUTES_HINT =
  *
  *   GET  /                 the dashboard (polls the two GETs below)
  *   GET  /api/history      the last minutes, a sample a second (throughput, back pressure, lag) and the checkpoints completed in them
+ *   GET  /api/cluster      cluster mode: the members, the tasks each owns, each task's last checkpoint and lag (read from Kafka)
  *   GET  /api/job          name, state, restarts and their causes, checkpoint counts over the job's
  *                          life, the job graph with parallelism, per vertex: records in/out, rates,
  *                          busy and back-pressured shares, operator metrics (the sinks' transactions
@@ -54,6 +55,7 @@ export async function startRestServer(options: RestServerOptions): Promise<RestS
   let metrics: PrometheusMetrics | undefined;
   let history: JobHistory | undefined;
   let sampler: NodeJS.Timeout | undefined;
+  let cluster: (() => Promise<unknown>) | undefined;
 
   const routes: Record<string, (client: JobClient, request: IncomingMessage) => Promise<[number, unknown]>> = {
     'GET /api/job': async (job) => {
@@ -75,6 +77,10 @@ export async function startRestServer(options: RestServerOptions): Promise<RestS
     },
     'GET /api/checkpoints': async (job) => [200, job.status().checkpoints],
     'GET /api/history': async (job) => [200, (history as JobHistory).view(job.status())],
+    'GET /api/cluster': async () =>
+      cluster === undefined
+        ? [404, { error: 'this job runs in one process, not in cluster mode', hint: 'weir run --cluster <id> runs it in cluster mode' }]
+        : [200, await cluster()],
     'POST /api/savepoints': async (job) => {
       const savepoint = await job.triggerSavepoint();
       return [200, { checkpointId: savepoint.checkpointId, path: savepoint.location.path }];
@@ -150,8 +156,9 @@ export async function startRestServer(options: RestServerOptions): Promise<RestS
   const port = typeof address === 'object' && address !== null ? address.port : options.port;
   return {
     url: `http://${host.includes(':') ? `[${host}]` : host}:${port}`,
-    attach: (job) => {
+    attach: (job, attachOptions) => {
       client = job;
+      cluster = attachOptions?.cluster;
       metrics = createPrometheusMetrics(job.graph.jobName);
       // A sample a second of the job's last minutes, for the dashboard's charts.
       history = new JobHistory();

@@ -3,14 +3,20 @@ import assert from 'node:assert/strict';
 import { join } from 'node:path';
 import { setTimeout as sleep } from 'node:timers/promises';
 import { ClusterConnections } from '../../src/connectors/kafka/cluster-connections.ts';
+import type { BrokerAddress } from '../../src/connectors/kafka/kafka-connection-options.ts';
 import { PlainProducer } from '../../src/connectors/kafka/plain-producer.ts';
 import { readTopic } from '../../src/connectors/kafka/topic-reader.ts';
 import type { Payment, Total, WindowSum } from '../fixtures/jobs/cluster-job.ts';
 import { bootstrapList, createTestTopic, testBrokers } from './kafka.ts';
 import { startWeirRun, until, type WeirRun } from './weir-run.ts';
 
-const brokers = testBrokers();
-const job = join(import.meta.dirname, '..', 'fixtures', 'jobs', 'cluster-job.ts');
+let brokers: BrokerAddress[] = testBrokers();
+
+/** The brokers the helpers below use (a test with a broker of its own). */
+export function useClusterBrokers(next: BrokerAddress[]): void {
+  brokers = next;
+}
+export const clusterJobModule = join(import.meta.dirname, '..', 'fixtures', 'jobs', 'cluster-job.ts');
 
 export const BASE_TS = 1_700_000_000_000;
 
@@ -64,10 +70,14 @@ export function startClusterMember(options: {
   interval: string;
   env?: Record<string, string>;
   args?: string[];
+  /** Serve the member's dashboard and REST API on a free port (else --no-ui). */
+  ui?: boolean;
+  /** Runs the member under this command (`ip netns exec <ns>`). */
+  wrap?: string[];
 }): WeirRun {
   return startWeirRun(
     [
-      job,
+      clusterJobModule,
       '--cluster',
       options.cluster,
       '--checkpoint-interval',
@@ -76,7 +86,7 @@ export function startClusterMember(options: {
       options.storage,
       '--session-timeout',
       '6s',
-      '--no-ui',
+      ...(options.ui === true ? ['--ui-port', '0'] : ['--no-ui']),
       ...(options.args ?? []),
     ],
     {
@@ -86,6 +96,7 @@ export function startClusterMember(options: {
       CJ_WINDOWS: options.topics.windows,
       KAFKA_BROKERS: bootstrapList(brokers).join(','),
     },
+    options.wrap,
   );
 }
 
@@ -121,14 +132,22 @@ export function expectedWindows(payments: readonly Payment[]): Map<string, { sum
  * running total right (in input order per account), every window of `windowed` once and right.
  */
 export async function auditClusterOutputs(topics: ClusterJobTopics, inputs: readonly Payment[], windowed: readonly Payment[]): Promise<void> {
+  // The input itself first: what the test wrote, each payment once (else a failure below would blame the job).
+  const written = (await readJson<Payment>(topics.input)).map((payment) => payment.seq);
+  assert.equal(new Set(written).size, written.length, 'the input holds no payment twice');
+  assert.equal(written.length, inputs.length, 'the input holds every payment');
   const expected = expectedWindows(windowed);
   await totalsAtLeast(topics, inputs.length);
   await until('every window', async () => ((await readJson<WindowSum>(topics.windows)).length >= expected.size ? true : undefined), 180_000);
   await sleep(3000); // anything a member still commits would show now
   const bySeq = new Map<number, Total>();
-  for (const record of await readJson<Total>(topics.totals)) {
-    assert.equal(bySeq.has(record.seq), false, `seq ${record.seq} is in the totals twice`);
+  const where = new Map<number, string>();
+  for (const raw of await readTopic({ bootstrap: brokers, topic: topics.totals })) {
+    const record = JSON.parse(String(raw.value)) as Total;
+    const here = `partition ${raw.partition} offset ${raw.offset} producer ${raw.producerId}`;
+    assert.equal(bySeq.has(record.seq), false, `seq ${record.seq} is in the totals twice: at ${where.get(record.seq)} and at ${here}`);
     bySeq.set(record.seq, record);
+    where.set(record.seq, here);
   }
   assert.equal(bySeq.size, inputs.length, 'every input is in the totals once');
   const running = new Map<string, number>();

@@ -26,9 +26,10 @@ export interface WeirRun {
   url(): Promise<string>;
 }
 
-/** Starts `weir run <args>` with `env` over this process's environment. */
-export function startWeirRun(args: string[], env: NodeJS.ProcessEnv = {}): WeirRun {
-  const child = spawn(process.execPath, [join(repositoryRoot, 'bin', 'weir.js'), 'run', ...args], {
+/** Starts `weir run <args>` with `env` over this process's environment; `wrap` runs it under another command (`ip netns exec <ns>`). */
+export function startWeirRun(args: string[], env: NodeJS.ProcessEnv = {}, wrap: string[] = []): WeirRun {
+  const command = [...wrap, process.execPath, join(repositoryRoot, 'bin', 'weir.js'), 'run', ...args];
+  const child = spawn(command[0] as string, command.slice(1), {
     env: { ...process.env, ...env },
     stdio: ['ignore', 'pipe', 'pipe'],
   });

@@ -1,9 +1,13 @@
 import { resolve } from 'node:path';
 import { pathToFileURL } from 'node:url';
+import type { ConnectionOptions } from '@platformatic/kafka';
 import { Command } from 'commander';
+import { planCluster } from '../../cluster/cluster-plan.ts';
+import { readClusterStatus } from '../../cluster/cluster-status.ts';
+import { checkClusterTopics } from '../../cluster/cluster-topics.ts';
 import { ClusterConnections } from '../../connectors/kafka/cluster-connections.ts';
 import { describeCluster } from '../../connectors/kafka/cluster-info.ts';
-import { formatBootstrap } from '../../connectors/kafka/kafka-connection-options.ts';
+import { type BrokerAddress, formatBootstrap } from '../../connectors/kafka/kafka-connection-options.ts';
 import { resolveKafkaConnection } from '../../connectors/kafka/kafka-default-connection.ts';
 import { brokerTransactionMaxTimeout } from '../../connectors/kafka/kafka-preflight.ts';
 import type { KafkaSettingsOptions } from '../../connectors/kafka/kafka-settings.ts';
@@ -15,6 +19,7 @@ import { formatDuration } from '../../core/time/duration.ts';
 import { buildStreamGraph } from '../../graph/job.ts';
 import { buildJobGraph } from '../../graph/job-graph.ts';
 import { loadJobModule } from '../../runtime/deployment/job-module.ts';
+import { loadJob } from '../../runtime/jobmaster/load-job.ts';
 import { runPreflight } from '../../runtime/jobmaster/run-preflight.ts';
 import { addKafkaOptions, useKafkaSettings } from '../kafka-options.ts';
 
@@ -32,7 +37,8 @@ export function doctorCommand(): Command {
       "the transactional id prefix of a stopped job's sink: its open transactions (ids <prefix>-<subtask>-<slot> exactly, not those of a longer prefix) are lingering",
     )
     .option('--abort', 'abort the lingering transactions found under --prefix', false)
-    .action(async (options: KafkaSettingsOptions & { job?: string; prefix?: string; abort: boolean }) => {
+    .option('--cluster <id>', "check a cluster-mode job: its group and members, and with --job its topics (names, partition counts) against the job's plan")
+    .action(async (options: KafkaSettingsOptions & { job?: string; prefix?: string; abort: boolean; cluster?: string }) => {
       // The job's connectors (its preflight) take the same settings, unless they set their own.
       useKafkaSettings(options, (line) => console.log(line));
       const { bootstrap, connection } = resolveKafkaConnection({}, 'weir doctor');
@@ -45,7 +51,8 @@ export function doctorCommand(): Command {
       console.log(`transaction.version: ${info.transactionVersion} (Weir's sink pins the classic protocol, which works with 0, 1 and 2)`);
       console.log(`transaction.max.timeout.ms: ${maxTimeout} (${formatDuration(maxTimeout)})`);
 
-      if (options.job !== undefined) {
+      if (options.cluster !== undefined) problems.push(...(await checkCluster(options.cluster, options.job, bootstrap, connection)));
+      else if (options.job !== undefined) {
         const job = await loadJobModule(pathToFileURL(resolve(options.job)).href);
         const config = parseEnvironmentConfig(job.config);
         const streamGraph = buildStreamGraph(job);
@@ -94,4 +101,31 @@ export function doctorCommand(): Command {
       }
       console.log('OK');
     });
+}
+
+/** `weir doctor --cluster <id>`: the group and its members, and with the job its topics against the job's plan. */
+async function checkCluster(cluster: string, job: string | undefined, bootstrap: BrokerAddress[], connection: ConnectionOptions): Promise<string[]> {
+  const problems: string[] = [];
+  const connections = new ClusterConnections(bootstrap, { clientId: 'weir-doctor', ...connection });
+  try {
+    const status = await readClusterStatus(connections, bootstrap, cluster);
+    const checkpointed = status.tasks.filter((task) => task.checkpointId !== undefined).length;
+    console.log(`cluster "${cluster}": group ${status.state}, ${status.members.length} members, ${checkpointed} of ${status.tasks.length} tasks checkpointed`);
+    if (job === undefined) return problems;
+    const loaded = await loadJob({ job, config: { cluster: { id: cluster } } });
+    const { topics, taskCounts, plan } = await planCluster(loaded, cluster);
+    for (const stage of plan.stages) console.log(`  stage "${stage.uid}": ${taskCounts[stage.id]} tasks`);
+    for (const { topic, state, partitions } of await checkClusterTopics(connections, topics)) {
+      const line = `  ${topic.what}: topic ${topic.topic}, ${topic.partitions} partitions`;
+      if (state === 'ok') console.log(`${line}: ok`);
+      else if (state === 'missing') console.log(`${line}: missing (the first member to start creates it)`);
+      else {
+        console.log(`${line}: it has ${partitions}: refused (a task count is fixed for the job's life)`);
+        problems.push(`${topic.what}, topic ${topic.topic}, has ${partitions} partitions; the job needs ${topic.partitions}`);
+      }
+    }
+    return problems;
+  } finally {
+    await connections.close();
+  }
 }

@@ -1,13 +1,18 @@
 import { ClusterMember, type ClusterMemberOptions } from '../../cluster/cluster-member.ts';
+import { clusterMemberClient } from '../../cluster/cluster-member-client.ts';
+import type { RestServer } from '../../web/rest-server.ts';
 
 /**
  * `weir run --cluster <id>`: this process is a member of the cluster until SIGTERM or SIGINT
  * (it then leaves the group: its tasks stop, their open transactions are aborted, and the other
  * members take them over), or until its membership cannot go on (the error says why).
  */
-export async function runClusterMember(options: ClusterMemberOptions): Promise<void> {
+export async function runClusterMember(options: ClusterMemberOptions, server: RestServer | undefined): Promise<void> {
   const log = (line: string) => options.log.info(line);
-  const member = await ClusterMember.start(options);
+  const member = await ClusterMember.start(options).catch(async (error: unknown) => {
+    await server?.close();
+    throw error;
+  });
   let leaving: Promise<void> | undefined;
   const leave = (signal: NodeJS.Signals) => {
     if (leaving !== undefined) {
@@ -30,11 +35,21 @@ export async function runClusterMember(options: ClusterMemberOptions): Promise<v
       void member.close().finally(() => reject(error));
     });
   });
+  server?.attach(
+    clusterMemberClient(
+      member,
+      left.catch(() => {}),
+    ),
+    { cluster: () => member.clusterStatus() },
+  );
   try {
     await left;
     console.log(`member of cluster "${member.status().cluster}" left`);
+    // Everything of the member is closed; should a client library still hold a handle, do not wait on it.
+    setTimeout(() => process.exit(process.exitCode ?? 0), 5000).unref();
   } finally {
     process.off('SIGTERM', leave);
     process.off('SIGINT', leave);
+    await server?.close();
   }
 }

@@ -180,10 +180,7 @@ export function runCommand(): Command {
       // (handed to the worker threads in memory: never in the job's config or its checkpoints).
       useKafkaSettings(options, log);
       const configFile = options.config === undefined ? undefined : await readConfigFile(options.config);
-      if (options.cluster !== undefined || (await loadJob({ job, config, configFile })).config.cluster !== undefined) {
-        await runClusterMember({ job, config, configFile, log: logger });
-        return;
-      }
+      const clusterMode = options.cluster !== undefined || (await loadJob({ job, config, configFile })).config.cluster !== undefined;
       const started = Date.now();
       let checkpoints = 0;
       // The REST server listens before the job loads: a taken port stops the run before anything runs.
@@ -195,6 +192,10 @@ export function runCommand(): Command {
         else if (!isLoopback(options.uiHost)) {
           logger.warn(`the REST API on ${options.uiHost} has no authentication: anyone who reaches it can stop the job; give --ui-token (or WEIR_UI_TOKEN)`);
         }
+      }
+      if (clusterMode) {
+        await runClusterMember({ job, config, configFile, log: logger }, server);
+        return;
       }
       const client = await startJob({
         job,

@@ -36,20 +36,56 @@ export class PlainProducer {
         this.#forgetLeaders,
         this.#connections,
       );
-      await Promise.all(
-        [...byLeader].map(([leader, group]) =>
-          retryKafkaRequest(
-            'Produce',
-            // A retry goes to the leaders of now (after NOT_LEADER_OR_FOLLOWER, not to the old one again).
-            this.#leaders.sendToLeaders(leader, group, async (current, records) =>
-              produceV11.api.async(await this.#connections.node(current), acks, 30_000, records, {}),
-            ),
-            this.#retryTimeoutMs,
-            this.#forgetLeaders,
-            this.#connections,
-          ),
-        ),
-      );
+      await Promise.all([...byLeader].map(([leader, group]) => this.#sendGroup(leader, group, acks)));
     }
   }
+
+  /**
+   * One leader's share, retried until it is written. A retry resends only the records of the
+   * partitions that failed (a Produce can succeed for some partitions and fail for others, say
+   * while a new topic's leaders are elected): resending the rest would write them twice. When the
+   * answer is unknown (no response: a timeout, a dropped connection) everything is resent, which
+   * is what at-least-once means.
+   */
+  async #sendGroup(leader: number, group: MessageRecord[], acks: -1 | 1): Promise<void> {
+    let pending = group;
+    let first = true;
+    await retryKafkaRequest(
+      'Produce',
+      async () => {
+        // A retry goes to the leaders of now (after NOT_LEADER_OR_FOLLOWER, not to the old one again).
+        const byLeader = first ? new Map([[leader, pending]]) : await this.#leaders.groupByLeader(pending);
+        first = false;
+        const failed: MessageRecord[] = [];
+        let failure: unknown;
+        await Promise.all(
+          [...byLeader].map(async ([current, records]) => {
+            try {
+              await produceV11.api.async(await this.#connections.node(current), acks, 30_000, records, {});
+            } catch (error) {
+              failure = error;
+              const bad = failedPartitions(error);
+              failed.push(...(bad === undefined ? records : records.filter((record) => bad.has(`${record.topic}:${record.partition}`))));
+            }
+          }),
+        );
+        pending = failed;
+        if (failure !== undefined) throw failure;
+      },
+      this.#retryTimeoutMs,
+      this.#forgetLeaders,
+      this.#connections,
+    );
+  }
+}
+
+/** The partitions a Produce response names with an error ("topic:partition"); undefined when there is no response to read. */
+function failedPartitions(error: unknown): Set<string> | undefined {
+  const response = (error as { response?: { responses?: { name: string; partitionResponses: { index: number; errorCode: number }[] }[] } }).response;
+  if (response?.responses === undefined) return undefined;
+  const failed = new Set<string>();
+  for (const topic of response.responses) {
+    for (const partition of topic.partitionResponses) if (partition.errorCode !== 0) failed.add(`${topic.name}:${partition.index}`);
+  }
+  return failed;
 }

@@ -18,13 +18,15 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { after, test } from 'node:test';
 import { setTimeout as sleep } from 'node:timers/promises';
-import type { ClusterStatus } from '../../../src/cluster/cluster-status.ts';
+import { type ClusterStatus, readClusterStatus } from '../../../src/cluster/cluster-status.ts';
+import { ClusterConnections } from '../../../src/connectors/kafka/cluster-connections.ts';
 import type { Payment } from '../../fixtures/jobs/cluster-job.ts';
 import { weir } from '../../harness/cli.ts';
 import {
   auditClusterOutputs,
   BASE_TS,
   closers,
+  clusterJobModule,
   clusterJobTopics,
   producePayments,
   startClusterMember,
@@ -40,6 +42,17 @@ after(async () => {
   for (const cleanup of cleanups) await cleanup().catch(() => {});
 });
 
+/** The cluster as Kafka holds it (what `weir cluster status` prints). */
+async function clusterView(cluster: string): Promise<ClusterStatus> {
+  const brokers = testBrokers();
+  const connections = new ClusterConnections(brokers);
+  try {
+    return await readClusterStatus(connections, brokers, cluster);
+  } finally {
+    await connections.close();
+  }
+}
+
 const payment = (seq: number): Payment => ({ seq, account: `a${seq % 40}`, amount: (seq % 7) + 1, ts: BASE_TS + seq * 5 });
 
 /** The whole story on one checkpoint storage (a folder every member shares, or S3): `env` is what the members need to reach it. */
@@ -48,8 +61,8 @@ async function clusterStory(storage: string, env: Record<string, string>, interv
   cleanups.push(topics.remove);
   const cluster = `weir-test-cluster-${randomBytes(4).toString('hex')}`;
   const members: WeirRun[] = [];
-  const member = () => {
-    const run = startClusterMember({ cluster, storage, topics, interval, env });
+  const member = (ui = false) => {
+    const run = startClusterMember({ cluster, storage, topics, interval, env, ui });
     members.push(run);
     cleanups.push(() => stopMember(run));
     return run;
@@ -57,7 +70,11 @@ async function clusterStory(storage: string, env: Record<string, string>, interv
 
   const all: Payment[] = Array.from({ length: 12_000 }, (_, seq) => payment(seq));
   await producePayments(topics.input, all.slice(0, 3000));
-  const [a, b] = [member(), member(), member()] as [WeirRun, WeirRun, WeirRun];
+  const three = [member(), member(), member()] as [WeirRun, WeirRun, WeirRun];
+  const [a, b] = three;
+  // All three own tasks, and the job is under way.
+  await Promise.all(three.map((run) => run.waitFor(/generation \d+, \d+ tasks/, 120_000)));
+  await until('the three members to share the tasks', async () => ((await clusterView(cluster)).members.length === 3 ? true : undefined), 120_000);
   await totalsAtLeast(topics, 1000);
 
   // A member dies: after the session timeout the others take its tasks over from their checkpoints.
@@ -87,7 +104,7 @@ async function clusterStory(storage: string, env: Record<string, string>, interv
   );
 
   // A member joins: it takes tasks, with their state, from the others.
-  member();
+  const d = member(true);
   await producePayments(topics.input, all.slice(9000));
   // Every partition's last record ends event time up to it: every window of the input closes.
   const last = closers(all.length, [0, 1, 2, 3, 4, 5, 6, 7, 8, 9, 10, 11], BASE_TS + all.length * 5 + 5000);
@@ -107,6 +124,21 @@ async function clusterStory(storage: string, env: Record<string, string>, interv
     assert.ok(task.checkpointId !== undefined && task.owner !== undefined, `${task.name} is owned and checkpointed`);
     if (task.name.startsWith('payments/')) assert.equal(task.lag, 0, `${task.name} has read all its input`);
   }
+  // The new member's dashboard: its own tasks as the job's subtasks, and the cluster view.
+  const url = await d.url();
+  const seen = (await (await fetch(`${url}/api/cluster`)).json()) as ClusterStatus;
+  assert.equal(seen.members.length, 3);
+  const mine = (await (await fetch(`${url}/api/job`)).json()) as { state: string; vertices: { subtasks: unknown[] }[] };
+  assert.equal(mine.state, 'running');
+  assert.ok(mine.vertices.reduce((sum, vertex) => sum + vertex.subtasks.length, 0) > 0, 'the member shows its tasks as subtasks');
+  assert.match(await (await fetch(`${url}/`)).text(), /id="cluster-section"/);
+
+  // `weir doctor --cluster` with the job: its stages and topics as the plan needs them.
+  const jobEnv = { KAFKA_BROKERS: bootstrapList(testBrokers()).join(','), CJ_INPUT: topics.input, CJ_TOTALS: topics.totals, CJ_WINDOWS: topics.windows };
+  const doctor = await weir(['doctor', '--cluster', cluster, '--job', clusterJobModule], jobEnv);
+  assert.equal(doctor.code, 0, doctor.stdout + doctor.stderr);
+  assert.match(doctor.stdout, /group Stable, 3 members, 36 of 36 tasks checkpointed/);
+  assert.equal(doctor.stdout.match(/partitions: ok/g)?.length, 3, doctor.stdout);
   for (const run of members) run.child.kill('SIGTERM');
   await Promise.all(members.map((run) => Promise.race([run.exited, sleep(20_000)])));
 }
