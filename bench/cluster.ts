@@ -98,7 +98,8 @@ const committed = async (topic: string) => (await readTopic({ bootstrap: brokers
 
 async function waitFor(what: string, probe: () => Promise<boolean>, timeoutMs = 600_000): Promise<void> {
   const deadline = Date.now() + timeoutMs;
-  while (!(await probe())) {
+  // A probe that throws (a topic just created, not in the metadata yet) is "not yet".
+  while (!(await probe().catch(() => false))) {
     if (Date.now() > deadline) throw new Error(`timed out waiting for ${what}`);
     await sleep(250);
   }
