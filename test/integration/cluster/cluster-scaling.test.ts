@@ -5,7 +5,7 @@
  * Those partitions' tasks go idle, and their idleness crosses the exchange topics: the windows
  * downstream close on the other partitions' watermarks alone, as in one process. Read back
  * read_committed: every input once in the totals, every running total right, every window of the
- * input once and right.
+ * input once and right; and the same input through one process (no --cluster) gives the same windows.
  */
 import assert from 'node:assert/strict';
 import { randomBytes } from 'node:crypto';
@@ -14,11 +14,12 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { after, test } from 'node:test';
 import { setTimeout as sleep } from 'node:timers/promises';
-import type { Payment, Total } from '../../fixtures/jobs/cluster-job.ts';
+import type { Payment, Total, WindowSum } from '../../fixtures/jobs/cluster-job.ts';
 import {
   auditClusterOutputs,
   BASE_TS,
   closers,
+  clusterJobModule,
   clusterJobTopics,
   partitionOf,
   producePayments,
@@ -26,7 +27,8 @@ import {
   startClusterMember,
   stopMember,
 } from '../../harness/cluster-job.ts';
-import { until, type WeirRun } from '../../harness/weir-run.ts';
+import { bootstrapList, createTestTopic, testBrokers } from '../../harness/kafka.ts';
+import { startWeirRun, until, type WeirRun } from '../../harness/weir-run.ts';
 
 const cleanups: (() => Promise<void>)[] = [];
 after(async () => {
@@ -112,4 +114,32 @@ test('scaling 1 -> 3 -> 2 members and a rolling restart while input flows, half 
   assert.ok(produced.length > 5000, `${produced.length} payments flowed through the scaling`);
   for (const run of [current, m2]) run.child.kill('SIGTERM');
   await Promise.all([current, m2].map((run) => Promise.race([run.exited, sleep(20_000)])));
+
+  // The same input through one process (`weir run`, no --cluster): the same windows.
+  const [single, singleWindows] = await Promise.all([
+    createTestTopic(testBrokers(), 'cluster-single-totals', 3),
+    createTestTopic(testBrokers(), 'cluster-single-windows', 3),
+  ]);
+  cleanups.push(single.remove, singleWindows.remove);
+  const oneProcess = startWeirRun(
+    [clusterJobModule, '--parallelism', '2', '--checkpoint-interval', '500ms', '--checkpoint-storage', join(storage, 'one-process'), '--no-ui'],
+    {
+      CJ_INPUT: topics.input,
+      CJ_TOTALS: single.topic,
+      CJ_WINDOWS: singleWindows.topic,
+      CJ_IDLENESS: '1s',
+      KAFKA_BROKERS: bootstrapList(testBrokers()).join(','),
+    },
+  );
+  cleanups.push(() => stopMember(oneProcess));
+  const clusterWindows = (await readJson<WindowSum>(topics.windows)).map((window) => JSON.stringify(window)).sort();
+  await until(
+    'the one process’s windows',
+    async () => ((await readJson<WindowSum>(singleWindows.topic)).length >= clusterWindows.length ? true : undefined),
+    180_000,
+  );
+  await sleep(2000);
+  assert.deepEqual((await readJson<WindowSum>(singleWindows.topic)).map((window) => JSON.stringify(window)).sort(), clusterWindows);
+  oneProcess.child.kill('SIGTERM');
+  await Promise.race([oneProcess.exited, sleep(20_000)]);
 });
