@@ -1,6 +1,7 @@
 import { setTimeout as sleep } from 'node:timers/promises';
 import { ClusterConnections } from '../connectors/kafka/cluster-connections.ts';
 import { resolveKafkaConnection } from '../connectors/kafka/kafka-default-connection.ts';
+import { brokerTransactionMaxTimeout } from '../connectors/kafka/kafka-preflight.ts';
 import { readTopic } from '../connectors/kafka/topic-reader.ts';
 import { type OpenTransaction, TransactionDriver } from '../connectors/kafka/transaction-driver.ts';
 import type { EnvironmentConfig } from '../core/config/environment-config.ts';
@@ -112,7 +113,25 @@ export class ClusterMember {
       await connections.close();
       throw error;
     }
-    const driver = new TransactionDriver(connections, { transactionTimeoutMs: Math.max(60_000, 10 * checkpointing.interval) });
+    // A task's transaction lives one checkpoint interval plus its commit; the broker aborts any
+    // older than transaction.max.timeout.ms, which would lose that checkpoint's work: refuse an
+    // interval the broker's limit cannot cover three times over.
+    const brokerMax = await brokerTransactionMaxTimeout(kafka.bootstrap, kafka.connection).catch(async (error: unknown) => {
+      await connections.close();
+      throw error;
+    });
+    const transactionTimeoutMs = Math.min(brokerMax, Math.max(60_000, 10 * checkpointing.interval));
+    if (transactionTimeoutMs < 3 * checkpointing.interval) {
+      await connections.close();
+      throw new WeirError(
+        'TRANSACTION_TIMEOUT_REFUSED',
+        `cluster mode: checkpointing.interval ${checkpointing.interval} ms is too long for the brokers' transaction.max.timeout.ms ${brokerMax} ms: a task's transaction stays open for an interval, and the broker would abort it`,
+        {
+          hint: `set checkpointing.interval (--checkpoint-interval) to at most ${Math.floor(brokerMax / 3)} ms, or raise transaction.max.timeout.ms on the brokers`,
+        },
+      );
+    }
+    const driver = new TransactionDriver(connections, { transactionTimeoutMs });
     let member: ClusterMember | undefined;
     const runtime: MemberRuntime = {
       clusterId: options.id,

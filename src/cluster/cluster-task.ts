@@ -1,4 +1,4 @@
-import { join } from 'node:path';
+import { dirname, join, posix } from 'node:path';
 import type { ConnectionOptions } from '@platformatic/kafka';
 import type { OperatorSubtaskState } from '../checkpoint/operator-subtask-state.ts';
 import type { CheckpointLocation } from '../checkpoint/storage/checkpoint-location.ts';
@@ -85,6 +85,8 @@ export class ClusterTask {
   #previousLocation: CheckpointLocation | undefined;
   #completing: Promise<void> = Promise.resolve();
   #stopped = false;
+  /** The start under way: a stop waits for it, then closes whatever it opened. */
+  #starting: Promise<void> | undefined;
   /** The latest checkpoint this task committed (or restored). */
   latest: TaskCheckpoint | undefined;
   /** How long opening its operators took, their state restored (ms). */
@@ -104,7 +106,12 @@ export class ClusterTask {
   }
 
   /** Opens the task on its transaction (InitProducerId done: the old owner is fenced) and starts it. */
-  async start(open: OpenTransaction): Promise<void> {
+  start(open: OpenTransaction): Promise<void> {
+    this.#starting = this.#start(open);
+    return this.#starting;
+  }
+
+  async #start(open: OpenTransaction): Promise<void> {
     const { config, graph, plan, taskCounts } = this.#runtime;
     const { stage, task } = this;
     const vertex = graph.vertices[stage.vertices[0] as number];
@@ -178,10 +185,11 @@ export class ClusterTask {
         return operator;
       },
     });
+    if (this.#stopped) return;
     const opening = performance.now();
     await this.#streamTask.open();
     this.restoreMs = performance.now() - opening;
-    if (partitions.length > 0) {
+    if (partitions.length > 0 && !this.#stopped) {
       this.#input = new ExchangeInput({
         bootstrap: this.#runtime.bootstrap,
         connection: this.#runtime.connection,
@@ -203,11 +211,26 @@ export class ClusterTask {
   async stop(): Promise<void> {
     if (this.#stopped) return;
     this.#stopped = true;
+    await this.#starting?.catch(() => {}); // a task stopped while it starts is closed once its parts exist
     clearInterval(this.#timer);
     await this.#input?.close().catch(() => {});
     await this.#streamTask?.close().catch(() => {});
     await this.#completing.catch(() => {});
     if (this.#output !== undefined) await this.#runtime.driver.abort(this.#output.transaction).catch(() => {});
+  }
+
+  /** Deletes what the task's previous owner left in the storage (best effort: a zombie's late writes there are never referenced either). */
+  async #discardPreviousOwner(): Promise<void> {
+    const location = this.#restored?.state?.location;
+    if (location === undefined) return;
+    const root = isS3Url(location) ? posix.dirname(location) : dirname(location);
+    if (root === this.#storage.root) return;
+    try {
+      const previous = openCheckpointStorage(root);
+      for (const entry of await previous.listLocations('checkpoint')) await previous.discard(entry);
+    } catch {
+      // left for a later owner, or for whoever empties the storage
+    }
   }
 
   /** Its metrics as a subtask of its stage's vertex (the dashboard's operators, rates and watermarks). */
@@ -302,10 +325,12 @@ export class ClusterTask {
     this.completed++;
     this.#pending = undefined;
     this.#streamTask.notifyCheckpointComplete(checkpointId);
-    // The previous checkpoint of this owner is no longer the task's latest: its files can go.
+    // The previous checkpoint of this owner is no longer the task's latest: its files can go. After
+    // its first commit, so can the previous owner's folder (fenced: nothing it holds is referenced).
     const previous = this.#previousLocation;
     this.#previousLocation = pending.location;
     if (previous !== undefined) await this.#storage.discard(previous).catch(() => {});
+    else void this.#discardPreviousOwner();
   }
 
   #fail(error: unknown): void {

@@ -194,6 +194,21 @@ export function runCommand(): Command {
         }
       }
       if (clusterMode) {
+        if (options.fresh || options.fromSavepoint !== undefined) {
+          await server?.close();
+          throw new WeirError(
+            'INVALID_CONFIG',
+            `${options.fresh ? '--fresh' : '--from-savepoint'} is not built for cluster mode: each task resumes from its latest checkpoint`,
+            {
+              hint: 'to start a cluster anew, give it a new --cluster id (its topics and checkpoints are its own)',
+            },
+          );
+        }
+        if (options.parallelism !== undefined || options.workers !== undefined) {
+          logger.warn(
+            '--parallelism and --workers do not apply in cluster mode: a stage has one task per partition of its input, and a member runs its tasks on one thread',
+          );
+        }
         await runClusterMember({ job, config, configFile, log: logger }, server);
         return;
       }

@@ -13,7 +13,7 @@
  */
 import assert from 'node:assert/strict';
 import { randomBytes } from 'node:crypto';
-import { mkdtemp, rm } from 'node:fs/promises';
+import { mkdtemp, readdir, rm } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { after, test } from 'node:test';
@@ -147,6 +147,15 @@ test('three members share a keyed, windowed job; a member killed, a zombie fence
   const storage = await mkdtemp(join(tmpdir(), 'weir-cluster-'));
   cleanups.push(() => rm(storage, { recursive: true, force: true }));
   await clusterStory(storage, {}, '500ms');
+  // A task's new owner deletes what its previous owners left: per task, the current owner's
+  // checkpoints, and at most one folder more (a zombie's write after it was cleaned up).
+  const tasksFolder = join(storage, 'tasks');
+  for (const task of await readdir(tasksFolder)) {
+    const owners = await readdir(join(tasksFolder, task));
+    const holding = [];
+    for (const owner of owners) if ((await readdir(join(tasksFolder, task, owner))).some((name) => name.startsWith('chk-'))) holding.push(owner);
+    assert.ok(holding.length <= 2, `task ${task}: checkpoints left by ${holding.join(', ')}`);
+  }
 });
 
 test('the same with the tasks’ state on S3 (S3Proxy): a member killed, a zombie fenced, a member added: every output exact', { timeout: 600_000 }, async () => {

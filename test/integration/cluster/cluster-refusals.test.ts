@@ -1,0 +1,64 @@
+/**
+ * What cluster mode refuses before a member joins its group, each with one error naming the
+ * setting and the fix: a job without exactly-once checkpoints, a checkpoint interval the brokers'
+ * transaction.max.timeout.ms cannot cover (the broker would abort a task's transaction: data lost),
+ * and a sink that cannot write into a task's transaction.
+ */
+import assert from 'node:assert/strict';
+import { mkdtemp, rm } from 'node:fs/promises';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import { after, test } from 'node:test';
+import { weir } from '../../harness/cli.ts';
+import { clusterJobModule, clusterJobTopics } from '../../harness/cluster-job.ts';
+import { bootstrapList, testBrokers } from '../../harness/kafka.ts';
+
+const brokers = testBrokers();
+const cleanups: (() => Promise<void>)[] = [];
+after(async () => {
+  for (const cleanup of cleanups) await cleanup().catch(() => {});
+});
+
+test('cluster mode refuses --fresh, no checkpointing, an interval the broker cannot hold a transaction for, and a sink outside the task transaction', async () => {
+  const topics = await clusterJobTopics();
+  cleanups.push(topics.remove);
+  const folder = await mkdtemp(join(tmpdir(), 'weir-cluster-refusals-'));
+  cleanups.push(() => rm(folder, { recursive: true, force: true }));
+  const env = { KAFKA_BROKERS: bootstrapList(brokers).join(','), CJ_INPUT: topics.input, CJ_TOTALS: topics.totals, CJ_WINDOWS: topics.windows };
+
+  const none = await weir(['run', clusterJobModule, '--cluster', 'weir-test-refused', '--no-ui'], env);
+  assert.equal(none.code, 1);
+  assert.match(none.stderr, /cluster mode runs exactly-once checkpoints, and job "cluster-job" has none/);
+  assert.match(none.stderr, /--checkpoint-interval and --checkpoint-storage/);
+
+  const fresh = await weir(['run', clusterJobModule, '--cluster', 'weir-test-refused', '--fresh', '--no-ui'], env);
+  assert.equal(fresh.code, 1);
+  assert.match(fresh.stderr, /--fresh is not built for cluster mode/);
+
+  // The test broker's transaction.max.timeout.ms is 15 minutes: a 6 minute interval needs 18.
+  const long = await weir(
+    ['run', clusterJobModule, '--cluster', 'weir-test-refused', '--checkpoint-interval', '6m', '--checkpoint-storage', folder, '--no-ui'],
+    env,
+  );
+  assert.equal(long.code, 1, long.stderr);
+  assert.match(long.stderr, /checkpointing\.interval 360000 ms is too long for the brokers' transaction\.max\.timeout\.ms/);
+  assert.match(long.stderr, /set checkpointing\.interval \(--checkpoint-interval\) to at most \d+ ms/);
+
+  // A file sink cannot join a Kafka transaction: refused by its uid.
+  const fileSink = await weir(
+    [
+      'run',
+      join(import.meta.dirname, '..', '..', 'fixtures', 'jobs', 'keyed-sum-job.ts'),
+      '--cluster',
+      'weir-test-refused',
+      '--checkpoint-interval',
+      '1s',
+      '--checkpoint-storage',
+      folder,
+      '--no-ui',
+    ],
+    { ...env, KS_OUTPUT: join(folder, 'out') },
+  );
+  assert.equal(fileSink.code, 1, fileSink.stderr);
+  assert.match(fileSink.stderr, /cluster mode cannot run sink "file-sink" \(.*\): it cannot write into a task's Kafka transaction/);
+});
