@@ -1,6 +1,8 @@
 /** Helpers for integration tests against the real broker the global setup provides. */
 import { randomBytes } from 'node:crypto';
+import { setTimeout as sleep } from 'node:timers/promises';
 import { Admin, type ConnectionOptions } from '@platformatic/kafka';
+import { ClusterConnections } from '../../src/connectors/kafka/cluster-connections.ts';
 import { type BrokerAddress, parseBootstrap } from '../../src/connectors/kafka/kafka-connection-options.ts';
 
 /** The brokers to test against; `transactionVersion` picks a cluster running that version. A missing broker FAILS the test. */
@@ -35,6 +37,20 @@ export async function createTestTopic(
     await admin.createTopics({ topics: [topic], partitions, replicas: 1 });
   } finally {
     await admin.close();
+  }
+  // The brokers' metadata names a new topic a moment after its creation: return once it does, with
+  // every partition led, so no test reads or writes it a moment too early.
+  const connections = new ClusterConnections(brokers, { clientId: 'weir-test-admin', ...connection });
+  try {
+    const deadline = Date.now() + 30_000;
+    for (;;) {
+      const info = await connections.topic(topic).catch(() => undefined);
+      if (info !== undefined && info.partitions.length === partitions && info.partitions.every((entry) => entry.leaderId >= 0)) break;
+      if (Date.now() > deadline) throw new Error(`topic ${topic} is not in the brokers' metadata 30 s after its creation`);
+      await sleep(50);
+    }
+  } finally {
+    await connections.close();
   }
   return {
     topic,

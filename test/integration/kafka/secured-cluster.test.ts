@@ -27,7 +27,7 @@ import { repositoryRoot, weir } from '../../harness/cli.ts';
 import { createTestTopic } from '../../harness/kafka.ts';
 import { auditCounts, exactCountAudit, writeChaosInput } from '../../harness/kafka-count-audit.ts';
 import { makeTestCertificates, type TestCertificates } from '../../harness/test-certificates.ts';
-import { startWeirRun } from '../../harness/weir-run.ts';
+import { startWeirRun, until } from '../../harness/weir-run.ts';
 
 const PASSWORD_256 = 'scram-256-Secret-xyzzy';
 const PASSWORD_512 = 'scram-512-Secret-plugh';
@@ -119,11 +119,15 @@ describe('secured clusters: TLS, mutual TLS and SASL SCRAM against a real broker
         '0',
       ],
       // KAFKA_BROKERS (the shared test broker) would win over the file's bootstrap.servers: clear it.
-      // 4 ms a record: the run lasts seconds past its first checkpoint, so the API still answers below.
+      // 4 ms a record: the run lasts seconds once its tasks run, so the API still answers below.
       { KAFKA_BROKERS: '', WEIR_KAFKA_SASL_PASSWORD: PASSWORD_512, KC_INPUT: input.topic, KC_OUTPUT: out.topic, KC_WORK_US: '4000' },
     );
     const url = await job.url();
-    await job.waitFor(/checkpoint \d+ completed/);
+    // Read the API while the job runs (its tasks at work for seconds more), not after a checkpoint
+    // line that a loaded machine may print only near the job's end.
+    await until('the job running', async () =>
+      (JSON.parse(await (await fetch(`${url}/api/job`)).text()) as { state?: string }).state === 'running' ? true : undefined,
+    );
     const answers = await Promise.all(['/api/job', '/api/checkpoints', '/metrics', '/'].map(async (path) => (await fetch(`${url}${path}`)).text()));
     assert.equal(await job.exited, 0, job.stderr());
     assert.match(
