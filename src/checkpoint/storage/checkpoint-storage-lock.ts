@@ -84,7 +84,7 @@ export class CheckpointStorageLock implements StorageLock {
     if (current === 'gone' || current === undefined || current.id !== this.#owner.id) {
       this.#released = true;
       clearInterval(this.#timer);
-      const why = `the lock of checkpoint folder ${this.#path} is no longer this process's (${current === 'gone' || current === undefined ? 'it was deleted' : `now held by ${describeOwner(current)}`})`;
+      const why = `the lock of checkpoint folder ${this.#path} is no longer this process's (${current === 'gone' ? 'it was deleted' : current === undefined ? 'it no longer reads as a Weir lock' : `now held by ${describeOwner(current)}`})`;
       this.#options.log(why);
       this.#options.onLost?.(why);
       return;

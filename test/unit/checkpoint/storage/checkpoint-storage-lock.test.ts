@@ -1,7 +1,7 @@
 import assert from 'node:assert/strict';
 import { spawnSync } from 'node:child_process';
 import { existsSync, readdirSync } from 'node:fs';
-import { mkdtemp, readFile, rm, stat, utimes, writeFile } from 'node:fs/promises';
+import { mkdtemp, readFile, rename, rm, stat, utimes, writeFile } from 'node:fs/promises';
 import { hostname, tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { type TestContext, test } from 'node:test';
@@ -85,7 +85,9 @@ test('the owner refreshes its heartbeat; an owner whose lock was taken over hear
     await new Promise((resolve) => setTimeout(resolve, 10));
   }
   assert.equal(await readFile(join(root, LOCK_FILE_NAME), 'utf8'), content, 'the heartbeat leaves the content alone');
-  await writeFile(join(root, LOCK_FILE_NAME), ownerFile({ pid: 777, host: 'other-host' }));
+  // Taken over as another process does it: its lock file appears whole (written aside, then renamed over).
+  await writeFile(join(root, `${LOCK_FILE_NAME}.other`), ownerFile({ pid: 777, host: 'other-host' }));
+  await rename(join(root, `${LOCK_FILE_NAME}.other`), join(root, LOCK_FILE_NAME));
   while (lost.length === 0) {
     assert.ok(Date.now() < deadline, 'the loss was not noticed');
     await new Promise((resolve) => setTimeout(resolve, 10));
