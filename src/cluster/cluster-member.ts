@@ -40,13 +40,6 @@ interface TaskEntry {
   failures: number;
 }
 
-export interface ClusterMemberStatus {
-  cluster: string;
-  memberId: string;
-  generation: number;
-  tasks: { stage: string; task: number; running: boolean; checkpointId: number | undefined; completedAt: number | undefined }[];
-}
-
 /**
  * One member of a cluster-mode job (`weir run --cluster <id>`): it plans the job's stages and
  * topics (creating those missing), joins the cluster's consumer group, and runs the tasks the
@@ -194,19 +187,9 @@ export class ClusterMember {
     return readClusterStatus(this.#runtime.connections, this.#runtime.bootstrap, this.#options.id);
   }
 
-  status(): ClusterMemberStatus {
-    return {
-      cluster: this.#options.id,
-      memberId: this.#membership.memberId,
-      generation: this.#membership.generation,
-      tasks: [...this.#entries.values()].map((entry) => ({
-        stage: entry.stage.uid,
-        task: entry.task,
-        running: entry.run !== undefined,
-        checkpointId: entry.run?.latest?.checkpointId,
-        completedAt: entry.run?.latest?.completedAt,
-      })),
-    };
+  /** The cluster's id. */
+  get id(): string {
+    return this.#options.id;
   }
 
   /** Leaves the group: every task stops (its open transaction aborted) and goes to the other members. */

@@ -1,14 +1,13 @@
-import { describeGroupsV5, findCoordinatorV6 } from '@platformatic/kafka';
+import { describeGroupsV5 } from '@platformatic/kafka';
 import type { ClusterConnections } from '../connectors/kafka/cluster-connections.ts';
 import type { BrokerAddress } from '../connectors/kafka/kafka-connection-options.ts';
 import { LATEST_OFFSET, listOffsets } from '../connectors/kafka/partition-fetcher.ts';
 import { readTopic } from '../connectors/kafka/topic-reader.ts';
 import { WeirError } from '../core/errors/weir-error.ts';
-import { decodeAssignment, decodeMemberMetadata } from './member-protocol.ts';
+import { groupCoordinator } from './group-coordinator.ts';
+import { decodeAssignment, decodeMemberMetadata, MEMBER_PROTOCOL_TYPE } from './member-protocol.ts';
 import { clusterTopicName } from './stage-plan.ts';
 import { latestTaskCheckpoints, type TaskCheckpoint } from './task-checkpoint.ts';
-
-const GROUP_KEY_TYPE = 0;
 
 export interface ClusterTaskStatus {
   /** `<stage uid>/<task>`. */
@@ -39,20 +38,12 @@ export interface ClusterStatus {
  * read_committed) and its lag (its checkpointed offsets against its input's last stable offsets).
  */
 export async function readClusterStatus(connections: ClusterConnections, bootstrap: readonly BrokerAddress[], cluster: string): Promise<ClusterStatus> {
-  const found = (await findCoordinatorV6.api.async(await connections.any(), GROUP_KEY_TYPE, [cluster])).coordinators[0];
-  if (found === undefined || found.errorCode !== 0) {
-    throw new WeirError('CLUSTER_MEMBERSHIP_FAILED', `no group coordinator for cluster "${cluster}" (error ${found?.errorCode})`, {
-      fault: 'external',
-      retriable: true,
-    });
-  }
-  const group = (await describeGroupsV5.api.async(await connections.node(found.nodeId), [cluster], false)).groups[0];
+  const group = (await describeGroupsV5.api.async(await groupCoordinator(connections, cluster), [cluster], false)).groups[0];
   if (group === undefined || group.errorCode !== 0) {
     throw new WeirError('CLUSTER_MEMBERSHIP_FAILED', `cannot describe the group of cluster "${cluster}" (error ${group?.errorCode})`, { fault: 'external' });
   }
-  if (group.groupState === 'Dead' || (group.members.length === 0 && group.protocolType === '')) {
-    // No member now: the checkpoint topic still tells each task's last checkpoint.
-  } else if (group.protocolType !== 'consumer' && group.protocolType !== 'weir') {
+  // A group with no member now has no protocol type: the checkpoint topic still tells each task's last checkpoint.
+  if (group.protocolType !== '' && group.protocolType !== MEMBER_PROTOCOL_TYPE) {
     throw new WeirError('CLUSTER_PROTOCOL_MISMATCH', `the group "${cluster}" is not a Weir cluster (its protocol type is "${group.protocolType}")`, {
       hint: 'give the id a weir run --cluster was started with',
     });

@@ -1,5 +1,5 @@
 import type { ConnectionOptions } from '@platformatic/kafka';
-import type { BrokerAddress } from '../connectors/kafka/kafka-connection-options.ts';
+import { type BrokerAddress, formatBootstrap } from '../connectors/kafka/kafka-connection-options.ts';
 import { kafkaSource } from '../connectors/kafka/kafka-source.ts';
 import type { KafkaSplit } from '../connectors/kafka/kafka-split.ts';
 import type { TopicRecord } from '../connectors/kafka/partition-fetcher.ts';
@@ -51,7 +51,7 @@ export class ExchangeInput {
     this.#deliver = options.deliver;
     this.#onFailure = options.onFailure;
     const source = kafkaSource<TopicRecord>({
-      bootstrap: options.bootstrap.map((broker) => `${broker.host}:${broker.port}`),
+      bootstrap: formatBootstrap(options.bootstrap),
       connection: options.connection,
       topics: [...new Set(options.partitions.map((entry) => entry.topic))],
       deserializer: (record) => record,

@@ -13,7 +13,9 @@ export async function runClusterMember(options: ClusterMemberOptions, server: Re
     await server?.close();
     throw error;
   });
+  // Left once a signal's leave is done, or failed once the membership cannot go on (then left too).
   let leaving: Promise<void> | undefined;
+  const left = Promise.withResolvers<void>();
   const leave = (signal: NodeJS.Signals) => {
     if (leaving !== undefined) {
       log(`${signal} again: exiting now`);
@@ -21,30 +23,23 @@ export async function runClusterMember(options: ClusterMemberOptions, server: Re
     }
     log(`${signal}: leaving the cluster (this member's tasks go to the others)`);
     leaving = member.close();
+    leaving.then(left.resolve, left.reject);
   };
   process.on('SIGTERM', leave);
   process.on('SIGINT', leave);
-  const left = new Promise<void>((resolve, reject) => {
-    const wait = setInterval(() => {
-      if (leaving === undefined) return;
-      clearInterval(wait);
-      leaving.then(resolve, reject);
-    }, 100);
-    member.failed.catch((error: unknown) => {
-      clearInterval(wait);
-      void member.close().finally(() => reject(error));
-    });
+  member.failed.catch((error: unknown) => {
+    void member.close().finally(() => left.reject(error));
   });
   server?.attach(
     clusterMemberClient(
       member,
-      left.catch(() => {}),
+      left.promise.catch(() => {}),
     ),
     { cluster: () => member.clusterStatus() },
   );
   try {
-    await left;
-    console.log(`member of cluster "${member.status().cluster}" left`);
+    await left.promise;
+    console.log(`member of cluster "${member.id}" left`);
     // Everything of the member is closed; should a client library still hold a handle, do not wait on it.
     setTimeout(() => process.exit(process.exitCode ?? 0), 5000).unref();
   } finally {
