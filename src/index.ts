@@ -3,6 +3,7 @@
  * A job is a module whose default export is `defineJob(...)`; run it with `weir run <module>`.
  */
 
+export { AsyncDataStream, type AsyncWaitOptions } from './api/async-data-stream.ts';
 export type {
   CoGroupedStreams,
   CoGroupedWindow,
@@ -51,6 +52,7 @@ export type { DeliveryGuarantee, Sink } from './core/connector/sink.ts';
 export type { Source, SourceBatch, SourceReader, SourceReaderContext } from './core/connector/source.ts';
 export { WeirError } from './core/errors/weir-error.ts';
 export { type TimestampAssigner, type WatermarkGenerator, type WatermarkOutput, WatermarkStrategy } from './core/event-time/watermark-strategy.ts';
+export type { AsyncFunction, AsyncInvoke, AsyncInvokeContext, AsyncRetryStrategy, RichAsyncFunction } from './core/functions/async-function.ts';
 export type { DeadLetterRecord } from './core/functions/dead-letter.ts';
 export { OutputTag } from './core/functions/output-tag.ts';
 export type {

@@ -33,6 +33,15 @@ export interface OperatorContext {
    * tag (the record goes nowhere: callers that must not lose records silently count it).
    */
   output(tag: string, record: unknown, timestamp: number): boolean;
+  /**
+   * Runs `action` on the task's loop as soon as it is free (Flink's MailboxExecutor), for work that
+   * finishes outside any call of the operator (an async request's result). A throw fails the task.
+   */
+  executeMail(action: () => Promise<void>): void;
+  /** On the task's loop only (in a call or a mail): sends records down the chain after this operator, at once. */
+  emit(records: unknown[], timestamps: number[] | undefined): Promise<void>;
+  /** On the task's loop only: what follows this operator reached event time `watermark` (for an operator that {@link StreamOperator.holdsWatermarks}). */
+  emitWatermark(watermark: number): Promise<void>;
 }
 
 /**
@@ -49,6 +58,12 @@ export interface OperatorContext {
 export abstract class StreamOperator<IN, OUT> {
   /** The event times of the records the current call returns, index by index; undefined: none. */
   outputTimestamps: number[] | undefined = undefined;
+
+  /**
+   * True: `processWatermark` does not pass the watermark on; the operator does, with
+   * `context.emitWatermark`, once what it holds from before the watermark is out (async I/O).
+   */
+  readonly holdsWatermarks: boolean = false;
 
   open(_context: OperatorContext): void | Promise<void> {}
 

@@ -72,6 +72,9 @@ export function finishSinksAtJobEnd(options: SinkJobEndOptions): SinksAtJobEnd {
               metrics: new TaskMetrics().group(uid),
               requestProcessingTimeCallback: () => {},
               output: () => false,
+              executeMail: () => {},
+              emit: async () => {},
+              emitWatermark: async () => {},
             });
           }
           await hook(subtasks);

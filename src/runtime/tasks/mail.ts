@@ -13,4 +13,6 @@ export type Mail =
   /** Checkpoint N was aborted. */
   | { kind: 'notify-checkpoint-aborted'; checkpointId: number }
   /** Processing time reached what operator `operatorIndex` of the chain asked for. */
-  | { kind: 'processing-time'; operatorIndex: number };
+  | { kind: 'processing-time'; operatorIndex: number }
+  /** An operator's own work for the loop (OperatorContext.executeMail: async I/O's results). */
+  | { kind: 'operator'; action: () => Promise<void> };

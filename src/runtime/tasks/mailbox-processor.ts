@@ -45,12 +45,19 @@ export class MailboxProcessor {
   readonly #options: MailboxProcessorOptions;
   readonly #mails: Mail[] = [];
   #running = false;
+  #started = false;
   #failed = false;
   #closed = false;
   #pollTimer: NodeJS.Timeout | undefined;
 
   constructor(options: MailboxProcessorOptions) {
     this.#options = options;
+  }
+
+  /** Starts the loop: until then mails wait and nothing runs (an operator opening may already queue mails). */
+  start(): void {
+    this.#started = true;
+    this.resume();
   }
 
   /** Queues a mail and wakes the loop. */
@@ -61,7 +68,7 @@ export class MailboxProcessor {
 
   /** Wakes the loop (input arrived, credit came back, or the task starts). */
   resume(): void {
-    if (this.#running || this.#failed || this.#closed) return;
+    if (this.#running || !this.#started || this.#failed || this.#closed) return;
     this.#running = true;
     setImmediate(() => {
       this.#runLoop().catch((error: unknown) => this.#fail(error));

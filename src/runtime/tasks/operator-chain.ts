@@ -47,7 +47,9 @@ export class OperatorChain {
   #sideOutputPending = false;
   /** Whether this task last told its outputs it is idle. */
   #outputIdle = false;
-  /** The watermark the chain has been advanced to. */
+  /** The watermark the chain's input has been advanced to. */
+  #inputWatermark = Number.NEGATIVE_INFINITY;
+  /** The watermark the chain has sent downstream. */
   #currentWatermark = Number.NEGATIVE_INFINITY;
 
   constructor(recordWriters: RecordWriter[], metrics: TaskMetrics) {
@@ -107,22 +109,43 @@ export class OperatorChain {
   /**
    * Event time reached `watermark`: each operator of the chain in turn fires its event-time timers
    * (what they emit goes through the rest of the chain first), then the watermark goes downstream.
+   * An operator that holds watermarks back (async I/O) stops it there, and passes it on later with
+   * {@link emitWatermarkFrom}.
    */
   async advanceWatermark(watermark: number): Promise<void> {
-    if (watermark <= this.#currentWatermark) return;
+    if (watermark <= this.#inputWatermark) return;
+    this.#inputWatermark = watermark;
+    await this.#watermarkFrom(0, watermark);
+  }
+
+  /** Operator `index` passes on a watermark it held back: the operators after it, then downstream. */
+  async emitWatermarkFrom(index: number, watermark: number): Promise<void> {
+    await this.#watermarkFrom(index + 1, watermark);
+  }
+
+  /** Operator `index` emits records outside its calls' return values (async I/O's results): the rest of the chain, then the outputs. */
+  async emitFrom(index: number, records: unknown[], timestamps: number[] | undefined): Promise<void> {
+    if (timestamps !== undefined && timestamps.length !== records.length) throw this.#timestampMismatch(index, records.length, timestamps.length);
+    if (this.#sideOutputPending) this.#flushSideOutputs();
+    if (records.length > 0) await this.processBatch(records, timestamps, index + 1);
+  }
+
+  async #watermarkFrom(from: number, watermark: number): Promise<void> {
     // Downstream valves ignore watermarks from an idle channel (a drain's end of event time after
     // the input went quiet, say): announce the output active first, as Flink does.
     if (this.#outputIdle) this.broadcastWatermarkStatus(false);
-    this.#currentWatermark = watermark;
-    this.#metrics.watermark = watermark;
     const operators = this.#operators;
-    for (let i = 0; i < operators.length; i++) {
+    for (let i = from; i < operators.length; i++) {
       const operator = (operators[i] as ChainedOperator).operator;
       operator.outputTimestamps = undefined;
       let out = operator.processWatermark(watermark);
       if (isThenable(out)) out = await out;
       await this.#afterCall(i, out, timestampsOf(operator));
+      if (operator.holdsWatermarks) return;
     }
+    if (watermark <= this.#currentWatermark) return;
+    this.#currentWatermark = watermark;
+    this.#metrics.watermark = watermark;
     for (const writer of this.#writers) writer.broadcastWatermark(watermark);
   }
 

@@ -171,6 +171,9 @@ export class StreamTask {
         metrics: this.metrics.group(uid),
         requestProcessingTimeCallback: (timestamp) => this.#timers.requestCallback(index, timestamp),
         output: (tag, record, timestamp) => this.#chain.sideOutput(index, tag, record, timestamp),
+        executeMail: (action) => this.#mailbox.put({ kind: 'operator', action }),
+        emit: (records, timestamps) => this.#chain.emitFrom(index, records, timestamps),
+        emitWatermark: (watermark) => this.#chain.emitWatermarkFrom(index, watermark),
       };
       const opened = operator.open(context);
       if (isThenable(opened)) await opened;
@@ -189,7 +192,7 @@ export class StreamTask {
 
   /** Starts the loop (a source reads; other tasks run when input arrives). */
   start(): void {
-    this.#mailbox.resume();
+    this.#mailbox.start();
   }
 
   /** A message arrived on one of the task's input channels. */
@@ -240,6 +243,9 @@ export class StreamTask {
       case 'processing-time':
         this.#timers.fired(mail.operatorIndex);
         await this.#chain.onProcessingTime(mail.operatorIndex, Date.now());
+        return;
+      case 'operator':
+        await mail.action();
         return;
     }
   }

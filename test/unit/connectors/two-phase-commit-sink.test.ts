@@ -109,6 +109,9 @@ function contextFor(
     metrics: metrics.group('sink'),
     requestProcessingTimeCallback: () => {},
     output: () => false,
+    executeMail: () => {},
+    emit: async () => {},
+    emitWatermark: async () => {},
   };
 }
 

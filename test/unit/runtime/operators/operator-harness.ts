@@ -16,16 +16,27 @@ export interface Emitted<T> {
   timestamps: number[] | undefined;
 }
 
+/** What an operator sent down the chain on its own (context.emit and context.emitWatermark), in order. */
+export type Emission = { records: unknown[]; timestamps: number[] | undefined } | { watermark: number };
+
 export class OperatorHarness<IN, OUT> {
   readonly operator: StreamOperator<IN, OUT>;
   readonly backend: HeapKeyedStateBackend;
+  readonly operatorState: OperatorStateBackend;
+  readonly emitted: Emission[] = [];
+  /** Mails the operator queued (context.executeMail), not yet run: {@link runMails} runs them. */
+  readonly mails: (() => Promise<void>)[] = [];
   readonly sideOutputs = new Map<string, { record: unknown; timestamp: number }[]>();
   readonly counters = new Map<string, number>();
   readonly processingTimeRequests: number[] = [];
 
-  constructor(operator: StreamOperator<IN, OUT>, options: { range?: KeyGroupRange; maxParallelism?: number; snapshots?: Uint8Array[] } = {}) {
+  constructor(
+    operator: StreamOperator<IN, OUT>,
+    options: { range?: KeyGroupRange; maxParallelism?: number; snapshots?: Uint8Array[]; operatorState?: OperatorStateBackend } = {},
+  ) {
     const maxParallelism = options.maxParallelism ?? 128;
     this.operator = operator;
+    this.operatorState = options.operatorState ?? new OperatorStateBackend();
     this.backend = new HeapKeyedStateBackend({
       maxParallelism,
       keyGroupRange: options.range ?? computeKeyGroupRangeForOperatorIndex(maxParallelism, 1, 0),
@@ -49,7 +60,7 @@ export class OperatorHarness<IN, OUT> {
       restoredTransactionsCommitted: false,
       checkpointingMode: 'exactly-once',
       keyedState: this.backend,
-      operatorState: new OperatorStateBackend(),
+      operatorState: this.operatorState,
       metrics: {
         counter: (name): MetricCounter => ({
           inc: (n = 1) => {
@@ -66,6 +77,15 @@ export class OperatorHarness<IN, OUT> {
         list.push({ record, timestamp });
         this.sideOutputs.set(tag, list);
         return true;
+      },
+      executeMail: (action) => {
+        this.mails.push(action);
+      },
+      emit: async (records, timestamps) => {
+        if (records.length > 0) this.emitted.push({ records: [...records], timestamps: timestamps === undefined ? undefined : [...timestamps] });
+      },
+      emitWatermark: async (watermark) => {
+        this.emitted.push({ watermark });
       },
     };
     await this.operator.open(context);
@@ -93,6 +113,17 @@ export class OperatorHarness<IN, OUT> {
   async processingTime(now: number): Promise<Emitted<OUT>> {
     this.operator.outputTimestamps = undefined;
     const out = await this.operator.onProcessingTime(now);
+    return { records: out, timestamps: this.operator.outputTimestamps };
+  }
+
+  /** Runs the queued mails (and the ones they queue) as the task's loop would. */
+  async runMails(): Promise<void> {
+    for (let mail = this.mails.shift(); mail !== undefined; mail = this.mails.shift()) await mail();
+  }
+
+  async endInput(): Promise<Emitted<OUT>> {
+    this.operator.outputTimestamps = undefined;
+    const out = await this.operator.endInput();
     return { records: out, timestamps: this.operator.outputTimestamps };
   }
 

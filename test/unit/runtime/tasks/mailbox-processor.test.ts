@@ -60,6 +60,9 @@ test('mails run before input', async (t) => {
   t.after(() => processor.close());
   processor.put(mail(1));
   processor.put(mail(2));
+  await sleep(10);
+  assert.deepEqual(log, [], 'nothing runs before start(): an operator opening may queue mails');
+  processor.start();
   await until(() => inputCalls() === 1, 'the first input step');
   assert.deepEqual(log, ['mail 1', 'mail 2', 'input 1']);
 });
@@ -74,7 +77,7 @@ test('a mail put during an input step runs before the next input step', async (t
   });
   box.processor = setup.processor;
   t.after(() => setup.processor.close());
-  setup.processor.resume();
+  setup.processor.start();
   await until(() => setup.inputCalls() === 3, 'three input steps');
   assert.deepEqual(setup.log, ['input 1', 'mail 9', 'input 2', 'input 3']);
 });
@@ -83,7 +86,7 @@ test('no input is taken while an output has no credit; the loop reports back pre
   const { processor, log, inputCalls, backPressured, setOutputs } = processorWith();
   t.after(() => processor.close());
   setOutputs(false);
-  processor.resume();
+  processor.start();
   await settle();
   assert.equal(inputCalls(), 0);
   assert.equal(backPressured.mock.callCount(), 1);
@@ -95,7 +98,7 @@ test('no input is taken while an output has no credit; the loop reports back pre
   setOutputs(true);
   await settle();
   assert.equal(inputCalls(), 0, 'credit alone does not wake the loop');
-  processor.resume();
+  processor.start();
   await until(() => inputCalls() === 1, 'input after resume');
   assert.deepEqual(log, ['mail 1', 'input 1']);
 });
@@ -109,7 +112,7 @@ test('at most maxInputSteps input steps run per turn, then the loop yields (a qu
     },
   });
   t.after(() => processor.close());
-  processor.resume();
+  processor.start();
   await until(() => inputCalls() === 7, 'seven input steps');
   await settle();
   assert.deepEqual(log, ['input 1', 'input 2', 'input 3', 'message', 'input 4', 'input 5', 'input 6', 'input 7']);
@@ -118,12 +121,12 @@ test('at most maxInputSteps input steps run per turn, then the loop yields (a qu
 test('NOTHING_AVAILABLE puts the loop to sleep until resume()', async (t) => {
   const { processor, inputCalls } = processorWith({ statuses: ['NOTHING_AVAILABLE'] });
   t.after(() => processor.close());
-  processor.resume();
+  processor.start();
   await until(() => inputCalls() === 1, 'the first input step');
   await sleep(20);
   assert.equal(inputCalls(), 1);
-  processor.resume();
-  processor.resume();
+  processor.start();
+  processor.start();
   await until(() => inputCalls() === 2, 'the input step after resume');
   await sleep(10);
   assert.equal(inputCalls(), 2, 'two resumes before the loop ran wake it once');
@@ -132,7 +135,7 @@ test('NOTHING_AVAILABLE puts the loop to sleep until resume()', async (t) => {
 test('POLL_LATER makes the loop poll again shortly by itself', async (t) => {
   const { processor, inputCalls } = processorWith({ statuses: ['POLL_LATER', 'POLL_LATER', 'NOTHING_AVAILABLE'] });
   t.after(() => processor.close());
-  processor.resume();
+  processor.start();
   await until(() => inputCalls() === 3, 'two polls again without a resume', 500);
   await sleep(20);
   assert.equal(inputCalls(), 3);
@@ -141,7 +144,7 @@ test('POLL_LATER makes the loop poll again shortly by itself', async (t) => {
 test('after END_OF_INPUT the loop does not poll by itself, but mails still run (the input is asked again after them)', async (t) => {
   const { processor, log, inputCalls } = processorWith({ statuses: ['END_OF_INPUT'] });
   t.after(() => processor.close());
-  processor.resume();
+  processor.start();
   await until(() => inputCalls() === 1, 'the first input step');
   await sleep(20);
   assert.equal(inputCalls(), 1);
@@ -161,9 +164,10 @@ test('a mail that throws calls onFailure once and the loop runs nothing more', a
   processor.put(mail(1));
   processor.put(mail(2));
   processor.put(mail(3));
+  processor.start();
   await until(() => failures.length > 0, 'the failure');
   processor.put(mail(4));
-  processor.resume();
+  processor.start();
   await sleep(10);
   assert.deepEqual(failures, [boom]);
   assert.deepEqual(log, ['mail 1', 'mail 2']);
@@ -179,10 +183,10 @@ test('an input step that throws calls onFailure once and the loop runs nothing m
       if (call === 2) throw boom;
     },
   });
-  processor.resume();
+  processor.start();
   await until(() => failures.length > 0, 'the failure');
   processor.put(mail(1));
-  processor.resume();
+  processor.start();
   await sleep(10);
   assert.deepEqual(failures, [boom]);
   assert.equal(inputCalls(), 2);
@@ -200,9 +204,10 @@ test('close() stops the loop: queued mails and later wake-ups run nothing', asyn
   box.processor = setup.processor;
   setup.processor.put(mail(1));
   setup.processor.put(mail(2));
+  setup.processor.start();
   await until(() => setup.log.length > 0, 'the first mail');
   setup.processor.put(mail(3));
-  setup.processor.resume();
+  setup.processor.start();
   await sleep(10);
   assert.deepEqual(setup.log, ['mail 1']);
   assert.equal(setup.inputCalls(), 0);
@@ -211,7 +216,7 @@ test('close() stops the loop: queued mails and later wake-ups run nothing', asyn
 
 test('close() cancels a pending poll of a source that asked to be polled later', async () => {
   const { processor, inputCalls } = processorWith({ statuses: ['POLL_LATER'] });
-  processor.resume();
+  processor.start();
   await until(() => inputCalls() === 1, 'the first poll');
   processor.close();
   await sleep(20);
@@ -227,7 +232,7 @@ test('time spent processing counts as busy time', async (t) => {
     },
   });
   t.after(() => processor.close());
-  processor.resume();
+  processor.start();
   await until(() => inputCalls() === 2, 'two input steps');
   await settle();
   assert.ok(metrics.busyMs >= 9, `busy ${metrics.busyMs} ms`);

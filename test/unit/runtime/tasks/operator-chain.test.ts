@@ -369,3 +369,27 @@ test('a chain without operators passes a batch straight to its writers', async (
   assert.deepEqual(writer.events, [{ kind: 'records', records: [1, 2], timestamps: [5, 6] }]);
   assert.equal(metrics.recordsOut, 2);
 });
+
+/** An operator that holds watermarks back (as async I/O does) and emits on its own through the chain. */
+class HoldingOperator extends LoggingOperator {
+  override readonly holdsWatermarks = true;
+}
+
+test('an operator that holds watermarks stops them in the chain; what it emits later (records, then the watermark) runs through the rest of the chain in order', async () => {
+  const log: string[] = [];
+  const writer = new FakeRecordWriter();
+  const holding = new HoldingOperator('async', log, { batch: () => [] });
+  const { chain } = chainOf([new LoggingOperator('before', log), holding, new LoggingOperator('after', log, { batch: double })], [writer]);
+  await chain.processBatch([1, 2], undefined);
+  await chain.advanceWatermark(100);
+  assert.deepEqual(log, ['before.batch([1,2])', 'async.batch([1,2])', 'before.watermark(100)', 'async.watermark(100)']);
+  assert.deepEqual(writer.trace, [], 'the watermark waits behind the records held');
+  assert.equal(chain.currentWatermark, Number.NEGATIVE_INFINITY);
+  await chain.emitFrom(1, [1, 2], [10, 20]);
+  await chain.emitWatermarkFrom(1, 100);
+  assert.deepEqual(log.slice(4), ['after.batch([1,2])', 'after.watermark(100)']);
+  assert.deepEqual(writer.trace, ['[2,4]', 'watermark 100']);
+  assert.equal(chain.currentWatermark, 100);
+  await chain.advanceWatermark(100);
+  assert.equal(log.length, 6, 'a watermark not above the input one is not run again');
+});
