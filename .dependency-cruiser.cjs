@@ -12,7 +12,7 @@ const LAYERS = [
   ['checkpoint'],
   ['runtime', 'connectors'],
   ['api', 'local-kafka', 'audit', 'cluster'],
-  ['web', 'demo'],
+  ['web', 'demo', 'testing'],
   ['cli'],
 ];
 

@@ -24,6 +24,8 @@ export interface OperatorContext {
   readonly operatorState: OperatorStateStore;
   /** The operator's own metrics (shown per operator in the REST API, the dashboard and /metrics). */
   readonly metrics: OperatorMetricGroup;
+  /** The task's processing time (Flink's ProcessingTimeService.getCurrentProcessingTime): the clock, or a test driver's. */
+  currentProcessingTime(): number;
   /** Asks the task to call {@link StreamOperator.onProcessingTime} at (or soon after) this time. */
   requestProcessingTimeCallback(timestamp: number): void;
   /**

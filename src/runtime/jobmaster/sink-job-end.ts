@@ -70,6 +70,7 @@ export function finishSinksAtJobEnd(options: SinkJobEndOptions): SinksAtJobEnd {
               keyedState: undefined,
               operatorState: await state.operatorStateBackend(uid),
               metrics: new TaskMetrics().group(uid),
+              currentProcessingTime: Date.now,
               requestProcessingTimeCallback: () => {},
               output: () => false,
               executeMail: () => {},

@@ -82,6 +82,11 @@ export class AsyncWaitOperator<IN, OUT> extends StreamOperator<IN, OUT> {
     this.#errors = new RecordErrorHandler(settings.onError);
   }
 
+  /** Records held: called for and not yet emitted. */
+  get inFlight(): number {
+    return this.#queue.size;
+  }
+
   override async open(context: OperatorContext): Promise<void> {
     this.#context = context;
     this.#errors.open(context);

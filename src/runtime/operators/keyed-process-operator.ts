@@ -60,7 +60,7 @@ export class KeyedProcessContext<K extends KeyLike> implements OnTimerContext<K>
 
   constructor() {
     this.timerService = {
-      currentProcessingTime: () => Date.now(),
+      currentProcessingTime: () => this.#context.currentProcessingTime(),
       currentWatermark: () => this.currentWatermark,
       registerProcessingTimeTimer: (timestamp) => {
         this.#backend.registerTimer('processing', timestamp);

@@ -24,7 +24,7 @@ class NonKeyedProcessContext implements ProcessContext {
   constructor() {
     const operatorContext = () => this.context;
     this.timerService = {
-      currentProcessingTime: () => Date.now(),
+      currentProcessingTime: () => this.context.currentProcessingTime(),
       currentWatermark: () => this.currentWatermark,
       registerProcessingTimeTimer: () => noTimers(operatorContext),
       deleteProcessingTimeTimer: () => noTimers(operatorContext),

@@ -37,7 +37,7 @@ export class WindowTriggerContext implements OnMergeContext {
   }
 
   currentProcessingTime(): number {
-    return Date.now();
+    return this.#operator.operatorContext.currentProcessingTime();
   }
 
   registerEventTimeTimer(time: number): void {
@@ -103,7 +103,7 @@ export class WindowProcessContext<W extends Window> implements ProcessWindowCont
   }
 
   currentProcessingTime(): number {
-    return Date.now();
+    return this.#operator.operatorContext.currentProcessingTime();
   }
 
   output<X>(tag: OutputTag<X>, value: X): void {

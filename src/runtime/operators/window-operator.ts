@@ -119,7 +119,7 @@ export class WindowOperator<IN, ACC, R, OUT, K extends KeyLike, W extends Window
     const name = this.#context.operatorName;
     const eventTime = this.#eventTime;
     if (eventTime && timestamps === undefined) throw this.#noTimestamps();
-    this.#now = Date.now();
+    this.#now = this.#context.currentProcessingTime();
     this.#collector.reset(true);
     for (let i = 0; i < batch.length; i++) {
       const value = batch[i] as IN;

@@ -169,6 +169,7 @@ export class StreamTask {
         keyedState: keyed,
         operatorState,
         metrics: this.metrics.group(uid),
+        currentProcessingTime: Date.now,
         requestProcessingTimeCallback: (timestamp) => this.#timers.requestCallback(index, timestamp),
         output: (tag, record, timestamp) => this.#chain.sideOutput(index, tag, record, timestamp),
         executeMail: (action) => this.#mailbox.put({ kind: 'operator', action }),

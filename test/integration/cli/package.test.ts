@@ -20,15 +20,26 @@ test('npm pack ships what an install needs under the name weir-streams, and buil
     const [packed] = JSON.parse(stdout) as { name: string; filename: string; files: { path: string }[] }[];
     assert.equal(packed?.name, 'weir-streams');
     const files = new Set(packed?.files.map((file) => file.path));
-    for (const path of ['dist/index.js', 'dist/cli/main.js', 'bin/weir.js', 'kafka/pom.xml', 'LICENSE', 'package.json', 'README.md']) {
+    for (const path of [
+      'dist/index.js',
+      'dist/testing/job-test-driver.js',
+      'dist/cli/main.js',
+      'bin/weir.js',
+      'kafka/pom.xml',
+      'LICENSE',
+      'package.json',
+      'README.md',
+    ]) {
       assert.ok(files.has(path), `${path} is in the package`);
     }
     assert.ok(![...files].some((path) => path.startsWith('test/') || path.startsWith('src/')), 'no tests or sources');
     const manifest = JSON.parse(await readFile(join(repositoryRoot, 'package.json'), 'utf8')) as {
+      exports: Record<string, string>;
       bin: Record<string, string>;
       scripts: Record<string, string>;
     };
     assert.deepEqual(Object.keys(manifest.bin), ['weir']);
+    assert.deepEqual(manifest.exports, { '.': './dist/index.js', './testing': './dist/testing/job-test-driver.js' }, 'the API and the test driver');
     assert.match(manifest.scripts.prepack ?? '', /tsc -p tsconfig\.build\.json/);
     assert.match(await readFile(join(repositoryRoot, 'LICENSE'), 'utf8'), /Apache License\s+Version 2\.0/);
   } finally {

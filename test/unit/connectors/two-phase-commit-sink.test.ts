@@ -107,6 +107,7 @@ function contextFor(
     keyedState: undefined,
     operatorState: state,
     metrics: metrics.group('sink'),
+    currentProcessingTime: Date.now,
     requestProcessingTimeCallback: () => {},
     output: () => false,
     executeMail: () => {},

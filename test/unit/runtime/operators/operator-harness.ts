@@ -69,6 +69,7 @@ export class OperatorHarness<IN, OUT> {
         }),
         gauge: () => {},
       },
+      currentProcessingTime: Date.now,
       requestProcessingTimeCallback: (timestamp) => {
         this.processingTimeRequests.push(timestamp);
       },
