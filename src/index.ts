@@ -72,6 +72,7 @@ export type {
 export type { LogFields, Logger, LogLevel } from './core/logging/logger.ts';
 export type { MetricCounter, MetricHistogram, MetricMeter, UserMetricGroup } from './core/metrics/metric-group.ts';
 export { aggregatingState, listState, mapState, reducingState, valueState } from './core/state/state-descriptors.ts';
+export { enableTimeToLive, type StateTtlConfig } from './core/state/state-ttl-config.ts';
 export type { AggregatingState, ListState, MapState, ReducingState, ValueState } from './core/state/state-types.ts';
 export type { OnMergeContext, Trigger, TriggerContext, TriggerResult, WindowValueState } from './core/windowing/trigger.ts';
 export { GlobalWindow, TimeWindow, type Window } from './core/windowing/window.ts';

@@ -1,6 +1,12 @@
 import { WeirError } from '../core/errors/weir-error.ts';
 import type { KeyedStateBackend } from '../core/state/keyed-state-backend.ts';
-import { type AnyStateDescriptor, checkFunction, type StateDescriptor } from '../core/state/state-descriptors.ts';
+import {
+  type AggregatingStateDescriptor,
+  type AnyStateDescriptor,
+  checkFunction,
+  type StateDescriptor,
+  type StateTtl,
+} from '../core/state/state-descriptors.ts';
 import type { StateKey } from '../core/state/state-key.ts';
 import type { AggregatingState, ListState, MapState, ReducingState, ValueState } from '../core/state/state-types.ts';
 import type { TimeDomain } from '../core/time/time-domain.ts';
@@ -9,6 +15,7 @@ import { HeapAggregatingState } from './heap-aggregating-state.ts';
 import { HeapListState } from './heap-list-state.ts';
 import { HeapMapState } from './heap-map-state.ts';
 import { HeapReducingState } from './heap-reducing-state.ts';
+import { TtlAggregatingState, TtlListState, TtlMapState, TtlReducingState, TtlValueState } from './heap-ttl-states.ts';
 import { HeapValueState } from './heap-value-state.ts';
 import { InternalKeyContext } from './internal-key-context.ts';
 import { InternalTimerService, VOID_NAMESPACE } from './internal-timer-service.ts';
@@ -24,6 +31,8 @@ export interface HeapKeyedStateBackendOptions {
   keyGroupRange: KeyGroupRange;
   /** Names the operator in errors. */
   operatorName: string;
+  /** The processing time state TTLs use (default the clock; a test driver's own). */
+  clock?: () => number;
 }
 
 /** Any keyed state object (element types erased). */
@@ -52,6 +61,9 @@ export class HeapKeyedStateBackend implements KeyedStateBackend {
   readonly #states = new Map<string, KeyedState>();
   readonly #processingTimers: InternalTimerService;
   readonly #eventTimers: InternalTimerService;
+  readonly #clock: () => number;
+  /** TTL tables whose incremental cleanup runs on every key change too (everyRecord). */
+  readonly #everyRecordCleanup: StateTable[] = [];
 
   constructor(options: HeapKeyedStateBackendOptions) {
     const { maxParallelism, keyGroupRange: range, operatorName } = options;
@@ -77,6 +89,7 @@ export class HeapKeyedStateBackend implements KeyedStateBackend {
     this.keyGroupRange = keyGroupRange(range.start, range.end);
     this.operatorName = operatorName;
     this.#keyGroupCount = keyGroupRangeSize(range);
+    this.#clock = options.clock ?? Date.now;
     this.#context = new InternalKeyContext(operatorName, range.start);
     this.#processingTimers = new InternalTimerService('processing', this.#context, this.#keyGroupCount);
     this.#eventTimers = new InternalTimerService('event', this.#context, this.#keyGroupCount);
@@ -100,6 +113,7 @@ export class HeapKeyedStateBackend implements KeyedStateBackend {
     }
     context.currentKey = key;
     context.keyGroupIndex = keyGroup - range.start;
+    for (const table of this.#everyRecordCleanup) table.cleanupStep();
   }
 
   /** The current key, or undefined before the first {@link setCurrentKey}. */
@@ -136,7 +150,8 @@ export class HeapKeyedStateBackend implements KeyedStateBackend {
     }
     let table = this.#tables.get(descriptor.name);
     if (table === undefined) {
-      table = new StateTable(descriptor.name, descriptor.kind, this.#context, this.#keyGroupCount);
+      table = new StateTable(descriptor.name, descriptor.kind, this.#context, this.#keyGroupCount, this.#clock);
+      table.ttlWrapped = descriptor.ttl !== undefined;
       this.#tables.set(descriptor.name, table);
     } else if (table.kind !== descriptor.kind) {
       throw new WeirError(
@@ -145,6 +160,17 @@ export class HeapKeyedStateBackend implements KeyedStateBackend {
         { hint: 'a state keeps its kind for the life of a job; give the new state a new name' },
       );
     }
+    if (table.ttlWrapped !== (descriptor.ttl !== undefined)) {
+      throw new WeirError(
+        'STATE_TTL_CHANGED',
+        `operator "${this.operatorName}" asks for ${descriptor.kind} state "${descriptor.name}" ${descriptor.ttl === undefined ? 'without' : 'with'} a time to live, but the restored checkpoint holds it ${table.ttlWrapped ? 'with' : 'without'} one`,
+        { hint: 'turning TTL on or off changes how a state is stored (Flink refuses it too): give the state a new name, or keep its TTL setting' },
+      );
+    }
+    table.ttl = descriptor.ttl;
+    // Expired values never come back from a checkpoint.
+    table.purgeExpired();
+    if (descriptor.ttl?.incrementalEveryRecord === true) this.#everyRecordCleanup.push(table);
     const state = createState(descriptor, table);
     this.#states.set(descriptor.name, state);
     return state;
@@ -224,6 +250,7 @@ export class HeapKeyedStateBackend implements KeyedStateBackend {
 
   /** Writes all state and timers, per key group (the format is in keyed-state-snapshot.ts). */
   snapshot(): Uint8Array {
+    for (const table of this.#tables.values()) if (table.ttl?.cleanupFullSnapshot === true) table.purgeExpired();
     return writeKeyedStateSnapshot(this.#contents());
   }
 
@@ -251,11 +278,14 @@ export class HeapKeyedStateBackend implements KeyedStateBackend {
       tables: this.#tables,
       timers: [this.#processingTimers, this.#eventTimers],
       context: this.#context,
+      clock: this.#clock,
     };
   }
 }
 
 function createState(descriptor: AnyStateDescriptor, table: StateTable): KeyedState {
+  const ttl = descriptor.ttl;
+  if (ttl !== undefined) return createTtlState(descriptor, table, ttl);
   switch (descriptor.kind) {
     case 'value':
       return new HeapValueState(table, descriptor.defaultValue);
@@ -279,5 +309,24 @@ function createState(descriptor: AnyStateDescriptor, table: StateTable): KeyedSt
           hint: 'build descriptors with valueState, listState, mapState, reducingState or aggregatingState',
         },
       );
+  }
+}
+
+function createTtlState(descriptor: AnyStateDescriptor, table: StateTable, ttl: StateTtl): KeyedState {
+  switch (descriptor.kind) {
+    case 'value':
+      return new TtlValueState(table, ttl, descriptor.defaultValue);
+    case 'list':
+      return new TtlListState(table, ttl);
+    case 'map':
+      return new TtlMapState(table, ttl);
+    case 'reducing':
+      checkFunction(descriptor.reduce, 'reduce', descriptor.name, descriptor.kind);
+      return new TtlReducingState(table, ttl, descriptor.reduce);
+    default:
+      checkFunction(descriptor.createAccumulator, 'createAccumulator', descriptor.name, descriptor.kind);
+      checkFunction(descriptor.add, 'add', descriptor.name, descriptor.kind);
+      checkFunction(descriptor.getResult, 'getResult', descriptor.name, descriptor.kind);
+      return new TtlAggregatingState(table, ttl, descriptor as AggregatingStateDescriptor<unknown, unknown, unknown>);
   }
 }

@@ -31,22 +31,27 @@ export interface KeyedStateContents {
   /** Processing-time timers, then event-time timers. */
   timers: readonly [InternalTimerService, InternalTimerService];
   context: InternalKeyContext;
+  clock: () => number;
 }
 
 const TIME_DOMAINS: readonly TimeDomain[] = ['processing', 'event'];
+/** Set in a state's kind byte (version 3 on): its values carry a TTL timestamp ({ v, t }). */
+const TTL_FLAG = 0x80;
 const SECTION_INDEX_ENTRY_BYTES = 16;
 
 /**
  * The keyed state snapshot of one subtask: its state and timers, per key group.
  *
- * Snapshot format (version 2, integers little-endian):
+ * Snapshot format (version 3, integers little-endian):
  * ```
  * "WKSB"                      magic, 4 bytes
  * uint16                      format version
  * uint32                      maxParallelism
  * int32 int32                 key-group range start, end (inclusive) of the backend that wrote it
  * uint32 S, S x {uint8 kind, uint32 length + UTF-8 name}
- *                             the states; kind 1 value, 2 list, 3 map, 4 reducing, 5 aggregating
+ *                             the states; kind 1 value, 2 list, 3 map, 4 reducing, 5 aggregating,
+                             plus 0x80 when its values carry a TTL timestamp: { v, t } (a list's
+                             elements, a map's values)
  * uint32 N, N x {uint32 keyGroup, uint32 offset, uint32 length, uint32 crc32}
  *                             index of the key-group sections, ascending key group; offset from the
  *                             start of the snapshot; only key groups holding data have a section
@@ -58,6 +63,7 @@ const SECTION_INDEX_ENTRY_BYTES = 16;
  *                             namespace ('' for a process function's own timers, the window for a
  *                             window operator's)
  * ```
+ * Version 2 (before state TTL) has no 0x80 flag; it is still read.
  * Version 1 (before timer namespaces) wrote timers as pairs `[k0, t0, ...]`; it is still read, its
  * timers restored into the void namespace.
  * Restore reads the header and index, then only the sections of key groups it owns.
@@ -72,7 +78,7 @@ export function writeKeyedStateSnapshot(contents: KeyedStateContents): Uint8Arra
   header.writeInt32(contents.keyGroupRange.end);
   header.writeUint32(tables.length);
   for (const table of tables) {
-    header.writeUint8(stateKindCode(table.kind));
+    header.writeUint8(stateKindCode(table.kind) | (table.ttlWrapped ? TTL_FLAG : 0));
     header.writeString(table.name);
   }
 
@@ -143,10 +149,12 @@ function restoreOne(contents: KeyedStateContents, input: DataInputDeserializer, 
   const start = input.readInt32('the key-group range');
   const end = input.readInt32('the key-group range');
   const stateCount = input.readUint32('the state count');
-  const states: { kind: StateKind; name: string }[] = [];
+  const states: { kind: StateKind; name: string; ttl: boolean }[] = [];
   for (let i = 0; i < stateCount; i++) {
-    const kind = stateKindOfCode(input.readUint8('a state kind'), input);
-    states.push({ kind, name: input.readString('a state name') });
+    const code = input.readUint8('a state kind');
+    const ttl = version >= 3 && (code & TTL_FLAG) !== 0;
+    const kind = stateKindOfCode(ttl ? code & ~TTL_FLAG : code, input);
+    states.push({ kind, name: input.readString('a state name'), ttl });
   }
   const sectionCount = input.readUint32('the section count');
   if (sectionCount * SECTION_INDEX_ENTRY_BYTES > input.remaining) throw input.corrupt(`it ends inside the index of ${sectionCount} key groups`);
@@ -172,7 +180,7 @@ function restoreOne(contents: KeyedStateContents, input: DataInputDeserializer, 
   const written = keyGroupRange(start, end);
   if (end >= start && (start < 0 || end >= maxParallelism)) throw input.corrupt(`its key-group range ${start}-${end} is not inside [0, ${maxParallelism})`);
 
-  const tables = states.map(({ kind, name }) => restoredTable(contents, name, kind, input.source));
+  const tables = states.map(({ kind, name, ttl }) => restoredTable(contents, name, kind, ttl, input.source));
   const snapshotEnd = input.position + input.remaining;
   for (const { keyGroup, offset, length, crc } of index) {
     if (!keyGroupRangeContains(written, keyGroup)) throw input.corrupt(`it has key group ${keyGroup}, outside its range ${formatKeyGroupRange(written)}`);
@@ -198,12 +206,22 @@ function restoreOne(contents: KeyedStateContents, input: DataInputDeserializer, 
   }
 }
 
-function restoredTable(contents: KeyedStateContents, name: string, kind: StateKind, source: string): StateTable {
+function restoredTable(contents: KeyedStateContents, name: string, kind: StateKind, ttl: boolean, source: string): StateTable {
   const table = contents.tables.get(name);
   if (table === undefined) {
-    const created = new StateTable(name, kind, contents.context, contents.keyGroupCount);
+    const created = new StateTable(name, kind, contents.context, contents.keyGroupCount, contents.clock);
+    created.ttlWrapped = ttl;
     contents.tables.set(name, created);
     return created;
+  }
+  if (table.ttlWrapped !== ttl) {
+    throw new WeirError(
+      'STATE_TTL_CHANGED',
+      `${source} holds state "${name}" ${ttl ? 'with' : 'without'} a time to live, the operator ${table.ttlWrapped ? 'with' : 'without'} one`,
+      {
+        hint: 'turning TTL on or off changes how a state is stored: give the state a new name, or keep its TTL setting',
+      },
+    );
   }
   if (table.kind !== kind) {
     throw new WeirError('STATE_KIND_MISMATCH', `${source} holds state "${name}" as ${kind} state, but the operator uses it as ${table.kind} state`, {

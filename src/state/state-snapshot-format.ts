@@ -16,7 +16,7 @@ import type { DataInputDeserializer } from './data-input-deserializer.ts';
  * The keyed state snapshot format this Weir writes and the newest it reads. 2: timers carry a
  * namespace (windows, join buffers); version 1 snapshots are still read.
  */
-export const KEYED_STATE_FORMAT_VERSION = 2;
+export const KEYED_STATE_FORMAT_VERSION = 3;
 /** The operator state snapshot format this Weir writes and the newest it reads. */
 export const OPERATOR_STATE_FORMAT_VERSION = 1;
 /** "WKSB": Weir keyed state backend. */

@@ -1,3 +1,4 @@
+import type { StateTtl } from '../core/state/state-descriptors.ts';
 import type { StateKey } from '../core/state/state-key.ts';
 import type { StateKind } from '../core/state/state-types.ts';
 import type { InternalKeyContext } from './internal-key-context.ts';
@@ -16,13 +17,64 @@ export class StateTable {
   readonly groups: (Map<StateKey, unknown> | undefined)[];
   /** `kind state "name"`, for errors. */
   readonly description: string;
+  /** The processing time TTL stamps and checks use. */
+  readonly clock: () => number;
+  /** Whether the values are TTL-wrapped ({ v, t }): set by a TTL descriptor or by a restored snapshot that says so. */
+  ttlWrapped = false;
+  /** The TTL of the descriptor the operator asked for the state with. */
+  ttl: StateTtl | undefined;
+  /** Where the incremental cleanup goes on: the key group, and an iterator over its map. */
+  #cleanupGroup = 0;
+  #cleanupCursor: Iterator<[StateKey, unknown]> | undefined;
 
-  constructor(name: string, kind: StateKind, context: InternalKeyContext, keyGroupCount: number) {
+  constructor(name: string, kind: StateKind, context: InternalKeyContext, keyGroupCount: number, clock: () => number = Date.now) {
     this.name = name;
     this.kind = kind;
     this.context = context;
     this.groups = new Array(keyGroupCount).fill(undefined);
     this.description = `${kind} state "${name}"`;
+    this.clock = clock;
+  }
+
+  /** Incremental TTL cleanup (Flink's heap cleanupIncrementally): checks the next `incrementalSize` keys of the table, all key groups in turn, and drops what expired. */
+  cleanupStep(): void {
+    const ttl = this.ttl;
+    if (ttl === undefined || ttl.incrementalSize === 0) return;
+    const now = this.clock();
+    let visited = 0;
+    let emptyGroups = 0;
+    while (visited < ttl.incrementalSize && emptyGroups <= this.groups.length) {
+      const next = this.#cleanupCursor?.next();
+      if (next === undefined || next.done === true) {
+        this.#cleanupGroup = (this.#cleanupGroup + 1) % this.groups.length;
+        const group = this.groups[this.#cleanupGroup];
+        this.#cleanupCursor = group?.entries();
+        if (group === undefined || group.size === 0) emptyGroups++;
+        continue;
+      }
+      emptyGroups = 0;
+      visited++;
+      const [key, value] = next.value;
+      const live = liveValue(this.kind, value, ttl, now);
+      const group = this.groups[this.#cleanupGroup] as Map<StateKey, unknown>;
+      if (live === undefined) group.delete(key);
+      else if (live !== value) group.set(key, live);
+    }
+  }
+
+  /** Drops every expired value (a restore, a checkpoint with fullSnapshot cleanup). */
+  purgeExpired(): void {
+    const ttl = this.ttl;
+    if (ttl === undefined) return;
+    const now = this.clock();
+    for (const group of this.groups) {
+      if (group === undefined) continue;
+      for (const [key, value] of group) {
+        const live = liveValue(this.kind, value, ttl, now);
+        if (live === undefined) group.delete(key);
+        else if (live !== value) group.set(key, live);
+      }
+    }
   }
 
   /** The stored value of the current key, or undefined. */
@@ -54,4 +106,31 @@ export class StateTable {
     for (const group of this.groups) if (group !== undefined && group.size > 0) return false;
     return true;
   }
+}
+
+/** A value of a TTL state and the processing time it was last written (or read, with updateOnRead); persisted as it is. */
+export interface TtlValue<T> {
+  v: T;
+  t: number;
+}
+
+/** Whether `entry` has expired at `now`. */
+export function isExpired(entry: TtlValue<unknown>, ttl: StateTtl, now: number): boolean {
+  return entry.t + ttl.ttlMs <= now;
+}
+
+/** A stored TTL value without what expired: undefined when nothing is left; a list or map without its expired elements. */
+function liveValue(kind: StateKind, value: unknown, ttl: StateTtl, now: number): unknown {
+  const expired = (entry: TtlValue<unknown>) => isExpired(entry, ttl, now);
+  if (kind === 'list') {
+    const entries = value as TtlValue<unknown>[];
+    const live = entries.filter((entry) => !expired(entry));
+    return live.length === 0 ? undefined : live.length === entries.length ? value : live;
+  }
+  if (kind === 'map') {
+    const map = value as Map<unknown, TtlValue<unknown>>;
+    for (const [key, entry] of map) if (expired(entry)) map.delete(key);
+    return map.size === 0 ? undefined : map;
+  }
+  return expired(value as TtlValue<unknown>) ? undefined : value;
 }

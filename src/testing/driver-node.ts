@@ -40,13 +40,18 @@ export class DriverNode {
   readonly received: { record: unknown; timestamp: number }[] = [];
   readonly #sideOutputs: { tag: string; record: unknown; timestamp: number }[] = [];
 
-  constructor(node: StreamNode, uid: string, options: { keyed: boolean; maxParallelism: number; restore: NodeSnapshot | undefined }) {
+  constructor(node: StreamNode, uid: string, options: { keyed: boolean; maxParallelism: number; restore: NodeSnapshot | undefined; clock: () => number }) {
     this.node = node;
     this.uid = uid;
     this.operator = node.kind === 'operator' ? node.createOperator() : undefined;
     const { maxParallelism, restore } = options;
     this.keyed = options.keyed
-      ? new HeapKeyedStateBackend({ maxParallelism, keyGroupRange: computeKeyGroupRangeForOperatorIndex(maxParallelism, 1, 0), operatorName: node.name })
+      ? new HeapKeyedStateBackend({
+          maxParallelism,
+          keyGroupRange: computeKeyGroupRangeForOperatorIndex(maxParallelism, 1, 0),
+          operatorName: node.name,
+          clock: options.clock,
+        })
       : undefined;
     if (restore?.keyed !== undefined) this.keyed?.restore([restore.keyed]);
     this.operatorState = restore?.operator === undefined ? new OperatorStateBackend() : OperatorStateBackend.restoreFor([restore.operator], 1, 0);

@@ -50,15 +50,16 @@ export class JobTestDriver {
   readonly #graph: StreamGraph;
   readonly #nodes: DriverNode[];
   readonly #mails: (() => Promise<void>)[] = [];
-  #now: number;
+  /** The driver's processing time, shared with the state backends' TTL clocks. */
+  readonly #clock: { now: number };
   #checkpointId: number;
   #ended = false;
 
-  private constructor(name: string, graph: StreamGraph, nodes: DriverNode[], now: number, checkpointId: number) {
+  private constructor(name: string, graph: StreamGraph, nodes: DriverNode[], clock: { now: number }, checkpointId: number) {
     this.#name = name;
     this.#graph = graph;
     this.#nodes = nodes;
-    this.#now = now;
+    this.#clock = clock;
     this.#checkpointId = checkpointId;
   }
 
@@ -71,12 +72,13 @@ export class JobTestDriver {
         hint: 'restore a snapshot this version of Weir took',
       });
     }
+    const clock = { now: options.startTime ?? 0 };
     const nodes = graph.nodes.map((node) => {
       const uid = node.uid === '' ? `${node.kind === 'source' || node.kind === 'sink' ? node.kind : node.name}-${node.id}` : node.uid;
       const keyed = graph.inputsOf(node.id).some((edge) => edge.partitioning === 'hash');
-      return new DriverNode(node, uid, { keyed, maxParallelism: config.maxParallelism, restore: restore?.operators.get(uid) });
+      return new DriverNode(node, uid, { keyed, maxParallelism: config.maxParallelism, restore: restore?.operators.get(uid), clock: () => clock.now });
     });
-    const driver = new JobTestDriver(job.name, graph, nodes, options.startTime ?? 0, restore?.checkpointId ?? 0);
+    const driver = new JobTestDriver(job.name, graph, nodes, clock, restore?.checkpointId ?? 0);
     for (const node of nodes) await node.open(job.name, config.maxParallelism, restore?.checkpointId, driver.#output);
     await driver.#settle();
     return driver;
@@ -84,7 +86,7 @@ export class JobTestDriver {
 
   /** The driver's processing time. */
   get currentProcessingTime(): number {
-    return this.#now;
+    return this.#clock.now;
   }
 
   /**
@@ -115,20 +117,20 @@ export class JobTestDriver {
 
   /** Moves processing time forward by `milliseconds`, firing every processing-time timer and window that falls due, in time order. */
   async advanceProcessingTime(milliseconds: number): Promise<void> {
-    const target = this.#now + milliseconds;
+    const target = this.#clock.now + milliseconds;
     for (;;) {
       let due: { node: DriverNode; time: number } | undefined;
       for (const node of this.#nodes) {
         for (const time of node.timerRequests) if (time <= target && (due === undefined || time < due.time)) due = { node, time };
       }
       if (due === undefined) break;
-      this.#now = Math.max(this.#now, due.time);
-      for (const time of [...due.node.timerRequests]) if (time <= this.#now) due.node.timerRequests.delete(time);
-      const now = this.#now;
+      this.#clock.now = Math.max(this.#clock.now, due.time);
+      for (const time of [...due.node.timerRequests]) if (time <= this.#clock.now) due.node.timerRequests.delete(time);
+      const now = this.#clock.now;
       await due.node.call(this.#output, (operator) => operator.onProcessingTime(now));
       await this.#settle();
     }
-    this.#now = target;
+    this.#clock.now = target;
   }
 
   /** Every input ends (a bounded job's end): event time goes to its end, so every window fires, and each operator emits what it holds. */
@@ -189,7 +191,7 @@ export class JobTestDriver {
     records: (from, records, timestamps, tag) => this.#forward(from, records, timestamps, tag),
     watermark: (from, watermark) => this.#forwardWatermark(from, watermark),
     mail: (action) => void this.#mails.push(action),
-    now: () => this.#now,
+    now: () => this.#clock.now,
   };
 
   async #forward(from: DriverNode, records: unknown[], timestamps: number[] | undefined, tag: string | undefined): Promise<void> {

@@ -14,6 +14,8 @@ import type { AggregatingState, ListState, MapState, ReducingState, StateKind, V
 export interface StateDescriptor<S = unknown> {
   readonly kind: StateKind;
   readonly name: string;
+  /** Its time to live, set with `enableTimeToLive` (state-ttl-config.ts). */
+  readonly ttl?: StateTtl;
   /** Never set: carries the type of the state this descriptor gives. */
   readonly stateType?: S;
 }
@@ -46,6 +48,17 @@ export interface AggregateFunction<IN, ACC, OUT> {
 
 export interface AggregatingStateDescriptor<IN, ACC, OUT> extends StateDescriptor<AggregatingState<IN, OUT>>, AggregateFunction<IN, ACC, OUT> {
   readonly kind: 'aggregating';
+}
+
+/** A TTL as the state backend runs it (made from a StateTtlConfig by `enableTimeToLive`). */
+export interface StateTtl {
+  readonly ttlMs: number;
+  readonly updateOnRead: boolean;
+  readonly returnExpired: boolean;
+  readonly cleanupFullSnapshot: boolean;
+  /** Entries checked per access; 0: no incremental cleanup. */
+  readonly incrementalSize: number;
+  readonly incrementalEveryRecord: boolean;
 }
 
 /** Any of the five descriptors, discriminated by `kind` (element types erased). */
