@@ -5,6 +5,8 @@
 
 export { AsyncDataStream, type AsyncWaitOptions } from './api/async-data-stream.ts';
 export type {
+  BroadcastConnectedStream,
+  BroadcastStream,
   CoGroupedStreams,
   CoGroupedWindow,
   CoGroupFunction,
@@ -15,6 +17,7 @@ export type {
   JoinedStreams,
   JoinedWindow,
   JoinFunction,
+  KeyedBroadcastConnectedStream,
   KeyedConnectedStreams,
   KeyedStream,
   OperatorOptions,
@@ -53,6 +56,15 @@ export type { Source, SourceBatch, SourceReader, SourceReaderContext } from './c
 export { WeirError } from './core/errors/weir-error.ts';
 export { type TimestampAssigner, type WatermarkGenerator, type WatermarkOutput, WatermarkStrategy } from './core/event-time/watermark-strategy.ts';
 export type { AsyncFunction, AsyncInvoke, AsyncInvokeContext, AsyncRetryStrategy, RichAsyncFunction } from './core/functions/async-function.ts';
+export type {
+  BroadcastContext,
+  BroadcastProcessFunction,
+  BroadcastState,
+  KeyedBroadcastContext,
+  KeyedBroadcastProcessFunction,
+  ReadOnlyBroadcastAccess,
+  ReadOnlyBroadcastState,
+} from './core/functions/broadcast-process-functions.ts';
 export type { DeadLetterRecord } from './core/functions/dead-letter.ts';
 export { OutputTag } from './core/functions/output-tag.ts';
 export type {

@@ -1,14 +1,26 @@
 import type { Sink } from '../core/connector/sink.ts';
+import { WeirError } from '../core/errors/weir-error.ts';
 import type { KeySelector } from '../core/functions/key-selector.ts';
 import type { OutputTag } from '../core/functions/output-tag.ts';
 import type { ProcessFunction } from '../core/functions/process-functions.ts';
 import type { StreamOperator } from '../core/operator/stream-operator.ts';
+import type { MapStateDescriptor } from '../core/state/state-descriptors.ts';
 import type { KeyLike, StateKey } from '../core/state/state-key.ts';
 import type { StreamGraph } from '../graph/stream-graph.ts';
 import { ProcessOperator } from '../runtime/operators/process-operator.ts';
 import { FilterOperator, FlatMapOperator, IdentityOperator, MapOperator } from '../runtime/operators/stateless-operators.ts';
 import { compositeKeySelector } from '../state/composite-key.ts';
-import type { CoGroupedStreams, ConnectedStreams, DataStream, JoinedStreams, KeyedStream, SingleOutputStreamOperator } from './data-stream.ts';
+import { BroadcastConnectedStreamImpl, BroadcastStreamImpl } from './broadcast-connected-streams-impl.ts';
+import type {
+  BroadcastConnectedStream,
+  BroadcastStream,
+  CoGroupedStreams,
+  ConnectedStreams,
+  DataStream,
+  JoinedStreams,
+  KeyedStream,
+  SingleOutputStreamOperator,
+} from './data-stream.ts';
 import type { StreamFactory } from './stream-factory.ts';
 import {
   addOperator,
@@ -65,7 +77,10 @@ export class DataStreamImpl<T> implements DataStream<T> {
     return this.factory.dataStream<T>({ ...this.upstream, partitioning: 'rebalance', keySelector: undefined });
   }
 
-  broadcast(): DataStream<T> {
+  broadcast(): DataStream<T>;
+  broadcast(...descriptors: [MapStateDescriptor<unknown, unknown>, ...MapStateDescriptor<unknown, unknown>[]]): BroadcastStream<T>;
+  broadcast(...descriptors: MapStateDescriptor<unknown, unknown>[]): DataStream<T> | BroadcastStream<T> {
+    if (descriptors.length > 0) return new BroadcastStreamImpl<T>(this.upstream, checkedDescriptors(descriptors));
     return this.factory.dataStream<T>({ ...this.upstream, partitioning: 'broadcast', keySelector: undefined });
   }
 
@@ -75,7 +90,10 @@ export class DataStreamImpl<T> implements DataStream<T> {
     return merged.transform<T>('union', () => new IdentityOperator<T>(), {});
   }
 
-  connect<T2>(other: DataStream<T2>): ConnectedStreams<T, T2> {
+  connect<T2>(other: DataStream<T2>): ConnectedStreams<T, T2>;
+  connect<T2>(other: BroadcastStream<T2>): BroadcastConnectedStream<T, T2>;
+  connect<T2>(other: DataStream<T2> | BroadcastStream<T2>): ConnectedStreams<T, T2> | BroadcastConnectedStream<T, T2> {
+    if (other instanceof BroadcastStreamImpl) return new BroadcastConnectedStreamImpl<T, T2>(this.factory, this.upstream, other);
     return this.factory.connectedStreams<T, T2>(this.upstream, other.upstream);
   }
 
@@ -110,4 +128,26 @@ export class SingleOutputStreamOperatorImpl<T> extends DataStreamImpl<T> impleme
     const input = this.upstream.inputs[0] as StreamInput;
     return this.factory.dataStream<X>({ inputs: [{ node: input.node, outputTag: tag.id }], partitioning: 'forward', keySelector: undefined });
   }
+}
+
+/** Broadcast state descriptors: map-state descriptors of distinct names. */
+function checkedDescriptors(descriptors: MapStateDescriptor<unknown, unknown>[]): MapStateDescriptor<unknown, unknown>[] {
+  const names = new Set<string>();
+  for (const descriptor of descriptors) {
+    if (descriptor?.kind !== 'map') {
+      throw new WeirError(
+        'INVALID_CONFIG',
+        `broadcast(...): broadcast state is map state, not ${JSON.stringify(descriptor?.kind)} state ("${String(descriptor?.name)}")`,
+        {
+          hint: "pass map-state descriptors: stream.broadcast(mapState<string, Rule>('rules'))",
+        },
+      );
+    }
+    if (names.has(descriptor.name))
+      throw new WeirError('INVALID_CONFIG', `broadcast(...): the descriptor "${descriptor.name}" is given twice`, {
+        hint: 'give each broadcast state its own name',
+      });
+    names.add(descriptor.name);
+  }
+  return descriptors;
 }

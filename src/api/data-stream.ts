@@ -1,4 +1,5 @@
 import type { Sink } from '../core/connector/sink.ts';
+import type { BroadcastProcessFunction, KeyedBroadcastProcessFunction } from '../core/functions/broadcast-process-functions.ts';
 import type { OutputTag } from '../core/functions/output-tag.ts';
 import type {
   Collector,
@@ -8,6 +9,7 @@ import type {
   ProcessFunction,
   ProcessJoinFunction,
 } from '../core/functions/process-functions.ts';
+import type { MapStateDescriptor } from '../core/state/state-descriptors.ts';
 import type { KeyLike, StateKey } from '../core/state/state-key.ts';
 import type { Trigger } from '../core/windowing/trigger.ts';
 import type { GlobalWindow, Window } from '../core/windowing/window.ts';
@@ -47,6 +49,12 @@ export interface DataStream<T> {
   rebalance(): DataStream<T>;
   /** Sends every record to every subtask of the next operator. */
   broadcast(): DataStream<T>;
+  /**
+   * The broadcast state pattern (Flink's broadcast(descriptor)): every record to every subtask of
+   * the operator this stream is connected to, whose broadcast side keeps them in the broadcast
+   * state these map-state descriptors name: `events.keyBy(...).connect(rules.broadcast(ruleState)).process(fn)`.
+   */
+  broadcast(...descriptors: [MapStateDescriptor<unknown, unknown>, ...MapStateDescriptor<unknown, unknown>[]]): BroadcastStream<T>;
   /** Merges streams of the same type. */
   union(...others: DataStream<T>[]): SingleOutputStreamOperator<T>;
   /**
@@ -55,6 +63,8 @@ export interface DataStream<T> {
    * `a.connect(b).keyBy(keyOfA, keyOfB).process(keyedCoProcessFunction)`.
    */
   connect<T2>(other: DataStream<T2>): ConnectedStreams<T, T2>;
+  /** With a broadcast stream: `process(broadcastProcessFunction)` (read-only broadcast state on this side). */
+  connect<T2>(other: BroadcastStream<T2>): BroadcastConnectedStream<T, T2>;
   /** A join of two streams over windows (Flink's join): `a.join(b).where(keyOfA).equalTo(keyOfB).window(assigner).apply(fn)`. */
   join<T2>(other: DataStream<T2>): JoinedStreams<T, T2>;
   /** Both streams' records of a key and window together (Flink's coGroup): `a.coGroup(b).where(...).equalTo(...).window(...).apply(fn)`. */
@@ -71,8 +81,31 @@ export interface SingleOutputStreamOperator<T> extends DataStream<T> {
   getSideOutput<X>(tag: OutputTag<X>): DataStream<X>;
 }
 
+/** A stream broadcast to every subtask of the operator it is connected to, with the broadcast state it fills (Flink's BroadcastStream). */
+export interface BroadcastStream<T> {
+  /** @internal */
+  readonly upstream: Upstream;
+  /** @internal */
+  readonly descriptors: readonly MapStateDescriptor<unknown, unknown>[];
+  /** Never set: carries the record type. */
+  readonly recordType?: T;
+}
+
+/** A stream that is not keyed, connected to a broadcast stream (Flink's BroadcastConnectedStream). */
+export interface BroadcastConnectedStream<T, B> {
+  process<R>(fn: BroadcastProcessFunction<T, B, R>, options?: ProcessingOptions): SingleOutputStreamOperator<R>;
+}
+
+/** A keyed stream connected to a broadcast stream: keyed state and timers on the main side, every key's state on the broadcast side. */
+export interface KeyedBroadcastConnectedStream<T, K extends KeyLike, B> {
+  process<R>(fn: KeyedBroadcastProcessFunction<K, T, B, R>, options?: ProcessingOptions): SingleOutputStreamOperator<R>;
+}
+
 /** A stream partitioned by key (Flink's KeyedStream). */
 export interface KeyedStream<T, K extends KeyLike> extends DataStream<T> {
+  connect<T2>(other: DataStream<T2>): ConnectedStreams<T, T2>;
+  /** With a broadcast stream: `process(keyedBroadcastProcessFunction)`. */
+  connect<T2>(other: BroadcastStream<T2>): KeyedBroadcastConnectedStream<T, K, T2>;
   /** Per-record logic with keyed state, timers (event and processing time) and side outputs. */
   process<R>(fn: KeyedProcessFunction<K, T, R>, options?: ProcessingOptions): SingleOutputStreamOperator<R>;
   /** A running reduction per key: emits the new reduced value after every record. */

@@ -6,7 +6,17 @@ import type { ValueState } from '../core/state/state-types.ts';
 import type { GlobalWindow, Window } from '../core/windowing/window.ts';
 import type { WindowAssigner } from '../core/windowing/window-assigner.ts';
 import { KeyedProcessOperator } from '../runtime/operators/keyed-process-operator.ts';
-import type { IntervalJoin, KeyedStream, SingleOutputStreamOperator, WindowedStream } from './data-stream.ts';
+import { BroadcastConnectedStreamImpl, BroadcastStreamImpl } from './broadcast-connected-streams-impl.ts';
+import type {
+  BroadcastStream,
+  ConnectedStreams,
+  DataStream,
+  IntervalJoin,
+  KeyedBroadcastConnectedStream,
+  KeyedStream,
+  SingleOutputStreamOperator,
+  WindowedStream,
+} from './data-stream.ts';
 import { DataStreamImpl } from './data-stream-impl.ts';
 import { errorPolicyOf, type ProcessingOptions } from './stream-transformations.ts';
 import { CountTrigger } from './windowing/count-trigger.ts';
@@ -37,6 +47,14 @@ export class KeyedStreamImpl<T, K extends KeyLike> extends DataStreamImpl<T> imp
       },
       { name: 'reduce', ...options },
     );
+  }
+
+  override connect<T2>(other: DataStream<T2>): ConnectedStreams<T, T2>;
+  override connect<T2>(other: BroadcastStream<T2>): KeyedBroadcastConnectedStream<T, K, T2>;
+  override connect<T2>(other: DataStream<T2> | BroadcastStream<T2>): ConnectedStreams<T, T2> | KeyedBroadcastConnectedStream<T, K, T2> {
+    if (other instanceof BroadcastStreamImpl)
+      return new BroadcastConnectedStreamImpl<T, T2>(this.factory, this.upstream, other) as unknown as KeyedBroadcastConnectedStream<T, K, T2>;
+    return super.connect(other as DataStream<T2>);
   }
 
   window<W extends Window>(assigner: WindowAssigner<T, W> | WindowAssigner<unknown, W>): WindowedStream<T, K, W> {

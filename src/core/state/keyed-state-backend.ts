@@ -14,6 +14,8 @@ export interface KeyedStateBackend {
   setCurrentKey(key: StateKey): void;
   /** The current key, or undefined before the first {@link setCurrentKey}. */
   getCurrentKey(): StateKey | undefined;
+  /** The keys that have a value in the state named `stateName` (Flink's getKeys); collect them before changing state. */
+  keysOf(stateName: string): Iterable<StateKey>;
   /** The state object `descriptor` names; the same object on every call, acting on the current key. */
   getState<S>(descriptor: StateDescriptor<S>): S;
   /** Registers a timer of the current key; false when it was already there. */

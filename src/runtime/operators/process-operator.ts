@@ -14,7 +14,7 @@ function noTimers(context: () => OperatorContext): never {
 }
 
 /** The context of process functions on streams that are not keyed: the record's timestamp, the clock, side outputs; no timers. */
-class NonKeyedProcessContext implements ProcessContext {
+export class NonKeyedProcessContext implements ProcessContext {
   readonly collector = new TimestampedCollector<unknown>();
   readonly timerService: TimerService;
   currentTimestamp: number | undefined = undefined;

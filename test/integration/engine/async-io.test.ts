@@ -38,7 +38,9 @@ async function startScoreService(): Promise<{ server: Server; url: string; count
       response.writeHead(503).end();
       return;
     }
-    const delay = roll < 0.032 ? (counts.held++, 1000) : Math.floor(Math.random() * 20);
+    const held = roll < 0.032;
+    if (held) counts.held++;
+    const delay = held ? 1000 : Math.floor(Math.random() * 20);
     setTimeout(() => {
       if (!response.destroyed) response.writeHead(200, { 'content-type': 'application/json' }).end(JSON.stringify({ score: scoreOf(seq) }));
     }, delay);
