@@ -25,6 +25,7 @@ export type {
   SingleOutputStreamOperator,
   WindowedStream,
 } from './api/data-stream.ts';
+export { DataStreamUtils } from './api/data-stream-utils.ts';
 export { defineJob, type JobDefinition } from './api/define-job.ts';
 export type { SourceOptions, StreamExecutionEnvironment } from './api/stream-execution-environment.ts';
 export { ContinuousEventTimeTrigger } from './api/windowing/continuous-event-time-trigger.ts';
@@ -47,6 +48,7 @@ export { kafkaSink } from './connectors/kafka/kafka-sink.ts';
 export type { KafkaProducerRecord, KafkaSinkOptions } from './connectors/kafka/kafka-sink-options.ts';
 export { kafkaSource } from './connectors/kafka/kafka-source.ts';
 export type { KafkaSourceOptions, OffsetOutOfRangePolicy, StartingOffsets } from './connectors/kafka/kafka-source-options.ts';
+export { keyGroupOf, keyGroupPartitioner } from './connectors/kafka/key-group-partitioner.ts';
 export type { TopicRecord } from './connectors/kafka/partition-fetcher.ts';
 export { type ReadTopicOptions, readTopic } from './connectors/kafka/topic-reader.ts';
 export { dataLoss, type TwoPhaseCommitLogic, twoPhaseCommitSink } from './connectors/two-phase-commit-sink.ts';

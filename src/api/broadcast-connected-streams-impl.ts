@@ -14,7 +14,7 @@ export class BroadcastStreamImpl<T> implements BroadcastStream<T> {
   readonly descriptors: readonly MapStateDescriptor<unknown, unknown>[];
 
   constructor(upstream: Upstream, descriptors: readonly MapStateDescriptor<unknown, unknown>[]) {
-    this.upstream = { ...upstream, partitioning: 'broadcast', keySelector: undefined };
+    this.upstream = { ...upstream, partitioning: 'broadcast', keySelector: undefined, reinterpreted: undefined };
     this.descriptors = descriptors;
   }
 }

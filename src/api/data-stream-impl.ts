@@ -70,18 +70,23 @@ export class DataStreamImpl<T> implements DataStream<T> {
   }
 
   keyBy<K extends KeyLike>(keySelector: (value: T) => K): KeyedStream<T, K> {
-    return this.factory.keyedStream<T, K>({ ...this.upstream, partitioning: 'hash', keySelector: compositeKeySelector(keySelector) as KeySelector<unknown> });
+    return this.factory.keyedStream<T, K>({
+      ...this.upstream,
+      partitioning: 'hash',
+      keySelector: compositeKeySelector(keySelector) as KeySelector<unknown>,
+      reinterpreted: undefined,
+    });
   }
 
   rebalance(): DataStream<T> {
-    return this.factory.dataStream<T>({ ...this.upstream, partitioning: 'rebalance', keySelector: undefined });
+    return this.factory.dataStream<T>({ ...this.upstream, partitioning: 'rebalance', keySelector: undefined, reinterpreted: undefined });
   }
 
   broadcast(): DataStream<T>;
   broadcast(...descriptors: [MapStateDescriptor<unknown, unknown>, ...MapStateDescriptor<unknown, unknown>[]]): BroadcastStream<T>;
   broadcast(...descriptors: MapStateDescriptor<unknown, unknown>[]): DataStream<T> | BroadcastStream<T> {
     if (descriptors.length > 0) return new BroadcastStreamImpl<T>(this.upstream, checkedDescriptors(descriptors));
-    return this.factory.dataStream<T>({ ...this.upstream, partitioning: 'broadcast', keySelector: undefined });
+    return this.factory.dataStream<T>({ ...this.upstream, partitioning: 'broadcast', keySelector: undefined, reinterpreted: undefined });
   }
 
   union(...others: DataStream<T>[]): SingleOutputStreamOperator<T> {

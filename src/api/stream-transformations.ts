@@ -66,6 +66,8 @@ export interface Upstream {
   inputs: StreamInput[];
   partitioning: Partitioning;
   keySelector: KeySelector<unknown> | undefined;
+  /** Keyed without an exchange (reinterpretAsKeyedStream). */
+  reinterpreted?: boolean | undefined;
 }
 
 /** What an operator node is made of, for {@link addOperator}. */
@@ -80,7 +82,7 @@ export interface OperatorSpec {
 
 /** The main output of a node, as the next operator's upstream. */
 export function outputOf(node: StreamNode): Upstream {
-  return { inputs: [{ node }], partitioning: 'forward', keySelector: undefined };
+  return { inputs: [{ node }], partitioning: 'forward', keySelector: undefined, reinterpreted: undefined };
 }
 
 /**
@@ -97,6 +99,7 @@ export function addOperator(graph: StreamGraph, upstreams: Upstream[], spec: Ope
     keySelector: spec.keySelector,
     twoInput: upstreams.length === 2,
     needsWatermarks: spec.needsWatermarks,
+    reinterpretedKeyed: upstreams.some((upstream) => upstream.reinterpreted === true && upstream.keySelector !== undefined),
   });
   upstreams.forEach((upstream, inputIndex) => {
     connectTo(graph, upstream, node, inputIndex);

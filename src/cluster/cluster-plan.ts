@@ -31,6 +31,15 @@ export async function planCluster(loaded: Pick<LoadedJob, 'streamGraph' | 'graph
     }
   }
   for (const node of streamGraph.nodes) {
+    if (node.kind === 'source' && node.keyGroupAssignment === true) {
+      throw new WeirError(
+        'INVALID_CONFIG',
+        `cluster mode cannot run this job yet: source "${graph.nodes[node.id]?.uid}" is reinterpreted as keyed (reinterpretAsKeyedStream)`,
+        {
+          hint: 'use keyBy in cluster mode (its exchange topic partitions by key group), or run without --cluster',
+        },
+      );
+    }
     if (node.kind === 'sink' && node.sink.createTaskOperator === undefined) {
       throw new WeirError(
         'INVALID_CONFIG',

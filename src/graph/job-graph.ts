@@ -67,6 +67,15 @@ export function buildJobGraph(jobName: string, graph: StreamGraph, config: Envir
     edge.partitioning === 'forward' && parallelismOf[edge.source] !== parallelismOf[edge.target] ? 'rebalance' : edge.partitioning,
   );
   checkWatermarks(graph);
+  graph.edges.forEach((edge, index) => {
+    const target = graph.node(edge.target);
+    if (target.kind !== 'operator' || target.reinterpretedKeyed !== true || partitioningOf[index] === 'forward') return;
+    throw new WeirError(
+      'REINTERPRET_NOT_FORWARD',
+      `operator "${target.name}" reads a stream reinterpreted as keyed, but its input "${graph.node(edge.source).name}" reaches it by ${partitioningOf[index]}: records would not stay with their key group's subtask`,
+      { hint: 'give the operator the parallelism of its input (reinterpretAsKeyedStream keeps records where they are), or use keyBy' },
+    );
+  });
 
   const chainsInto = (target: number): number | undefined => {
     const inputs = graph.edges.map((edge, index) => ({ edge, index })).filter(({ edge }) => edge.target === target);
@@ -90,7 +99,7 @@ export function buildJobGraph(jobName: string, graph: StreamGraph, config: Envir
       vertexOf.set(node.id, vertex.id);
       continue;
     }
-    const keyed = graph.inputsOf(node.id).some((edge) => edge.partitioning === 'hash');
+    const keyed = graph.inputsOf(node.id).some((edge) => edge.partitioning === 'hash') || (node.kind === 'operator' && node.reinterpretedKeyed === true);
     vertices.push({
       id: vertices.length,
       nodeIds: [node.id],

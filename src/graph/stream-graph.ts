@@ -34,6 +34,11 @@ export interface SourceNode extends StreamNodeBase {
   source: Source<unknown>;
   /** Event time: how records get timestamps and the stream gets watermarks. */
   watermarkStrategy?: WatermarkStrategy<unknown> | undefined;
+  /**
+   * Its stream is reinterpreted as keyed (reinterpretAsKeyedStream): split i holds key group
+   * `source.keyGroupOfSplit(i)` and goes to the subtask that owns that key group, at every start.
+   */
+  keyGroupAssignment?: boolean | undefined;
 }
 
 export interface OperatorNode extends StreamNodeBase {
@@ -48,6 +53,8 @@ export interface OperatorNode extends StreamNodeBase {
    * says what it is, for the error when one has none (e.g. "an event-time window").
    */
   needsWatermarks?: string | undefined;
+  /** Keyed without an exchange (reinterpretAsKeyedStream): its input must already be partitioned as keyBy would. */
+  reinterpretedKeyed?: boolean | undefined;
 }
 
 export interface SinkNode extends StreamNodeBase {

@@ -33,6 +33,8 @@ export interface HeapKeyedStateBackendOptions {
   operatorName: string;
   /** The processing time state TTLs use (default the clock; a test driver's own). */
   clock?: () => number;
+  /** Keyed by reinterpretAsKeyedStream: a key of another subtask's key groups is the user's partitioning, not Weir's routing. */
+  reinterpreted?: boolean;
 }
 
 /** Any keyed state object (element types erased). */
@@ -62,6 +64,7 @@ export class HeapKeyedStateBackend implements KeyedStateBackend {
   readonly #processingTimers: InternalTimerService;
   readonly #eventTimers: InternalTimerService;
   readonly #clock: () => number;
+  readonly #reinterpreted: boolean;
   /** TTL tables whose incremental cleanup runs on every key change too (everyRecord). */
   readonly #everyRecordCleanup: StateTable[] = [];
 
@@ -90,6 +93,7 @@ export class HeapKeyedStateBackend implements KeyedStateBackend {
     this.operatorName = operatorName;
     this.#keyGroupCount = keyGroupRangeSize(range);
     this.#clock = options.clock ?? Date.now;
+    this.#reinterpreted = options.reinterpreted === true;
     this.#context = new InternalKeyContext(operatorName, range.start);
     this.#processingTimers = new InternalTimerService('processing', this.#context, this.#keyGroupCount);
     this.#eventTimers = new InternalTimerService('event', this.#context, this.#keyGroupCount);
@@ -105,6 +109,7 @@ export class HeapKeyedStateBackend implements KeyedStateBackend {
     const keyGroup = assignToKeyGroup(key, this.maxParallelism);
     const range = this.keyGroupRange;
     if (keyGroup < range.start || keyGroup > range.end) {
+      if (this.#reinterpreted) throw this.#notPartitioned(key, keyGroup);
       throw new WeirError(
         'KEY_GROUP_OUT_OF_RANGE',
         `operator "${this.operatorName}": key ${formatKey(key)} is in key group ${keyGroup}, outside this subtask's key groups ${formatKeyGroupRange(range)}`,
@@ -114,6 +119,17 @@ export class HeapKeyedStateBackend implements KeyedStateBackend {
     context.currentKey = key;
     context.keyGroupIndex = keyGroup - range.start;
     for (const table of this.#everyRecordCleanup) table.cleanupStep();
+  }
+
+  #notPartitioned(key: StateKey, keyGroup: number): WeirError {
+    return new WeirError(
+      'KEY_NOT_PARTITIONED',
+      `operator "${this.operatorName}" reads a stream reinterpreted as keyed, but key ${formatKey(key)} (key group ${keyGroup}) arrived at the subtask of key groups ${formatKeyGroupRange(this.keyGroupRange)}: the input is not partitioned as keyBy would partition it`,
+      {
+        hint: 'reinterpretAsKeyedStream needs every record at the subtask that owns its key group: a stream after keyBy that kept its key and parallelism, or a Kafka topic of maxParallelism partitions written with partitioner: keyGroupPartitioner; otherwise use keyBy',
+        fault: 'user',
+      },
+    );
   }
 
   /** The current key, or undefined before the first {@link setCurrentKey}. */

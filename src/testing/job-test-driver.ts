@@ -75,7 +75,7 @@ export class JobTestDriver {
     const clock = { now: options.startTime ?? 0 };
     const nodes = graph.nodes.map((node) => {
       const uid = node.uid === '' ? `${node.kind === 'source' || node.kind === 'sink' ? node.kind : node.name}-${node.id}` : node.uid;
-      const keyed = graph.inputsOf(node.id).some((edge) => edge.partitioning === 'hash');
+      const keyed = graph.inputsOf(node.id).some((edge) => edge.partitioning === 'hash') || (node.kind === 'operator' && node.reinterpretedKeyed === true);
       return new DriverNode(node, uid, { keyed, maxParallelism: config.maxParallelism, restore: restore?.operators.get(uid), clock: () => clock.now });
     });
     const driver = new JobTestDriver(job.name, graph, nodes, clock, restore?.checkpointId ?? 0);

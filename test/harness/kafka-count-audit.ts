@@ -11,14 +11,21 @@ export const KEYS = 40;
 
 /**
  * Writes `count` records {seq, key} in committed transactions of 1000, and after every fifth one a
- * transaction of 200 records with seq >= ABORTED_SEQ_BASE that is aborted. Returns the committed count.
+ * transaction of 200 records with seq >= ABORTED_SEQ_BASE that is aborted, each to the partition
+ * `partitionOf` picks (default seq modulo the partitions). Returns the committed count.
  */
-export async function writeChaosInput(brokers: readonly BrokerAddress[], topic: string, partitions: number, count: number): Promise<number> {
+export async function writeChaosInput(
+  brokers: readonly BrokerAddress[],
+  topic: string,
+  partitions: number,
+  count: number,
+  partitionOf: (seq: number, key: string) => number = (seq) => seq % partitions,
+): Promise<number> {
   const connections = new ClusterConnections(brokers);
   const driver = new TransactionDriver(connections, { transactionTimeoutMs: 60_000 });
   const message = (seq: number) => ({
     topic,
-    partition: seq % partitions,
+    partition: partitionOf(seq, `key-${seq % KEYS}`),
     key: Buffer.from(`key-${seq % KEYS}`),
     value: Buffer.from(JSON.stringify({ seq, key: `key-${seq % KEYS}` })),
   });

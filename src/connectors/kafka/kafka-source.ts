@@ -39,6 +39,8 @@ export function kafkaSource<T>(sourceOptions: KafkaSourceOptions<T>): Source<T, 
     createReader: (context) => new KafkaSourceReader(options, context, discoveryMs),
     // Per-partition watermarks, as Flink's KafkaSource: each partition is a split with its own generator.
     splitId: (split) => `${split.topic}:${split.partition}`,
+    // Reinterpreted as keyed: partition p holds key group p (written with keyGroupPartitioner).
+    keyGroupOfSplit: (split) => split.partition,
     deadLetters:
       typeof options.onDeserializationError === 'object'
         ? deadLetterRoute(options.onDeserializationError.deadLetter, { bootstrap: options.bootstrap, connection: options.connection })

@@ -24,6 +24,11 @@ export interface Source<T, Split = unknown> {
    */
   splitId?(split: Split): string;
   /**
+   * The key group a split holds, for a stream reinterpreted as keyed (reinterpretAsKeyedStream):
+   * the split goes to the subtask that owns that key group (Kafka: partition p holds key group p).
+   */
+  keyGroupOfSplit?(split: Split): number;
+  /**
    * Where the records the reader cannot read go (an error policy's dead-letter topic): the job's
    * graph connects the source's dead-letter side output there, and the reader emits them with
    * {@link SourceReaderContext.output} under DEAD_LETTER_TAG.

@@ -5,6 +5,7 @@ import { WeirError } from '../../core/errors/weir-error.ts';
 import type { WatermarkStrategy } from '../../core/event-time/watermark-strategy.ts';
 import type { ListState } from '../../core/state/state-types.ts';
 import type { SourceNode } from '../../graph/stream-graph.ts';
+import { computeOperatorIndexForKeyGroup } from '../../state/key-group-range-assignment.ts';
 import type { OperatorStateBackend } from '../../state/operator-state-backend.ts';
 import type { TaskMetrics } from '../metrics/task-metrics.ts';
 import { SourceWatermarks } from '../watermarks/source-watermarks.ts';
@@ -25,6 +26,8 @@ export interface SourceInputOptions {
   restored: boolean;
   subtaskIndex: number;
   parallelism: number;
+  /** The job's key groups (for a source whose stream is reinterpreted as keyed). */
+  maxParallelism: number;
   attemptNumber: number;
   batchSize: number;
   chain: OperatorChain;
@@ -94,6 +97,7 @@ export class StreamTaskSourceInput implements MailboxDefaultAction, CheckpointLi
       this.#splits.update(initial.filter((_split, index) => index % parallelism === subtaskIndex));
       this.#allSplits.update(initial);
     }
+    if (node.keyGroupAssignment === true) this.#assignByKeyGroup(source, this.#allSplits.get());
     const strategy = this.#strategy;
     const splitId = this.#splitId;
     this.#watermarks =
@@ -108,6 +112,30 @@ export class StreamTaskSourceInput implements MailboxDefaultAction, CheckpointLi
     this.#watermarks?.start(this.#watermarkEvents); // a subtask without splits is idle from the start
     const opened = this.#reader.open(this.#splits.get(), this.#allSplits.get());
     if (isThenable(opened)) await opened;
+  }
+
+  /**
+   * A stream reinterpreted as keyed: split i holds key group `keyGroupOfSplit(i)` and belongs to the
+   * subtask that owns that key group, on a fresh start and on every restore (from every old
+   * subtask's splits, the union state), so a key's state and its split stay together. The splits
+   * must hold each key group 0 .. maxParallelism - 1.
+   */
+  #assignByKeyGroup(source: Source<unknown>, all: unknown[]): void {
+    const { node, subtaskIndex, parallelism, maxParallelism } = this.#options;
+    const keyGroupOf = (split: unknown) => (source.keyGroupOfSplit as (split: unknown) => number)(split);
+    const groups = new Set(all.map(keyGroupOf));
+    const outside = [...groups].filter((group) => !Number.isInteger(group) || group < 0 || group >= maxParallelism);
+    if (groups.size !== maxParallelism || outside.length > 0) {
+      throw new WeirError(
+        'REINTERPRET_PARTITIONS',
+        `source "${node.name}" is reinterpreted as keyed, so its split (partition) p must hold key group p, but its splits hold ${groups.size} key groups for the job's maxParallelism of ${maxParallelism}${outside.length > 0 ? ` (${outside.slice(0, 3).join(', ')} outside 0-${maxParallelism - 1})` : ''}`,
+        {
+          hint: `give the job maxParallelism ${groups.size} (the topic's partition count), write the topic with partitioner: keyGroupPartitioner, or use keyBy`,
+          fault: 'user',
+        },
+      );
+    }
+    this.#splits.update(all.filter((split) => computeOperatorIndexForKeyGroup(maxParallelism, parallelism, keyGroupOf(split)) === subtaskIndex));
   }
 
   /** One poll of the reader: its records through the chain, its watermarks after them. */

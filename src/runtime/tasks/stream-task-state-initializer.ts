@@ -42,10 +42,11 @@ export class StreamTaskStateInitializer {
     return this.#restoredUids.has(uid);
   }
 
-  async keyedStateBackend(uid: string, operatorName: string): Promise<HeapKeyedStateBackend> {
+  /** `reinterpreted`: keyed by reinterpretAsKeyedStream, so a key outside the range breaks the user's partitioning contract. */
+  async keyedStateBackend(uid: string, operatorName: string, reinterpreted = false): Promise<HeapKeyedStateBackend> {
     const { maxParallelism, parallelism, subtaskIndex, restore, storage } = this.#options;
     const range = computeKeyGroupRangeForOperatorIndex(maxParallelism, parallelism, subtaskIndex);
-    const backend = new HeapKeyedStateBackend({ maxParallelism, keyGroupRange: range, operatorName });
+    const backend = new HeapKeyedStateBackend({ maxParallelism, keyGroupRange: range, operatorName, reinterpreted });
     const restored = restore?.operators.find((operator) => operator.uid === uid);
     if (restore === undefined || restored === undefined || storage === undefined) return backend;
     const snapshots: Uint8Array[] = [];

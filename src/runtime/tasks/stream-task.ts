@@ -131,7 +131,8 @@ export class StreamTask {
     for (const [position, nodeId] of vertex.nodeIds.entries()) {
       const node = env.streamGraph.node(nodeId);
       const uid = env.uids[nodeId] as string;
-      const keyed = position === 0 && vertex.keyed ? await state.keyedStateBackend(uid, node.name) : undefined;
+      const reinterpreted = node.kind === 'operator' && node.reinterpretedKeyed === true;
+      const keyed = (position === 0 && vertex.keyed) || reinterpreted ? await state.keyedStateBackend(uid, node.name, reinterpreted) : undefined;
       const operatorState = await state.operatorStateBackend(uid);
       if (node.kind === 'source') {
         this.#sourceInput = new StreamTaskSourceInput({
@@ -141,6 +142,7 @@ export class StreamTask {
           restored: state.isRestored(uid),
           subtaskIndex,
           parallelism: vertex.parallelism,
+          maxParallelism: config.maxParallelism,
           attemptNumber: env.attemptNumber,
           batchSize: config.batchSize,
           chain: this.#chain,
