@@ -12,9 +12,15 @@ import type { KeyedStateBackend } from '../../core/state/keyed-state-backend.ts'
 import type { MapStateDescriptor, StateDescriptor } from '../../core/state/state-descriptors.ts';
 import type { KeyLike } from '../../core/state/state-key.ts';
 import { decodeKey } from '../../state/composite-key.ts';
-import { validateStateKey } from '../../state/key-group-range-assignment.ts';
 import { BroadcastStateStore } from './broadcast-state-store.ts';
-import { KeyedProcessContext, keyedRuntimeContext, requireKeyedState, runtimeContext, type TimerFunction } from './keyed-process-operator.ts';
+import {
+  KeyedProcessContext,
+  keyedRuntimeContext,
+  processKeyedBatch,
+  requireKeyedState,
+  runtimeContext,
+  type TimerFunction,
+} from './keyed-process-operator.ts';
 import { NonKeyedProcessContext } from './process-operator.ts';
 import { RecordErrorHandler } from './record-error-handler.ts';
 import type { TimestampedCollector } from './timestamped-collector.ts';
@@ -68,27 +74,30 @@ class BroadcastSideContext<K extends KeyLike> implements KeyedBroadcastContext<K
   }
 }
 
-/** Runs broadcast records through `call`, each into the collector with its timestamp; one that throws goes to the error policy. */
-function runBroadcastSide<B>(
+/** Runs broadcast records through `call`, each into the context's collector with its timestamp; one that throws goes to the error policy. */
+function runBroadcastSide<B, OUT>(
+  operator: StreamOperator<unknown, OUT>,
   batch: B[],
   timestamps: readonly number[] | undefined,
-  collector: TimestampedCollector<unknown>,
-  setTimestamp: (timestamp: number | undefined) => void,
+  context: { collector: TimestampedCollector<unknown>; setTimestamp(timestamp: number | undefined): void },
   errors: RecordErrorHandler,
-  call: (value: B) => void,
-): void {
+  call: (value: B, out: TimestampedCollector<OUT>) => void,
+): OUT[] {
+  const collector = context.collector as TimestampedCollector<OUT>;
   collector.reset(timestamps !== undefined);
-  setTimestamp(undefined);
+  context.setTimestamp(undefined);
   for (let i = 0; i < batch.length; i++) {
-    if (timestamps !== undefined) setTimestamp(timestamps[i]);
+    if (timestamps !== undefined) context.setTimestamp(timestamps[i]);
     const mark = collector.records.length;
     try {
-      call(batch[i] as B);
+      call(batch[i] as B, collector);
     } catch (error) {
       collector.truncate(mark);
       errors.onError(error, batch[i], timestamps?.[i]);
     }
   }
+  operator.outputTimestamps = collector.timestamps;
+  return collector.records;
 }
 
 /**
@@ -135,45 +144,20 @@ export class CoBroadcastWithKeyedOperator<K extends KeyLike, IN, B, OUT> extends
   }
 
   processBatch(batch: IN[], timestamps?: readonly number[]): OUT[] {
-    const name = this.#name;
-    const backend = this.#backend;
-    const select = this.#keySelector;
     const fn = this.#fn;
     const context = this.#context;
-    const collector = context.collector as TimestampedCollector<OUT>;
-    collector.reset(timestamps !== undefined);
-    context.setTimestamp(undefined);
-    for (let i = 0; i < batch.length; i++) {
-      const value = batch[i] as IN;
-      backend.setCurrentKey(validateStateKey(select(value), name));
-      if (timestamps !== undefined) context.setTimestamp(timestamps[i]);
-      const mark = collector.records.length;
-      try {
-        fn.processElement(value, context, collector);
-      } catch (error) {
-        collector.truncate(mark);
-        this.#errors.onError(error, value, timestamps?.[i]);
-      }
-    }
+    const keyed = { backend: this.#backend, select: this.#keySelector, operatorName: this.#name };
+    const collector = processKeyedBatch(batch, timestamps, keyed, context, this.#errors, (value) =>
+      fn.processElement(value, context, context.collector as TimestampedCollector<OUT>),
+    );
     this.outputTimestamps = collector.timestamps;
-    return collector.records;
+    return collector.records as OUT[];
   }
 
   override processBatch2(batch: unknown[], timestamps?: readonly number[]): OUT[] {
-    const context = this.#context;
     const fn = this.#fn;
     const side = this.#broadcastSide;
-    const collector = context.collector as TimestampedCollector<OUT>;
-    runBroadcastSide(
-      batch as B[],
-      timestamps,
-      collector,
-      (timestamp) => context.setTimestamp(timestamp),
-      this.#errors,
-      (value) => fn.processBroadcastElement(value, side, collector),
-    );
-    this.outputTimestamps = collector.timestamps;
-    return collector.records;
+    return runBroadcastSide(this, batch as B[], timestamps, this.#context, this.#errors, (value, out) => fn.processBroadcastElement(value, side, out));
   }
 
   override processWatermark(watermark: number): OUT[] {
@@ -232,20 +216,9 @@ export class CoBroadcastWithNonKeyedOperator<IN, B, OUT> extends StreamOperator<
   }
 
   override processBatch2(batch: unknown[], timestamps?: readonly number[]): OUT[] {
-    const context = this.#context;
     const fn = this.#fn;
     const side = this.#broadcastSide;
-    const collector = context.collector as TimestampedCollector<OUT>;
-    runBroadcastSide(
-      batch as B[],
-      timestamps,
-      collector,
-      (timestamp) => context.setTimestamp(timestamp),
-      this.#errors,
-      (value) => fn.processBroadcastElement(value, side, collector),
-    );
-    this.outputTimestamps = collector.timestamps;
-    return collector.records;
+    return runBroadcastSide(this, batch as B[], timestamps, this.#context, this.#errors, (value, out) => fn.processBroadcastElement(value, side, out));
   }
 
   override processWatermark(watermark: number): OUT[] {

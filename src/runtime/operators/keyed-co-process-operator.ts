@@ -4,8 +4,7 @@ import type { KeyedCoProcessFunction } from '../../core/functions/process-functi
 import { type OperatorContext, StreamOperator } from '../../core/operator/stream-operator.ts';
 import type { KeyedStateBackend } from '../../core/state/keyed-state-backend.ts';
 import type { KeyLike, StateKey } from '../../core/state/state-key.ts';
-import { validateStateKey } from '../../state/key-group-range-assignment.ts';
-import { KeyedProcessContext, keyedRuntimeContext, requireKeyedState, type TimerFunction } from './keyed-process-operator.ts';
+import { KeyedProcessContext, keyedRuntimeContext, processKeyedBatch, requireKeyedState, type TimerFunction } from './keyed-process-operator.ts';
 import { RecordErrorHandler } from './record-error-handler.ts';
 import type { TimestampedCollector } from './timestamped-collector.ts';
 
@@ -60,26 +59,13 @@ export class KeyedCoProcessOperator<K extends KeyLike, IN1, IN2, OUT> extends St
     select: KeySelector<T>,
     call: (value: T, context: KeyedProcessContext<K>, out: TimestampedCollector<OUT>) => void,
   ): OUT[] {
-    const backend = this.#backend;
-    const name = this.#name;
     const context = this.#context;
-    const collector = context.collector as TimestampedCollector<OUT>;
-    collector.reset(timestamps !== undefined);
-    context.setTimestamp(undefined);
-    for (let i = 0; i < batch.length; i++) {
-      const value = batch[i] as T;
-      backend.setCurrentKey(validateStateKey(select(value), name));
-      if (timestamps !== undefined) context.setTimestamp(timestamps[i]);
-      const mark = collector.records.length;
-      try {
-        call(value, context, collector);
-      } catch (error) {
-        collector.truncate(mark);
-        this.#errors.onError(error, value, timestamps?.[i]);
-      }
-    }
+    const out = context.collector as TimestampedCollector<OUT>;
+    const collector = processKeyedBatch(batch, timestamps, { backend: this.#backend, select, operatorName: this.#name }, context, this.#errors, (value) =>
+      call(value, context, out),
+    );
     this.outputTimestamps = collector.timestamps;
-    return collector.records;
+    return collector.records as OUT[];
   }
 
   override processWatermark(watermark: number): OUT[] {

@@ -161,6 +161,39 @@ export class KeyedProcessContext<K extends KeyLike> implements OnTimerContext<K>
 }
 
 /**
+ * Runs `call` on each record of a keyed operator's batch: the record's key made the current key,
+ * its timestamp the context's; what it emits goes to the context's collector, and a record the call
+ * throws on emits nothing (state it changed stays changed) and goes to the error policy. Returns
+ * the collector (records and timestamps).
+ */
+export function processKeyedBatch<K extends KeyLike, T>(
+  batch: T[],
+  timestamps: readonly number[] | undefined,
+  keyed: { backend: KeyedStateBackend; select: KeySelector<T>; operatorName: string },
+  context: KeyedProcessContext<K>,
+  errors: RecordErrorHandler,
+  call: (value: T) => void,
+): TimestampedCollector<unknown> {
+  const { backend, select, operatorName } = keyed;
+  const collector = context.collector;
+  collector.reset(timestamps !== undefined);
+  context.setTimestamp(undefined);
+  for (let i = 0; i < batch.length; i++) {
+    const value = batch[i] as T;
+    backend.setCurrentKey(validateStateKey(select(value), operatorName));
+    if (timestamps !== undefined) context.setTimestamp(timestamps[i]);
+    const mark = collector.records.length;
+    try {
+      call(value);
+    } catch (error) {
+      collector.truncate(mark);
+      errors.onError(error, value, timestamps?.[i]);
+    }
+  }
+  return collector;
+}
+
+/**
  * Runs a {@link KeyedProcessFunction}: sets the current key of the keyed state backend before each
  * record and each timer, so state handles and timers act on that key. Event-time timers fire as
  * the watermark passes them; what a record emits carries the record's timestamp, what an
@@ -191,27 +224,13 @@ export class KeyedProcessOperator<K extends KeyLike, IN, OUT> extends StreamOper
 
   processBatch(batch: IN[], timestamps?: readonly number[]): OUT[] {
     const fn = this.#fn;
-    const backend = this.#backend;
-    const select = this.#keySelector;
-    const name = this.#name;
     const context = this.#context;
-    const collector = context.collector as TimestampedCollector<OUT>;
-    collector.reset(timestamps !== undefined);
-    context.setTimestamp(undefined);
-    for (let i = 0; i < batch.length; i++) {
-      const value = batch[i] as IN;
-      backend.setCurrentKey(validateStateKey(select(value), name));
-      if (timestamps !== undefined) context.setTimestamp(timestamps[i]);
-      const mark = collector.records.length;
-      try {
-        fn.processElement(value, context, collector);
-      } catch (error) {
-        collector.truncate(mark); // state it changed before throwing stays changed
-        this.#errors.onError(error, value, timestamps?.[i]);
-      }
-    }
+    const keyed = { backend: this.#backend, select: this.#keySelector, operatorName: this.#name };
+    const collector = processKeyedBatch(batch, timestamps, keyed, context, this.#errors, (value) =>
+      fn.processElement(value, context, context.collector as TimestampedCollector<OUT>),
+    );
     this.outputTimestamps = collector.timestamps;
-    return collector.records;
+    return collector.records as OUT[];
   }
 
   override processWatermark(watermark: number): OUT[] {
