@@ -1,6 +1,6 @@
 import type { MetricCounter, OperatorMetricGroup } from '../core/metrics/metric-group.ts';
 import type { OperatorContext, StreamOperator } from '../core/operator/stream-operator.ts';
-import type { StreamNode } from '../graph/stream-graph.ts';
+import type { StreamEdge, StreamNode } from '../graph/stream-graph.ts';
 import { HeapKeyedStateBackend } from '../state/heap-keyed-state-backend.ts';
 import { computeKeyGroupRangeForOperatorIndex } from '../state/key-group-range-assignment.ts';
 import { OperatorStateBackend } from '../state/operator-state-backend.ts';
@@ -33,8 +33,8 @@ export class DriverNode {
   readonly gauges = new Map<string, () => number>();
   /** Processing times the operator asked to be called at. */
   readonly timerRequests = new Set<number>();
-  /** The watermark of each input edge (by edge index), and the node's own: their minimum. */
-  readonly inputWatermarks = new Map<number, number>();
+  /** The watermark of each input edge, and the node's own: their minimum. */
+  readonly inputWatermarks = new Map<StreamEdge, number>();
   watermark = Number.NEGATIVE_INFINITY;
   /** A sink's records and their timestamps, until read. */
   readonly received: { record: unknown; timestamp: number }[] = [];

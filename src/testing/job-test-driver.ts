@@ -3,6 +3,7 @@ import { WeirError } from '../core/errors/weir-error.ts';
 import type { StateDescriptor } from '../core/state/state-descriptors.ts';
 import type { KeyLike } from '../core/state/state-key.ts';
 import { buildStreamGraph, type Job } from '../graph/job.ts';
+import { buildJobGraph } from '../graph/job-graph.ts';
 import type { StreamGraph, StreamNode } from '../graph/stream-graph.ts';
 import { AsyncWaitOperator } from '../runtime/operators/async-wait-operator.ts';
 import { compositeKeySelector } from '../state/composite-key.ts';
@@ -72,9 +73,11 @@ export class JobTestDriver {
         hint: 'restore a snapshot this version of Weir took',
       });
     }
+    // The job's plan as `weir run` makes it: its uids (by which snapshots are restored) and its checks.
+    const plan = buildJobGraph(job.name, graph, config);
     const clock = { now: options.startTime ?? 0 };
     const nodes = graph.nodes.map((node) => {
-      const uid = node.uid === '' ? `${node.kind === 'source' || node.kind === 'sink' ? node.kind : node.name}-${node.id}` : node.uid;
+      const uid = (plan.nodes[node.id] as { uid: string }).uid;
       const keyed = graph.inputsOf(node.id).some((edge) => edge.partitioning === 'hash') || (node.kind === 'operator' && node.reinterpretedKeyed === true);
       return new DriverNode(node, uid, { keyed, maxParallelism: config.maxParallelism, restore: restore?.operators.get(uid), clock: () => clock.now });
     });
@@ -231,10 +234,10 @@ export class JobTestDriver {
   async #forwardWatermark(from: DriverNode, watermark: number): Promise<void> {
     for (const edge of this.#graph.outputsOf(from.node.id)) {
       const target = this.#nodes[edge.target] as DriverNode;
-      target.inputWatermarks.set(this.#graph.edges.indexOf(edge), watermark);
+      target.inputWatermarks.set(edge, watermark);
       const inputs = this.#graph
         .inputsOf(target.node.id)
-        .map((input) => target.inputWatermarks.get(this.#graph.edges.indexOf(input)) ?? Number.NEGATIVE_INFINITY);
+        .map((input) => target.inputWatermarks.get(input) ?? Number.NEGATIVE_INFINITY);
       await this.#watermark(target, Math.min(...inputs));
     }
   }
