@@ -18,7 +18,7 @@ import { startJobProcess, waitFor } from '../../harness/job-process.ts';
 import { createTestTopic, testBrokers } from '../../harness/kafka.ts';
 import { auditCounts, exactCountAudit, writeChaosInput } from '../../harness/kafka-count-audit.ts';
 
-const jobModule = join(import.meta.dirname, '..', '..', 'fixtures', 'jobs', 'reinterpret-count-job.ts');
+const jobModule = join(import.meta.dirname, '..', '..', 'fixtures', 'jobs', 'kafka-count-job.ts');
 
 describe('reinterpretAsKeyedStream: Kafka partitions by key group -> keyed count with no exchange -> Kafka', () => {
   const cleanups: (() => Promise<void>)[] = [];
@@ -33,7 +33,7 @@ describe('reinterpretAsKeyedStream: Kafka partitions by key group -> keyed count
     const folder = await mkdtemp(join(tmpdir(), 'weir-reinterpret-'));
     cleanups.push(input.remove, output.remove, () => rm(folder, { recursive: true, force: true }));
     await writeChaosInput(brokers, input.topic, partitions, count, partitionOf);
-    const env = { KAFKA_BROKERS: formatBootstrap(brokers), RC_INPUT: input.topic, RC_OUTPUT: output.topic, RC_WORK_US: '100' };
+    const env = { KAFKA_BROKERS: formatBootstrap(brokers), KC_INPUT: input.topic, KC_OUTPUT: output.topic, KC_WORK_US: '100', KC_REINTERPRET: '1' };
     const config = (parallelism: number, restartStrategy: object = { type: 'fixed-delay', attempts: 3, delay: 100 }) => ({
       parallelism,
       maxParallelism: 8,
