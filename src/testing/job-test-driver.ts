@@ -235,9 +235,7 @@ export class JobTestDriver {
     for (const edge of this.#graph.outputsOf(from.node.id)) {
       const target = this.#nodes[edge.target] as DriverNode;
       target.inputWatermarks.set(edge, watermark);
-      const inputs = this.#graph
-        .inputsOf(target.node.id)
-        .map((input) => target.inputWatermarks.get(input) ?? Number.NEGATIVE_INFINITY);
+      const inputs = this.#graph.inputsOf(target.node.id).map((input) => target.inputWatermarks.get(input) ?? Number.NEGATIVE_INFINITY);
       await this.#watermark(target, Math.min(...inputs));
     }
   }
