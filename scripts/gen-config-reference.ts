@@ -50,7 +50,7 @@ function unwrap(schema: Schema): Unwrapped {
     result.core = layer;
     const def = defOf(layer);
     if (def.type === 'optional') result.required = false;
-    else if (def.type === 'default') {
+    else if (def.type === 'default' || def.type === 'prefault') {
       result.required = false;
       if (!result.hasDefault) {
         result.hasDefault = true;

@@ -113,6 +113,25 @@ export const environmentConfigSchema = z
     workers: positiveInt
       .default(availableParallelism())
       .meta({ description: 'Worker threads the subtasks are spread over.', defaultText: 'the number of cores (`os.availableParallelism()`)' }),
+    workerHeap: z
+      .object({
+        youngGenerationMb: positiveInt
+          .default(48)
+          .describe(
+            "The most each worker thread's young generation (V8's new space, where records are allocated) may grow to, in MB. V8's own default for a 64-bit machine lets it reach about 130 MB per thread, most of a job's memory; 48 MB keeps the throughput (docs/benchmarks.md).",
+          ),
+        oldGenerationMb: positiveInt
+          .optional()
+          .describe(
+            "The most each worker thread's old generation (where keyed state and long-lived objects live) may grow to, in MB. A worker that needs more fails with ERR_WORKER_OUT_OF_MEMORY and the job restarts from its latest checkpoint; without it, V8's limit (about 4 GB).",
+          ),
+      })
+      .strict()
+      .prefault({})
+      .meta({
+        description: "The V8 heap limits of each worker thread (Node's `resourceLimits`); the main thread runs no records and keeps Node's defaults.",
+        defaultText: 'youngGenerationMb 48, oldGenerationMb: no limit',
+      }),
     batchSize: positiveInt.default(512).describe('Records per batch that a source emits and channels carry.'),
     channelCredits: positiveInt.default(4).describe('Batches a channel may have in flight before its sender waits (credit-based backpressure).'),
     checkpointing: checkpointingSchema.optional().meta({

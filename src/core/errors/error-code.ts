@@ -95,6 +95,7 @@ export const ERROR_CODES = [
   // Running a job: tasks, workers, stop and cancel.
   'TASK_FAILED',
   'WORKER_EXITED',
+  'WORKER_OUT_OF_MEMORY',
   'JOB_NOT_RUNNING',
   'JOB_STOPPED',
   'STOP_FAILED',

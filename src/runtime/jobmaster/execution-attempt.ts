@@ -135,9 +135,14 @@ export class ExecutionAttempt implements CheckpointTaskGateway {
         checkpointStorage: storage?.root,
         connectorDefaults: connectorDefaults(),
       };
-      const worker = new Worker(WORKER_ENTRY, { workerData: { init, peers }, transferList: [...peers.values()], execArgv: [] });
+      const worker = new Worker(WORKER_ENTRY, {
+        workerData: { init, peers },
+        transferList: [...peers.values()],
+        execArgv: [],
+        resourceLimits: { maxYoungGenerationSizeMb: config.workerHeap.youngGenerationMb, maxOldGenerationSizeMb: config.workerHeap.oldGenerationMb },
+      });
       worker.on('message', onMessage);
-      worker.on('error', (error) => this.#fail(error));
+      worker.on('error', (error) => this.#fail(outOfMemoryOr(error, config.workerHeap)));
       worker.on('exit', (code) => {
         if (!this.#stopping) this.#fail(new WeirError('WORKER_EXITED', `worker thread ${index} exited (code ${code})`, { fault: 'internal' }));
       });
@@ -209,4 +214,14 @@ export class ExecutionAttempt implements CheckpointTaskGateway {
     this.#stopping = true;
     await Promise.all(this.#workers.map((worker) => worker.terminate()));
   }
+}
+
+/** A worker that ran out of heap, as an error naming the limit it hit and the setting to raise; any other error as it is. */
+function outOfMemoryOr(error: Error, heap: EnvironmentConfig['workerHeap']): Error {
+  if ((error as { code?: string }).code !== 'ERR_WORKER_OUT_OF_MEMORY') return error;
+  const limit = heap.oldGenerationMb === undefined ? "V8's own heap limit" : `workerHeap.oldGenerationMb=${heap.oldGenerationMb}`;
+  return new WeirError('WORKER_OUT_OF_MEMORY', `a worker thread ran out of memory (${limit}): its state and the records it holds did not fit`, {
+    hint: 'raise workerHeap.oldGenerationMb (or remove it), spread the keys over more subtasks (parallelism), or expire old state (enableTimeToLive)',
+    cause: error,
+  });
 }

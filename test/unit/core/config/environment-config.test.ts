@@ -27,6 +27,13 @@ test('defaults', () => {
   });
 });
 
+test("the workers' heap limits: a 48 MB young generation and no old-generation limit by default; bad values name the setting", () => {
+  assert.deepEqual(parseEnvironmentConfig({}).workerHeap, { youngGenerationMb: 48 });
+  assert.deepEqual(parseEnvironmentConfig({ workerHeap: { oldGenerationMb: 512 } }).workerHeap, { youngGenerationMb: 48, oldGenerationMb: 512 });
+  fails({ workerHeap: { youngGenerationMb: 0 } }, /workerHeap\.youngGenerationMb/);
+  fails({ workerHeap: { youngGenerationMB: 64 } }, /workerHeap/);
+});
+
 test('a negative or zero checkpoint interval names the setting', () => {
   fails({ checkpointing: { interval: -5, storage: 'chk' } }, /checkpointing\.interval/);
   fails({ checkpointing: { interval: '0ms', storage: 'chk' } }, /checkpointing\.interval: must be above 0/);
