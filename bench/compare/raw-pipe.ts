@@ -7,6 +7,8 @@
  * threads owns the input partitions p with p % parallelism === its index (the input is keyed so
  * every key lives in one partition: no exchange needed), fetches the next records while the last
  * ones are produced, and keeps one produce request in flight so the output keeps each key's order.
+ * It runs with Weir's memory defaults (a fetch of at most 1 MiB over its partitions, a 48 MB young
+ * generation per thread; docs/benchmarks.md, "Where the memory goes").
  *
  *   node bench/compare/raw-pipe.ts <bootstrap> <input> <output> <parallelism> [bounded]
  */
@@ -16,6 +18,11 @@ import { ClusterConnections, type TopicInfo } from '../../src/connectors/kafka/c
 import { parseBootstrap } from '../../src/connectors/kafka/kafka-connection-options.ts';
 import { EARLIEST_OFFSET, fetchPartitions, LATEST_OFFSET, listOffsets } from '../../src/connectors/kafka/partition-fetcher.ts';
 import { PlainProducer } from '../../src/connectors/kafka/plain-producer.ts';
+
+/** The bytes one fetch takes over all of a loop's partitions (Weir's kafkaSource maxBytesPerFetch default). */
+const FETCH_BYTES = 1024 * 1024;
+/** The young generation of each loop's thread, in MB (Weir's workerHeap.youngGenerationMb default). */
+const YOUNG_GENERATION_MB = 48;
 
 interface LoopSettings {
   bootstrap: string;
@@ -48,7 +55,13 @@ async function loop(settings: LoopSettings): Promise<number> {
       connections,
       topics,
       todo().map((entry) => ({ topic: input.name, partition: entry.partition, offset: positions.get(entry.partition) as bigint })),
-      { isolation: 'read_committed', maxWaitMs: 100, maxBytesPerPartition: 1024 * 1024 },
+      // Weir's source defaults: a fetch takes at most 1 MiB over all its partitions (fetched records are held decoded).
+      {
+        isolation: 'read_committed',
+        maxWaitMs: 100,
+        maxBytesPerPartition: Math.max(64 * 1024, Math.floor(FETCH_BYTES / Math.max(1, todo().length))),
+        maxBytes: FETCH_BYTES,
+      },
     );
   let moved = 0;
   let producing: Promise<void> = Promise.resolve();
@@ -95,7 +108,7 @@ if (isMainThread) {
       (_, index) =>
         new Promise<number>((done, fail) => {
           const settings: LoopSettings = { bootstrap, input, output, parallelism, index, bounded: bounded === 'bounded' };
-          const worker = new Worker(new URL(import.meta.url), { workerData: settings });
+          const worker = new Worker(new URL(import.meta.url), { workerData: settings, resourceLimits: { maxYoungGenerationSizeMb: YOUNG_GENERATION_MB } });
           worker.once('message', done);
           worker.once('error', fail);
           worker.once('exit', (code) => fail(new Error(`raw pipe loop ${index} exited with code ${code}`)));

@@ -41,6 +41,13 @@ export interface KafkaSourceOptions<T> {
   /** The most bytes one fetch takes of a partition. Default 1 MiB. */
   maxBytesPerPartition?: number;
   /**
+   * The most bytes one fetch of a subtask takes over all its partitions, shared evenly between
+   * them (at least 64 KiB each, at most `maxBytesPerPartition`). Fetched records are held decoded
+   * until they are emitted, so this bounds the source's memory whatever the partition count.
+   * Default 1 MiB.
+   */
+  maxBytesPerFetch?: number;
+  /**
    * How often new partitions (and, with a pattern, new topics) are looked for; new ones are read
    * from their earliest offset. Default 30 s; 0 turns discovery off. Bounded sources never discover.
    */
@@ -161,6 +168,16 @@ export const kafkaSourceOptionsSchema = z
       .min(1)
       .default(1024 * 1024)
       .meta({ description: 'The most bytes one fetch takes of one partition.', hint: 'give a whole number of bytes, 1 or more' } satisfies OptionMeta),
+    maxBytesPerFetch: z
+      .number()
+      .int()
+      .min(1)
+      .default(1024 * 1024)
+      .meta({
+        description:
+          "The most bytes one fetch of a subtask takes over all its partitions, shared evenly between them (at least 64 KiB each, at most `maxBytesPerPartition`); fetched records are held decoded until emitted, so this bounds the source's memory whatever the partition count. A record batch larger than its share is still read, when its partition comes first in a fetch (the order rotates).",
+        hint: 'give a whole number of bytes, 1 or more',
+      } satisfies OptionMeta),
     partitionDiscoveryInterval: durationOption('kafkaSource partitionDiscoveryInterval')
       .default(30_000)
       .meta({

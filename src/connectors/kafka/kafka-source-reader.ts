@@ -17,6 +17,8 @@ import { OFFSET_OUT_OF_RANGE, resolveOutOfRange } from './offset-out-of-range.ts
 import { EARLIEST_OFFSET, fetchPartitions, type IsolationLevel, LATEST_OFFSET, listOffsets, type TopicRecord } from './partition-fetcher.ts';
 import { subscribedTopics } from './subscribed-topics.ts';
 
+/** The least a partition's share of a fetch's bytes (maxBytesPerFetch) can be. */
+const MIN_PARTITION_SHARE = 64 * 1024;
 const RETRIABLE_FETCH_ERRORS = new Set([3, 5, 6, 7, 74, 75, 100]); // unknown partition, leader not available, not leader, timeout, fenced/unknown leader epoch, unknown topic id
 
 /**
@@ -40,6 +42,8 @@ export class KafkaSourceReader<T> implements SourceReader<T, KafkaSplit> {
   /** Per split: the end a reader of its isolation sees (last stable offset, or high watermark), and the timestamp of the last record emitted. */
   readonly #lag = new Map<string, { end: bigint; lastTimestamp: number; split: KafkaSplit }>();
   #buffered = 0;
+  /** Fetches so far: which partition goes first in the next one. */
+  #fetchRound = 0;
   /** The splits each checkpoint took, until it completes (offsets committed to the group then). */
   readonly #snapshots = new Map<number, KafkaSplit[]>();
   #admin: Admin | undefined;
@@ -155,14 +159,25 @@ export class KafkaSourceReader<T> implements SourceReader<T, KafkaSplit> {
   }
 
   async #fetch(live: KafkaSplit[]): Promise<void> {
+    // The fetch's byte budget, shared evenly by the partitions; the order rotates on every fetch,
+    // because a broker returns a batch larger than a partition's share only for the first partition
+    // with data (KIP-74): each partition is that first one in turn, as the Java consumer does it.
+    const { maxBytesPerFetch, maxBytesPerPartition } = this.#options;
+    const share = Math.min(maxBytesPerPartition, Math.max(MIN_PARTITION_SHARE, Math.floor(maxBytesPerFetch / live.length)));
+    const first = this.#fetchRound++ % live.length;
+    const positions = [];
+    for (let i = 0; i < live.length; i++) {
+      const split = live[(first + i) % live.length] as KafkaSplit;
+      positions.push({ topic: split.topic, partition: split.partition, offset: split.offset as bigint });
+    }
     let results: Awaited<ReturnType<typeof fetchPartitions>>;
     try {
-      results = await fetchPartitions(
-        this.#connections,
-        this.#topics,
-        live.map((split) => ({ topic: split.topic, partition: split.partition, offset: split.offset as bigint })),
-        { isolation: this.#isolation, maxWaitMs: this.#options.maxWaitMs, maxBytesPerPartition: this.#options.maxBytesPerPartition },
-      );
+      results = await fetchPartitions(this.#connections, this.#topics, positions, {
+        isolation: this.#isolation,
+        maxWaitMs: this.#options.maxWaitMs,
+        maxBytesPerPartition: share,
+        maxBytes: Math.max(maxBytesPerFetch, share * live.length),
+      });
       this.#failingSince = undefined;
     } catch (error) {
       if ((error as { kafkaErrorCode?: number }).kafkaErrorCode === OFFSET_OUT_OF_RANGE)

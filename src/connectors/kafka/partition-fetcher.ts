@@ -49,7 +49,7 @@ export async function fetchPartitions(
   connections: ClusterConnections,
   topics: ReadonlyMap<string, TopicInfo>,
   positions: readonly FetchPosition[],
-  options: { isolation: IsolationLevel; maxWaitMs: number; maxBytesPerPartition?: number },
+  options: { isolation: IsolationLevel; maxWaitMs: number; maxBytesPerPartition?: number; maxBytes?: number },
 ): Promise<PartitionFetchResult[]> {
   const isolationLevel = isolationCode(options.isolation);
   const byLeader = new Map<number, FetchPosition[]>();
@@ -70,7 +70,7 @@ export async function fetchPartitions(
           connection,
           options.maxWaitMs,
           1,
-          32 * 1024 * 1024,
+          options.maxBytes ?? 32 * 1024 * 1024,
           isolationLevel,
           0,
           -1,

@@ -94,6 +94,38 @@ describe('kafka source', () => {
     }
   });
 
+  test("a fetch's byte budget is shared by the partitions, and a batch larger than its share is not starved by busy partitions", async () => {
+    const brokers = testBrokers();
+    const { topic, remove } = await createTestTopic(brokers, 'source-fetch-budget', 4);
+    try {
+      // Partitions 0-2: batches of about 50 KiB (600 KiB each); partition 3: one batch of 200 KiB,
+      // above its 64 KiB share of a 256 KiB fetch.
+      await write(brokers, topic, [
+        ...[0, 1, 2].flatMap((partition) => Array.from({ length: 12 }, () => ({ label: `small${partition}`, count: 1000, partition, pad: 40 }))),
+        { label: 'big', count: 20, partition: 3, pad: 10_000 },
+      ]);
+      const reader = await openReader({
+        bootstrap: bootstrapList(brokers),
+        topics: [topic],
+        bounded: true,
+        deserializer: kafkaDeserializers.string,
+        maxBytesPerFetch: 256 * 1024,
+      });
+      const values = await drain(reader);
+      await reader.close();
+      assert.equal(values.length, 36_020);
+      const firstBig = values.findIndex((entry) => entry?.startsWith('big-'));
+      // Each fetch takes about one batch (1,000 records) of each small partition; partition 3 goes
+      // first in every fourth fetch (a broker returns a batch above the share only to the first
+      // partition with data), so the big batch comes within the first fetches, not after the
+      // 36,000 small records.
+      assert.ok(firstBig >= 0 && firstBig < 18_000, `the big batch was read only after ${firstBig} records`);
+      for (const partition of [0, 1, 2]) assert.equal(values.filter((entry) => entry?.startsWith(`small${partition}-`)).length, 12_000);
+    } finally {
+      await remove();
+    }
+  });
+
   test('starting offsets: latest, timestamp, explicit, committed with a fallback', async () => {
     const brokers = testBrokers();
     const { topic, remove } = await createTestTopic(brokers, 'source-starting', 2);
