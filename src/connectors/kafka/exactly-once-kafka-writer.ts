@@ -85,13 +85,16 @@ export class ExactlyOnceKafkaWriter<T> implements TwoPhaseCommitLogic<T, KafkaTr
       transaction.open = await this.#driver.initTransaction(transactionalId(this.#prefix, this.#subtaskIndex, transaction.slot));
       this.#openSince.set(transaction.open.transactionalId, Date.now());
     }
-    await this.#driver.send(transaction.open, messages);
+    // Returns once the produce requests are sent: up to MAX_PRODUCE_IN_FLIGHT are in flight while
+    // the task goes on with its next batches; the barrier waits for their acknowledgements.
+    await this.#driver.sendPipelined(transaction.open, messages);
   }
 
-  preCommit(transaction: KafkaTransaction, checkpointId: number): KafkaCommittable | null {
+  async preCommit(transaction: KafkaTransaction, checkpointId: number): Promise<KafkaCommittable | null> {
     // Slots committed before this snapshot are free once this checkpoint completes.
     for (const slot of this.#slots) if (slot.state === 'cooling' && slot.snapshotAfterCommit === undefined) slot.snapshotAfterCommit = checkpointId;
-    // Every send was awaited in write(): all produce and AddPartitionsToTxn requests are acknowledged.
+    // Every produce request of the transaction acknowledged (AddPartitionsToTxn was, before its records went out).
+    if (transaction.open !== undefined) await this.#driver.flush(transaction.open);
     if (transaction.open === undefined || transaction.open.records === 0) {
       this.#slots[transaction.slot] = { state: 'free' };
       return null; // never checkpoint an empty transaction

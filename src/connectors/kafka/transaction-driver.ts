@@ -17,6 +17,7 @@ import { dataLoss } from '../two-phase-commit-sink.ts';
 import type { ClusterConnections } from './cluster-connections.ts';
 import { hasKafkaError, kafkaErrorIds } from './kafka-error-ids.ts';
 import { PartitionLeaders } from './partition-leaders.ts';
+import { ProducePipeline, takeSequences } from './produce-pipeline.ts';
 import { chunksBelowBatchLimit } from './record-chunks.ts';
 import { retryKafkaRequest } from './retry-kafka-request.ts';
 import { parseTransactionalId } from './transactional-id.ts';
@@ -108,6 +109,8 @@ export class TransactionDriver {
   readonly #options: Required<TransactionDriverOptions>;
   readonly #coordinators = new Map<string, number>();
   readonly #leaders: PartitionLeaders;
+  /** The produce requests in flight, per open transaction. */
+  readonly #pipelines = new WeakMap<OpenTransaction, ProducePipeline>();
   /** Before a retry: the coordinator or a leader may have moved. */
   readonly #forgetRoutes = () => {
     this.#coordinators.clear();
@@ -152,9 +155,55 @@ export class TransactionDriver {
     return { ...previous, partitions: new Set(), records: 0 };
   }
 
-  /** Writes records (each with its topic and partition) into the transaction, registering new partitions first. */
+  /** Writes records (each with its topic and partition) into the transaction and waits until every request of it is acknowledged. */
   async send(transaction: OpenTransaction, records: MessageRecord[]): Promise<void> {
+    await this.sendPipelined(transaction, records);
+    await this.flush(transaction);
+  }
+
+  /**
+   * Writes records into the transaction, registering new partitions first, and returns once their
+   * produce requests are sent (up to MAX_PRODUCE_IN_FLIGHT of the transaction in flight, then it
+   * waits for room); {@link flush} waits for their acknowledgements. A failure shows at the next
+   * send or flush.
+   */
+  async sendPipelined(transaction: OpenTransaction, records: MessageRecord[]): Promise<void> {
     if (records.length === 0) return;
+    const pipeline = this.#pipelineOf(transaction);
+    pipeline.throwIfFailed();
+    await this.#addPartitions(transaction, records);
+    // One produce request per leader and chunk; each carries its partitions' next sequence numbers,
+    // taken (and moved on) when it is sent, so the requests in flight follow each other.
+    for (const chunk of chunksBelowBatchLimit(records)) {
+      const byLeader = await this.#retry('Metadata for the leaders', () => this.#leaders.groupByLeader(chunk));
+      for (const [leader, group] of byLeader) {
+        await pipeline.reserve();
+        const options = {
+          transactionalId: transaction.transactionalId,
+          producerId: transaction.producerId,
+          producerEpoch: transaction.producerEpoch,
+          sequences: takeSequences(transaction.sequences, group),
+        };
+        // A retry resends to the leaders of now (same producer id, epoch and sequences: the broker keeps no duplicate).
+        const attempt = this.#leaders.sendToLeaders(leader, group, async (current, records) =>
+          produceV11.api.async(await this.#connections.node(current), ACKS_ALL, 30_000, records, options),
+        );
+        pipeline.send(attempt, () => {
+          this.#forgetRoutes();
+          return this.#retry(`Produce for "${transaction.transactionalId}"`, attempt);
+        });
+      }
+    }
+    transaction.records += records.length;
+  }
+
+  /** Waits until every produce request of the transaction is acknowledged; throws the first failure no retry cured. */
+  async flush(transaction: OpenTransaction): Promise<void> {
+    await this.#pipelines.get(transaction)?.flush();
+  }
+
+  /** AddPartitionsToTxn for the partitions the transaction has not written to yet, acknowledged before their records are sent. */
+  async #addPartitions(transaction: OpenTransaction, records: MessageRecord[]): Promise<void> {
     const added = new Map<string, Set<number>>();
     for (const record of records) {
       const key = `${record.topic}:${record.partition}`;
@@ -166,44 +215,28 @@ export class TransactionDriver {
       }
       partitions.add(record.partition as number);
     }
-    if (added.size > 0) {
-      await this.#retry(`AddPartitionsToTxn for "${transaction.transactionalId}"`, async () =>
-        addPartitionsToTxnV3.api.async(await this.#coordinator(transaction.transactionalId), [
-          {
-            transactionalId: transaction.transactionalId,
-            producerId: transaction.producerId,
-            producerEpoch: transaction.producerEpoch,
-            verifyOnly: false,
-            topics: [...added].map(([name, partitions]) => ({ name, partitions: [...partitions] })),
-          },
-        ]),
-      );
-      for (const [topic, partitions] of added) for (const partition of partitions) transaction.partitions.add(`${topic}:${partition}`);
-    }
+    if (added.size === 0) return;
+    await this.#retry(`AddPartitionsToTxn for "${transaction.transactionalId}"`, async () =>
+      addPartitionsToTxnV3.api.async(await this.#coordinator(transaction.transactionalId), [
+        {
+          transactionalId: transaction.transactionalId,
+          producerId: transaction.producerId,
+          producerEpoch: transaction.producerEpoch,
+          verifyOnly: false,
+          topics: [...added].map(([name, partitions]) => ({ name, partitions: [...partitions] })),
+        },
+      ]),
+    );
+    for (const [topic, partitions] of added) for (const partition of partitions) transaction.partitions.add(`${topic}:${partition}`);
+  }
 
-    // One produce request per leader and chunk; each partition's batch carries the next sequence
-    // number, so a chunk's sequences are counted before the next chunk is built.
-    for (const chunk of chunksBelowBatchLimit(records)) {
-      const byLeader = await this.#retry('Metadata for the leaders', () => this.#leaders.groupByLeader(chunk));
-      await Promise.all(
-        [...byLeader].map(([leader, group]) =>
-          // A retry resends to the leaders of now (same producer id, epoch and sequences: the broker keeps no duplicate).
-          this.#retry(
-            `Produce for "${transaction.transactionalId}"`,
-            this.#leaders.sendToLeaders(leader, group, async (current, records) =>
-              produceV11.api.async(await this.#connections.node(current), ACKS_ALL, 30_000, records, {
-                transactionalId: transaction.transactionalId,
-                producerId: transaction.producerId,
-                producerEpoch: transaction.producerEpoch,
-                sequences: transaction.sequences,
-              }),
-            ),
-          ),
-        ),
-      );
-      for (const record of chunk) transaction.sequences.postIncrement(`${record.topic}:${record.partition}`, 1, 0);
+  #pipelineOf(transaction: OpenTransaction): ProducePipeline {
+    let pipeline = this.#pipelines.get(transaction);
+    if (pipeline === undefined) {
+      pipeline = new ProducePipeline();
+      this.#pipelines.set(transaction, pipeline);
     }
-    transaction.records += records.length;
+    return pipeline;
   }
 
   /**
@@ -274,6 +307,9 @@ export class TransactionDriver {
    * TASK_FENCED: its transaction is aborted, which is what must happen to a zombie's work.
    */
   async commitOpen(transaction: OpenTransaction): Promise<void> {
+    await this.flush(transaction).catch((error: unknown) => {
+      throw fencedOr(error, transaction.transactionalId);
+    });
     await this.#endTransaction(transaction, true).catch((error: unknown) => {
       throw fencedOr(error, transaction.transactionalId);
     });
@@ -282,6 +318,7 @@ export class TransactionDriver {
   /** Aborts an open transaction of this process. */
   async abort(transaction: OpenTransaction): Promise<void> {
     if (transaction.partitions.size === 0) return; // nothing was written: nothing to abort
+    await this.#pipelines.get(transaction)?.settle(); // no produce request may arrive after the abort
     await this.#endTransaction(transaction, false);
   }
 

@@ -1,0 +1,104 @@
+import { type MessageRecord, NumericMap } from '@platformatic/kafka';
+
+/**
+ * The most produce requests of one transaction in flight at once. A broker keeps the last five
+ * batches of each producer and partition to recognize a retried one (Kafka's
+ * max.in.flight.requests.per.connection limit under idempotence), so more would make a retry after
+ * a lost answer land twice.
+ */
+export const MAX_PRODUCE_IN_FLIGHT = 5;
+
+/**
+ * The produce requests of one open transaction that were sent and not acknowledged yet (the
+ * Java producer's in-flight batches). Requests are sent at once, up to
+ * {@link MAX_PRODUCE_IN_FLIGHT}; each carries its partitions' sequence numbers, so the broker
+ * appends a partition's batches in order or refuses the out-of-order one. A request that fails is
+ * retried only after every request sent before it has completed: a retried batch goes in after
+ * the batches ahead of it, and a request refused as out of order (because one before it was lost)
+ * succeeds once that one is in. The first failure no retry cures fails the pipeline: every later
+ * send and {@link flush} throws it, and the transaction can only be aborted.
+ */
+export class ProducePipeline {
+  readonly #limit: number;
+  readonly #inFlight = new Set<Promise<void>>();
+  /** Settles once every request so far has completed or failed for good. */
+  #tail: Promise<void> = Promise.resolve();
+  #failure: { error: unknown } | undefined;
+
+  constructor(limit = MAX_PRODUCE_IN_FLIGHT) {
+    this.#limit = limit;
+  }
+
+  /** Waits until another request may be sent; throws the pipeline's failure, if it has one. */
+  async reserve(): Promise<void> {
+    this.throwIfFailed();
+    while (this.#inFlight.size >= this.#limit) await Promise.race(this.#inFlight);
+    this.throwIfFailed();
+  }
+
+  /**
+   * Sends a request now (`attempt`), without waiting for its answer. When it fails, `retry` runs
+   * once the requests before it have completed: the caller's retry loop (backoff, routes forgotten,
+   * a deadline), starting with a new attempt.
+   */
+  send(attempt: () => Promise<unknown>, retry: () => Promise<unknown>): void {
+    const before = this.#tail;
+    const completed = attempt().then(
+      () => {},
+      async () => {
+        await before;
+        this.throwIfFailed(); // one before it failed for good: the transaction is lost anyway
+        await retry();
+      },
+    );
+    const settled = completed.then(
+      () => {},
+      (error: unknown) => {
+        this.#failure ??= { error };
+      },
+    );
+    this.#tail = Promise.all([before, settled]).then(() => {});
+    this.#inFlight.add(settled);
+    void settled.then(() => this.#inFlight.delete(settled));
+  }
+
+  /** Waits until every request sent has been acknowledged; throws the first failure no retry cured. */
+  async flush(): Promise<void> {
+    await this.#tail;
+    this.throwIfFailed();
+  }
+
+  /** Waits until every request sent has completed or failed, whatever the outcome (before an abort). */
+  async settle(): Promise<void> {
+    await this.#tail;
+  }
+
+  throwIfFailed(): void {
+    if (this.#failure !== undefined) throw this.#failure.error;
+  }
+}
+
+/**
+ * The next sequence number of each partition of `records`, for one produce request, and moves the
+ * transaction's sequences past them: the request reads its own copy when it is encoded, later.
+ */
+export function takeSequences(sequences: NumericMap, records: readonly MessageRecord[]): NumericMap {
+  const counts = new Map<string, Map<number, number>>();
+  for (const record of records) {
+    let partitions = counts.get(record.topic);
+    if (partitions === undefined) {
+      partitions = new Map();
+      counts.set(record.topic, partitions);
+    }
+    const partition = record.partition as number;
+    partitions.set(partition, (partitions.get(partition) ?? 0) + 1);
+  }
+  const taken = new NumericMap();
+  for (const [topic, partitions] of counts) {
+    for (const [partition, count] of partitions) {
+      const key = `${topic}:${partition}`;
+      taken.set(key, sequences.postIncrement(key, count, 0));
+    }
+  }
+  return taken;
+}

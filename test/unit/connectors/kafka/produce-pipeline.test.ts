@@ -1,0 +1,102 @@
+import assert from 'node:assert/strict';
+import { test } from 'node:test';
+import { NumericMap } from '@platformatic/kafka';
+import { MAX_PRODUCE_IN_FLIGHT, ProducePipeline, takeSequences } from '../../../../src/connectors/kafka/produce-pipeline.ts';
+
+/** A request whose answer the test gives: resolve() or reject(error). */
+function deferred() {
+  let resolve!: () => void;
+  let reject!: (error: unknown) => void;
+  const promise = new Promise<void>((ok, fail) => {
+    resolve = ok;
+    reject = fail;
+  });
+  return { promise, resolve, reject };
+}
+
+const tick = () => new Promise((done) => setImmediate(done));
+
+test('requests go out at once, up to the in-flight limit; reserve waits for room', async () => {
+  const pipeline = new ProducePipeline(2);
+  const answers = [deferred(), deferred(), deferred()];
+  const sent: number[] = [];
+  for (const index of [0, 1]) {
+    await pipeline.reserve();
+    pipeline.send(
+      () => (sent.push(index), answers[index]?.promise as Promise<void>),
+      async () => {},
+    );
+  }
+  assert.deepEqual(sent, [0, 1]);
+  let reserved = false;
+  const third = pipeline.reserve().then(() => (reserved = true));
+  await tick();
+  assert.equal(reserved, false, 'a third request waits while two are in flight');
+  answers[1]?.resolve();
+  await third;
+  assert.equal(reserved, true);
+  assert.equal(MAX_PRODUCE_IN_FLIGHT, 5);
+});
+
+test('a failed request is retried only after every request before it completed, and flush waits for all', async () => {
+  const pipeline = new ProducePipeline();
+  const events: string[] = [];
+  const first = deferred();
+  pipeline.send(
+    () => first.promise.then(() => void events.push('first acknowledged')),
+    async () => {},
+  );
+  pipeline.send(
+    () => Promise.reject(new Error('OUT_OF_ORDER_SEQUENCE_NUMBER')),
+    async () => void events.push('second retried'),
+  );
+  let flushed = false;
+  const flushing = pipeline.flush().then(() => (flushed = true));
+  await tick();
+  assert.deepEqual(events, [], 'the retry waits for the first request');
+  assert.equal(flushed, false);
+  first.resolve();
+  await flushing;
+  assert.deepEqual(events, ['first acknowledged', 'second retried']);
+});
+
+test('a failure no retry cures fails the pipeline: later sends, flush and reserve throw it; settle does not', async () => {
+  const pipeline = new ProducePipeline();
+  const fatal = new Error('PRODUCER_FENCED');
+  pipeline.send(
+    () => Promise.reject(fatal),
+    () => Promise.reject(fatal),
+  );
+  let laterRetried = false;
+  pipeline.send(
+    () => Promise.reject(new Error('OUT_OF_ORDER_SEQUENCE_NUMBER')),
+    async () => void (laterRetried = true),
+  );
+  await assert.rejects(pipeline.flush(), fatal);
+  assert.equal(laterRetried, false, 'no retry after an earlier request failed for good');
+  await assert.rejects(pipeline.reserve(), fatal);
+  assert.throws(() => pipeline.throwIfFailed(), fatal);
+  await pipeline.settle();
+});
+
+test('takeSequences: one request gets each partition its next sequence, and the transaction moves past its records', () => {
+  const sequences = new NumericMap();
+  sequences.set('out:1', 10);
+  const records = [
+    { topic: 'out', partition: 1 },
+    { topic: 'out', partition: 0 },
+    { topic: 'out', partition: 1 },
+    { topic: 'other', partition: 1 },
+  ];
+  const taken = takeSequences(sequences, records);
+  assert.deepEqual([...taken].sort(), [
+    ['other:1', 0],
+    ['out:0', 0],
+    ['out:1', 10],
+  ]);
+  assert.deepEqual([...sequences].sort(), [
+    ['other:1', 1],
+    ['out:0', 1],
+    ['out:1', 12],
+  ]);
+});
