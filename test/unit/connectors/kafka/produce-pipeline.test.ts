@@ -23,13 +23,18 @@ test('requests go out at once, up to the in-flight limit; reserve waits for room
   for (const index of [0, 1]) {
     await pipeline.reserve();
     pipeline.send(
-      () => (sent.push(index), answers[index]?.promise as Promise<void>),
+      () => {
+        sent.push(index);
+        return answers[index]?.promise as Promise<void>;
+      },
       async () => {},
     );
   }
   assert.deepEqual(sent, [0, 1]);
   let reserved = false;
-  const third = pipeline.reserve().then(() => (reserved = true));
+  const third = pipeline.reserve().then(() => {
+    reserved = true;
+  });
   await tick();
   assert.equal(reserved, false, 'a third request waits while two are in flight');
   answers[1]?.resolve();
@@ -51,7 +56,9 @@ test('a failed request is retried only after every request before it completed, 
     async () => void events.push('second retried'),
   );
   let flushed = false;
-  const flushing = pipeline.flush().then(() => (flushed = true));
+  const flushing = pipeline.flush().then(() => {
+    flushed = true;
+  });
   await tick();
   assert.deepEqual(events, [], 'the retry waits for the first request');
   assert.equal(flushed, false);
@@ -70,7 +77,9 @@ test('a failure no retry cures fails the pipeline: later sends, flush and reserv
   let laterRetried = false;
   pipeline.send(
     () => Promise.reject(new Error('OUT_OF_ORDER_SEQUENCE_NUMBER')),
-    async () => void (laterRetried = true),
+    async () => {
+      laterRetried = true;
+    },
   );
   await assert.rejects(pipeline.flush(), fatal);
   assert.equal(laterRetried, false, 'no retry after an earlier request failed for good');
@@ -82,11 +91,12 @@ test('a failure no retry cures fails the pipeline: later sends, flush and reserv
 test('takeSequences: one request gets each partition its next sequence, and the transaction moves past its records', () => {
   const sequences = new NumericMap();
   sequences.set('out:1', 10);
+  const value = Buffer.from('v');
   const records = [
-    { topic: 'out', partition: 1 },
-    { topic: 'out', partition: 0 },
-    { topic: 'out', partition: 1 },
-    { topic: 'other', partition: 1 },
+    { topic: 'out', partition: 1, value },
+    { topic: 'out', partition: 0, value },
+    { topic: 'out', partition: 1, value },
+    { topic: 'other', partition: 1, value },
   ];
   const taken = takeSequences(sequences, records);
   assert.deepEqual([...taken].sort(), [
