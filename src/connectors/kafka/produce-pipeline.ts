@@ -1,4 +1,5 @@
 import { type MessageRecord, NumericMap } from '@platformatic/kafka';
+import { estimatedRecordSize } from './record-chunks.ts';
 
 /**
  * The most produce requests of one transaction in flight at once. A broker keeps the last five
@@ -21,12 +22,49 @@ export const MAX_PRODUCE_IN_FLIGHT = 5;
 export class ProducePipeline {
   readonly #limit: number;
   readonly #inFlight = new Set<Promise<void>>();
+  /** Records written while the pipeline was full, waiting to go out together in the next request. */
+  #held: MessageRecord[] = [];
+  #heldBytes = 0;
   /** Settles once every request so far has completed or failed for good. */
   #tail: Promise<void> = Promise.resolve();
   #failure: { error: unknown } | undefined;
 
   constructor(limit = MAX_PRODUCE_IN_FLIGHT) {
     this.#limit = limit;
+  }
+
+  /** Whether another request may be sent now. */
+  get hasRoom(): boolean {
+    return this.#inFlight.size < this.#limit;
+  }
+
+  /** Keeps records to send later (in order, after those held before). */
+  hold(records: readonly MessageRecord[]): void {
+    for (const record of records) {
+      this.#held.push(record);
+      this.#heldBytes += estimatedRecordSize(record);
+    }
+  }
+
+  /** The bytes (estimated) of the records held. */
+  get heldBytes(): number {
+    return this.#heldBytes;
+  }
+
+  /** Takes the records held, in order, up to about `maxBytes` (at least one record); none when none are held. */
+  takeHeld(maxBytes: number): MessageRecord[] {
+    let bytes = 0;
+    let count = 0;
+    while (count < this.#held.length) {
+      const size = estimatedRecordSize(this.#held[count] as MessageRecord);
+      if (count > 0 && bytes + size > maxBytes) break;
+      bytes += size;
+      count++;
+    }
+    const taken = count === this.#held.length ? this.#held : this.#held.slice(0, count);
+    this.#held = count === this.#held.length ? [] : this.#held.slice(count);
+    this.#heldBytes -= bytes;
+    return taken;
   }
 
   /** Waits until another request may be sent; throws the pipeline's failure, if it has one. */

@@ -11,8 +11,7 @@ export function* chunksBelowBatchLimit(records: MessageRecord[]): Generator<Mess
   let chunk: MessageRecord[] = [];
   let bytes = 0;
   for (const record of records) {
-    let size = 32 + (record.key?.length ?? 0) + (record.value?.length ?? 0);
-    if (record.headers !== undefined) for (const [name, value] of record.headers) size += name.length + value.length + 8;
+    const size = estimatedRecordSize(record);
     if (bytes + size > BATCH_BYTES_LIMIT && chunk.length > 0) {
       yield chunk;
       chunk = [];
@@ -22,4 +21,11 @@ export function* chunksBelowBatchLimit(records: MessageRecord[]): Generator<Mess
     bytes += size;
   }
   if (chunk.length > 0) yield chunk;
+}
+
+/** About how many bytes a record takes in a record batch. */
+export function estimatedRecordSize(record: MessageRecord): number {
+  let size = 32 + (record.key?.length ?? 0) + (record.value?.length ?? 0);
+  if (record.headers !== undefined) for (const [name, value] of record.headers) size += name.length + value.length + 8;
+  return size;
 }

@@ -18,7 +18,7 @@ import type { ClusterConnections } from './cluster-connections.ts';
 import { hasKafkaError, kafkaErrorIds } from './kafka-error-ids.ts';
 import { PartitionLeaders } from './partition-leaders.ts';
 import { ProducePipeline, takeSequences } from './produce-pipeline.ts';
-import { chunksBelowBatchLimit } from './record-chunks.ts';
+import { BATCH_BYTES_LIMIT } from './record-chunks.ts';
 import { retryKafkaRequest } from './retry-kafka-request.ts';
 import { parseTransactionalId } from './transactional-id.ts';
 
@@ -162,44 +162,55 @@ export class TransactionDriver {
   }
 
   /**
-   * Writes records into the transaction, registering new partitions first, and returns once their
-   * produce requests are sent (up to MAX_PRODUCE_IN_FLIGHT of the transaction in flight, then it
-   * waits for room); {@link flush} waits for their acknowledgements. A failure shows at the next
-   * send or flush.
+   * Writes records into the transaction, registering new partitions first, and returns once they
+   * are sent or held: while MAX_PRODUCE_IN_FLIGHT requests of the transaction are in flight,
+   * records wait and go out together in the next request (the Java producer's batching), unless a
+   * request's worth (BATCH_BYTES_LIMIT) is held; then it waits for room. {@link flush} sends what
+   * is held and waits for every acknowledgement. A failure shows at the next send or flush.
    */
   async sendPipelined(transaction: OpenTransaction, records: MessageRecord[]): Promise<void> {
     if (records.length === 0) return;
     const pipeline = this.#pipelineOf(transaction);
     pipeline.throwIfFailed();
     await this.#addPartitions(transaction, records);
-    // One produce request per leader and chunk; each carries its partitions' next sequence numbers,
-    // taken (and moved on) when it is sent, so the requests in flight follow each other.
-    for (const chunk of chunksBelowBatchLimit(records)) {
-      const byLeader = await this.#retry('Metadata for the leaders', () => this.#leaders.groupByLeader(chunk));
-      for (const [leader, group] of byLeader) {
-        await pipeline.reserve();
-        const options = {
-          transactionalId: transaction.transactionalId,
-          producerId: transaction.producerId,
-          producerEpoch: transaction.producerEpoch,
-          sequences: takeSequences(transaction.sequences, group),
-        };
-        // A retry resends to the leaders of now (same producer id, epoch and sequences: the broker keeps no duplicate).
-        const attempt = this.#leaders.sendToLeaders(leader, group, async (current, records) =>
-          produceV11.api.async(await this.#connections.node(current), ACKS_ALL, 30_000, records, options),
-        );
-        pipeline.send(attempt, () => {
-          this.#forgetRoutes();
-          return this.#retry(`Produce for "${transaction.transactionalId}"`, attempt);
-        });
-      }
-    }
+    pipeline.hold(records);
     transaction.records += records.length;
+    while (pipeline.heldBytes > 0 && (pipeline.hasRoom || pipeline.heldBytes >= BATCH_BYTES_LIMIT)) await this.#sendHeld(transaction, pipeline);
   }
 
-  /** Waits until every produce request of the transaction is acknowledged; throws the first failure no retry cured. */
+  /** Sends what the transaction holds and waits until every produce request of it is acknowledged; throws the first failure no retry cured. */
   async flush(transaction: OpenTransaction): Promise<void> {
-    await this.#pipelines.get(transaction)?.flush();
+    const pipeline = this.#pipelines.get(transaction);
+    if (pipeline === undefined) return;
+    while (pipeline.heldBytes > 0) await this.#sendHeld(transaction, pipeline);
+    await pipeline.flush();
+  }
+
+  /**
+   * Sends up to a request's worth of the records held, one request per leader. Each carries its
+   * partitions' next sequence numbers, taken (and moved on) when it is sent, so the requests in
+   * flight follow each other.
+   */
+  async #sendHeld(transaction: OpenTransaction, pipeline: ProducePipeline): Promise<void> {
+    const chunk = pipeline.takeHeld(BATCH_BYTES_LIMIT);
+    const byLeader = await this.#retry('Metadata for the leaders', () => this.#leaders.groupByLeader(chunk));
+    for (const [leader, group] of byLeader) {
+      await pipeline.reserve();
+      const options = {
+        transactionalId: transaction.transactionalId,
+        producerId: transaction.producerId,
+        producerEpoch: transaction.producerEpoch,
+        sequences: takeSequences(transaction.sequences, group),
+      };
+      // A retry resends to the leaders of now (same producer id, epoch and sequences: the broker keeps no duplicate).
+      const attempt = this.#leaders.sendToLeaders(leader, group, async (current, records) =>
+        produceV11.api.async(await this.#connections.node(current), ACKS_ALL, 30_000, records, options),
+      );
+      pipeline.send(attempt, () => {
+        this.#forgetRoutes();
+        return this.#retry(`Produce for "${transaction.transactionalId}"`, attempt);
+      });
+    }
   }
 
   /** AddPartitionsToTxn for the partitions the transaction has not written to yet, acknowledged before their records are sent. */

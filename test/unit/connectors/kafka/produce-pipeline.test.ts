@@ -110,3 +110,24 @@ test('takeSequences: one request gets each partition its next sequence, and the 
     ['out:1', 12],
   ]);
 });
+
+test('records held while the pipeline is full go out together, in order, a request at most about maxBytes', () => {
+  const pipeline = new ProducePipeline(1);
+  const record = (i: number) => ({ topic: 'out', partition: 0, value: Buffer.alloc(68, i) }); // 100 bytes estimated
+  pipeline.hold([record(0), record(1)]);
+  pipeline.hold([record(2)]);
+  assert.equal(pipeline.heldBytes, 300);
+  assert.deepEqual(
+    pipeline.takeHeld(250).map((entry) => entry.value?.[0]),
+    [0, 1],
+  );
+  assert.equal(pipeline.heldBytes, 100);
+  assert.deepEqual(
+    pipeline.takeHeld(10).map((entry) => entry.value?.[0]),
+    [2],
+    'at least one record, however large',
+  );
+  assert.equal(pipeline.heldBytes, 0);
+  assert.deepEqual(pipeline.takeHeld(1000), []);
+  assert.equal(pipeline.hasRoom, true);
+});
