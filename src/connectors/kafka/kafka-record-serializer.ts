@@ -13,6 +13,12 @@ export class KafkaRecordSerializer<T> {
   readonly #connections: ClusterConnections;
   readonly #partitionCounts = new Map<string, number>();
   #roundRobin = 0;
+  /**
+   * String keys seen lately, per topic, with their bytes and murmur2 partition: a job's keys
+   * repeat, and the encoder only reads a key's bytes, so records of one key share them. At most
+   * KEY_CACHE_SIZE keys per topic; then it starts again.
+   */
+  readonly #keys = new Map<string, Map<string, { key: Buffer; partition: number }>>();
 
   constructor(options: KafkaSinkOptions<T>, connections: ClusterConnections) {
     this.#options = options;
@@ -34,19 +40,30 @@ export class KafkaRecordSerializer<T> {
           hint: 'set kafkaSink({ topic }) or return a topic from the serializer',
         });
       }
-      const key = toBuffer(record.key);
+      let key: Buffer | null;
       let partition = record.partition;
-      if (partition === undefined) {
-        let count = this.#partitionCounts.get(topic);
-        if (count === undefined) {
-          count = (await this.#connections.topic(topic)).partitions.length;
-          this.#partitionCounts.set(topic, count);
+      const cached =
+        typeof record.key === 'string' && partition === undefined && this.#options.partitioner === undefined
+          ? this.#keys.get(topic)?.get(record.key)
+          : undefined;
+      if (cached !== undefined) {
+        key = cached.key;
+        partition = cached.partition;
+      } else {
+        key = toBuffer(record.key);
+        if (partition === undefined) {
+          let count = this.#partitionCounts.get(topic);
+          if (count === undefined) {
+            count = (await this.#connections.topic(topic)).partitions.length;
+            this.#partitionCounts.set(topic, count);
+          }
+          if (this.#options.partitioner) partition = this.#options.partitioner(key, count);
+          else if (key === null) partition = this.#roundRobin++ % count;
+          else {
+            partition = (murmur2(key) & 0x7fffffff) % count;
+            if (typeof record.key === 'string') this.#remember(topic, record.key, key, partition);
+          }
         }
-        partition = this.#options.partitioner
-          ? this.#options.partitioner(key, count)
-          : key === null
-            ? this.#roundRobin++ % count
-            : (murmur2(key) & 0x7fffffff) % count;
       }
       const message: MessageRecord = { topic, partition, value: toBuffer(record.value) as Buffer };
       if (key !== null) message.key = key;
@@ -57,7 +74,18 @@ export class KafkaRecordSerializer<T> {
     }
     return out;
   }
+
+  #remember(topic: string, text: string, key: Buffer, partition: number): void {
+    let keys = this.#keys.get(topic);
+    if (keys === undefined) {
+      keys = new Map();
+      this.#keys.set(topic, keys);
+    } else if (keys.size >= KEY_CACHE_SIZE) keys.clear();
+    keys.set(text, { key, partition });
+  }
 }
+
+const KEY_CACHE_SIZE = 10_000;
 
 function toBuffer(value: string | Buffer | null | undefined): Buffer | null {
   if (value === undefined || value === null) return null;

@@ -7,27 +7,39 @@ import type { ClusterConnections } from './cluster-connections.ts';
  */
 export class PartitionLeaders {
   readonly #connections: ClusterConnections;
-  readonly #leaders = new Map<string, number>();
+  /** Per topic, the leader's node id by partition. */
+  readonly #leaders = new Map<string, number[]>();
 
   constructor(connections: ClusterConnections) {
     this.#connections = connections;
   }
 
-  /** The records by the node id of their partition's leader, in their order. */
+  /** The records by the node id of their partition's leader, in their order (all of them, the same array, when they share one leader). */
   async groupByLeader(records: MessageRecord[]): Promise<Map<number, MessageRecord[]>> {
-    const byLeader = new Map<number, MessageRecord[]>();
-    for (const record of records) {
-      const key = `${record.topic}:${record.partition}`;
-      let leader = this.#leaders.get(key);
+    const leaders = new Array<number>(records.length);
+    let single = true;
+    for (let i = 0; i < records.length; i++) {
+      const record = records[i] as MessageRecord;
+      const partition = record.partition as number;
+      let leader = this.#leaders.get(record.topic)?.[partition];
       if (leader === undefined) {
         const info = await this.#connections.topic(record.topic);
-        for (const entry of info.partitions) if (entry.leaderId >= 0) this.#leaders.set(`${record.topic}:${entry.partition}`, entry.leaderId);
-        leader = this.#leaders.get(key);
-        if (leader === undefined) throw Object.assign(new Error(`partition ${key} has no leader`), { apiId: 'LEADER_NOT_AVAILABLE' });
+        const byPartition: number[] = [];
+        for (const entry of info.partitions) if (entry.leaderId >= 0) byPartition[entry.partition] = entry.leaderId;
+        this.#leaders.set(record.topic, byPartition);
+        leader = byPartition[partition];
+        if (leader === undefined) throw Object.assign(new Error(`partition ${record.topic}:${partition} has no leader`), { apiId: 'LEADER_NOT_AVAILABLE' });
       }
+      leaders[i] = leader;
+      if (leader !== leaders[0]) single = false;
+    }
+    if (single) return records.length === 0 ? new Map() : new Map([[leaders[0] as number, records]]);
+    const byLeader = new Map<number, MessageRecord[]>();
+    for (let i = 0; i < records.length; i++) {
+      const leader = leaders[i] as number;
       const group = byLeader.get(leader);
-      if (group === undefined) byLeader.set(leader, [record]);
-      else group.push(record);
+      if (group === undefined) byLeader.set(leader, [records[i] as MessageRecord]);
+      else group.push(records[i] as MessageRecord);
     }
     return byLeader;
   }

@@ -111,6 +111,8 @@ export class TransactionDriver {
   readonly #leaders: PartitionLeaders;
   /** The produce requests in flight, per open transaction. */
   readonly #pipelines = new WeakMap<OpenTransaction, ProducePipeline>();
+  /** The partitions each open transaction has added (transaction.partitions by topic). */
+  readonly #addedPartitions = new WeakMap<OpenTransaction, Map<string, Set<number>>>();
   /** Before a retry: the coordinator or a leader may have moved. */
   readonly #forgetRoutes = () => {
     this.#coordinators.clear();
@@ -215,10 +217,15 @@ export class TransactionDriver {
 
   /** AddPartitionsToTxn for the partitions the transaction has not written to yet, acknowledged before their records are sent. */
   async #addPartitions(transaction: OpenTransaction, records: MessageRecord[]): Promise<void> {
+    // The partitions added so far by topic (no "topic:partition" string per record): transaction.partitions, indexed.
+    let known = this.#addedPartitions.get(transaction);
+    if (known === undefined) {
+      known = new Map();
+      this.#addedPartitions.set(transaction, known);
+    }
     const added = new Map<string, Set<number>>();
     for (const record of records) {
-      const key = `${record.topic}:${record.partition}`;
-      if (transaction.partitions.has(key)) continue;
+      if (known.get(record.topic)?.has(record.partition as number) === true) continue;
       let partitions = added.get(record.topic);
       if (partitions === undefined) {
         partitions = new Set();
@@ -238,7 +245,17 @@ export class TransactionDriver {
         },
       ]),
     );
-    for (const [topic, partitions] of added) for (const partition of partitions) transaction.partitions.add(`${topic}:${partition}`);
+    for (const [topic, partitions] of added) {
+      let topicKnown = known.get(topic);
+      if (topicKnown === undefined) {
+        topicKnown = new Set();
+        known.set(topic, topicKnown);
+      }
+      for (const partition of partitions) {
+        transaction.partitions.add(`${topic}:${partition}`);
+        topicKnown.add(partition);
+      }
+    }
   }
 
   #pipelineOf(transaction: OpenTransaction): ProducePipeline {
