@@ -36,6 +36,14 @@ export interface MailboxProcessorOptions {
 const POLL_INTERVAL_MS = 2;
 
 /**
+ * The longest a turn of the loop takes input before it yields to the event loop. Channel messages
+ * from other workers (records, barriers, credits) and socket answers (a sink's acknowledgements)
+ * get in only between turns: an operator whose steps never wait on I/O would otherwise keep them
+ * out for maxInputSteps steps, seconds for slow functions, and hold back a barrier that long.
+ */
+const MAX_TURN_MS = 5;
+
+/**
  * The single loop of a task (Flink's MailboxProcessor): mails first (checkpoint triggers and
  * notifications, timers), then input, a bounded number of steps at a time, and no input while an
  * output channel is out of credit. Everything a task does runs here, one thing at a time, so its
@@ -103,7 +111,7 @@ export class MailboxProcessor {
         const polledAt = performance.now();
         const status = await input.processInput();
         if (status === 'MORE_AVAILABLE') {
-          if (++steps >= maxInputSteps) break; // let channel messages in
+          if (++steps >= maxInputSteps || performance.now() - started >= MAX_TURN_MS) break; // let channel messages in
           continue;
         }
         if (status === 'POLL_LATER') {

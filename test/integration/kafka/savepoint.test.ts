@@ -29,7 +29,8 @@ test('restoring an old savepoint after its transactional ids were reused: no fal
     await writeChaosInput(brokers, input.topic, 2, 60_000);
     Object.assign(process.env, { KAFKA_BROKERS: formatBootstrap(brokers), KC_INPUT: input.topic, KC_OUTPUT: output.topic, KC_WORK_US: '120' });
     const job = join(import.meta.dirname, '..', '..', 'fixtures', 'jobs', 'kafka-count-job.ts');
-    const config = { parallelism: 2, workers: 2, checkpointing: { interval: '100ms', storage: join(folder, 'checkpoints') } };
+    // Small batches: a barrier waits behind less of the slow function's work, so checkpoints come often.
+    const config = { parallelism: 2, workers: 2, batchSize: 64, checkpointing: { interval: '100ms', storage: join(folder, 'checkpoints') } };
 
     let checkpoints = 0;
     const first = await startJob({ job, config, onEvent: (event) => void (event.type === 'checkpoint-completed' && checkpoints++) });
@@ -61,7 +62,7 @@ test('restoring an older retained checkpoint (--from-savepoint chk-N) after its 
     await writeChaosInput(brokers, input.topic, 2, 60_000);
     Object.assign(process.env, { KAFKA_BROKERS: formatBootstrap(brokers), KC_INPUT: input.topic, KC_OUTPUT: output.topic, KC_WORK_US: '120' });
     const job = join(import.meta.dirname, '..', '..', 'fixtures', 'jobs', 'kafka-count-job.ts');
-    const config = { parallelism: 2, workers: 2, checkpointing: { interval: '100ms', storage: join(folder, 'checkpoints'), retained: 1000 } };
+    const config = { parallelism: 2, workers: 2, batchSize: 64, checkpointing: { interval: '100ms', storage: join(folder, 'checkpoints'), retained: 1000 } };
 
     const result = await (await startJob({ job, config })).result; // to its end: many checkpoints reuse the pool's ids
     // A pool holds about maxConcurrent + 2 ids a subtask: by checkpoint 6, checkpoint 3's ids have been reused.
