@@ -118,6 +118,23 @@ test('at most maxInputSteps input steps run per turn, then the loop yields (a qu
   assert.deepEqual(log, ['input 1', 'input 2', 'input 3', 'message', 'input 4', 'input 5', 'input 6', 'input 7']);
 });
 
+test('a turn takes input for at most about 5 ms, however few steps that is: slow steps that never wait let a queued message in', async (t) => {
+  const { processor, log, inputCalls } = processorWith({
+    maxInputSteps: 64,
+    statuses: ['MORE_AVAILABLE', 'MORE_AVAILABLE', 'MORE_AVAILABLE', 'MORE_AVAILABLE', 'NOTHING_AVAILABLE'],
+    onInput: (call) => {
+      if (call === 1) setImmediate(() => log.push('message'));
+      const until = performance.now() + 3; // a slow function, no I/O
+      while (performance.now() < until);
+    },
+  });
+  t.after(() => processor.close());
+  processor.start();
+  await until(() => inputCalls() === 5, 'five input steps');
+  await settle();
+  assert.deepEqual(log, ['input 1', 'input 2', 'message', 'input 3', 'input 4', 'input 5']);
+});
+
 test('NOTHING_AVAILABLE puts the loop to sleep until resume()', async (t) => {
   const { processor, inputCalls } = processorWith({ statuses: ['NOTHING_AVAILABLE'] });
   t.after(() => processor.close());
