@@ -56,12 +56,7 @@ async function loop(settings: LoopSettings): Promise<number> {
       topics,
       todo().map((entry) => ({ topic: input.name, partition: entry.partition, offset: positions.get(entry.partition) as bigint })),
       // Weir's source defaults: a fetch takes at most 1 MiB over all its partitions (fetched records are held decoded).
-      {
-        isolation: 'read_committed',
-        maxWaitMs: 100,
-        maxBytesPerPartition: Math.max(64 * 1024, Math.floor(FETCH_BYTES / Math.max(1, todo().length))),
-        maxBytes: FETCH_BYTES,
-      },
+      { isolation: 'read_committed', maxWaitMs: 100, maxBytesPerPartition: 1024 * 1024, maxBytesPerFetch: FETCH_BYTES },
     );
   let moved = 0;
   let producing: Promise<void> = Promise.resolve();

@@ -17,8 +17,6 @@ import { OFFSET_OUT_OF_RANGE, resolveOutOfRange } from './offset-out-of-range.ts
 import { EARLIEST_OFFSET, fetchPartitions, type IsolationLevel, LATEST_OFFSET, listOffsets, type TopicRecord } from './partition-fetcher.ts';
 import { subscribedTopics } from './subscribed-topics.ts';
 
-/** The least a partition's share of a fetch's bytes (maxBytesPerFetch) can be. */
-const MIN_PARTITION_SHARE = 64 * 1024;
 const RETRIABLE_FETCH_ERRORS = new Set([3, 5, 6, 7, 74, 75, 100]); // unknown partition, leader not available, not leader, timeout, fenced/unknown leader epoch, unknown topic id
 
 /**
@@ -159,11 +157,9 @@ export class KafkaSourceReader<T> implements SourceReader<T, KafkaSplit> {
   }
 
   async #fetch(live: KafkaSplit[]): Promise<void> {
-    // The fetch's byte budget, shared evenly by the partitions; the order rotates on every fetch,
-    // because a broker returns a batch larger than a partition's share only for the first partition
-    // with data (KIP-74): each partition is that first one in turn, as the Java consumer does it.
-    const { maxBytesPerFetch, maxBytesPerPartition } = this.#options;
-    const share = Math.min(maxBytesPerPartition, Math.max(MIN_PARTITION_SHARE, Math.floor(maxBytesPerFetch / live.length)));
+    // The order rotates on every fetch: a broker returns a batch larger than a partition's share of
+    // maxBytesPerFetch only to the first partition with data (KIP-74), so each partition is that
+    // first one in turn, as the Java consumer does it.
     const first = this.#fetchRound++ % live.length;
     const positions = [];
     for (let i = 0; i < live.length; i++) {
@@ -175,8 +171,8 @@ export class KafkaSourceReader<T> implements SourceReader<T, KafkaSplit> {
       results = await fetchPartitions(this.#connections, this.#topics, positions, {
         isolation: this.#isolation,
         maxWaitMs: this.#options.maxWaitMs,
-        maxBytesPerPartition: share,
-        maxBytes: Math.max(maxBytesPerFetch, share * live.length),
+        maxBytesPerPartition: this.#options.maxBytesPerPartition,
+        maxBytesPerFetch: this.#options.maxBytesPerFetch,
       });
       this.#failingSince = undefined;
     } catch (error) {

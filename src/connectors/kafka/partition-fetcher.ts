@@ -40,18 +40,31 @@ export const LATEST_OFFSET = -1n;
 
 const isolationCode = (isolation: IsolationLevel) => (isolation === 'read_committed' ? 1 : 0);
 
+/** The least a partition's share of a fetch's bytes (`maxBytesPerFetch`) can be. */
+export const MIN_PARTITION_SHARE = 64 * 1024;
+
 /**
  * One Fetch (v17) per partition leader for these positions, decoded, with aborted transactions
  * and control batches filtered out by Weir itself ({@link filterAbortedTransactions}) at
- * read_committed. `topics` gives each topic's id and leaders.
+ * read_committed. `topics` gives each topic's id and leaders. With `maxBytesPerFetch`, the
+ * positions share that many bytes evenly (at least MIN_PARTITION_SHARE, at most
+ * `maxBytesPerPartition` each); a broker returns a batch above a partition's share only to the
+ * first partition with data (KIP-74), so callers rotate the positions' order.
  */
 export async function fetchPartitions(
   connections: ClusterConnections,
   topics: ReadonlyMap<string, TopicInfo>,
   positions: readonly FetchPosition[],
-  options: { isolation: IsolationLevel; maxWaitMs: number; maxBytesPerPartition?: number; maxBytes?: number },
+  options: { isolation: IsolationLevel; maxWaitMs: number; maxBytesPerPartition?: number; maxBytesPerFetch?: number },
 ): Promise<PartitionFetchResult[]> {
   const isolationLevel = isolationCode(options.isolation);
+  // The fetch's byte budget, shared evenly by the positions (at least MIN_PARTITION_SHARE each).
+  const perPartition = options.maxBytesPerPartition ?? 4 * 1024 * 1024;
+  const share =
+    options.maxBytesPerFetch === undefined
+      ? perPartition
+      : Math.min(perPartition, Math.max(MIN_PARTITION_SHARE, Math.floor(options.maxBytesPerFetch / Math.max(1, positions.length))));
+  const maxBytes = options.maxBytesPerFetch === undefined ? 32 * 1024 * 1024 : Math.max(options.maxBytesPerFetch, share * positions.length);
   const byLeader = new Map<number, FetchPosition[]>();
   for (const position of positions) {
     const leader = partitionInfo(topics, position.topic, position.partition).leaderId;
@@ -70,7 +83,7 @@ export async function fetchPartitions(
           connection,
           options.maxWaitMs,
           1,
-          options.maxBytes ?? 32 * 1024 * 1024,
+          maxBytes,
           isolationLevel,
           0,
           -1,
@@ -81,7 +94,7 @@ export async function fetchPartitions(
               currentLeaderEpoch: partitionInfo(topics, topic, position.partition).leaderEpoch,
               fetchOffset: position.offset,
               lastFetchedEpoch: -1,
-              partitionMaxBytes: options.maxBytesPerPartition ?? 4 * 1024 * 1024,
+              partitionMaxBytes: share,
             })),
           })),
           [],
