@@ -1,5 +1,5 @@
 import { type MessageRecord, NumericMap } from '@platformatic/kafka';
-import { estimatedRecordSize } from './record-chunks.ts';
+import { BATCH_BYTES_LIMIT, estimatedRecordSize } from './record-chunks.ts';
 
 /**
  * The most produce requests of one transaction in flight at once. A broker keeps the last five
@@ -8,6 +8,14 @@ import { estimatedRecordSize } from './record-chunks.ts';
  * a lost answer land twice.
  */
 export const MAX_PRODUCE_IN_FLIGHT = 5;
+
+/**
+ * While a request of the transaction is in flight, records gather until about this many bytes
+ * (estimated) are held before another request goes out (Nagle's rule, in place of the Java
+ * producer's linger.ms): a busy sink sends a few large requests instead of one per batch, which
+ * costs the broker and the task far less, and an idle one sends each batch at once.
+ */
+export const COALESCE_BYTES = 256 * 1024;
 
 /**
  * The produce requests of one open transaction that were sent and not acknowledged yet (the
@@ -36,6 +44,18 @@ export class ProducePipeline {
   /** Whether another request may be sent now. */
   get hasRoom(): boolean {
     return this.#inFlight.size < this.#limit;
+  }
+
+  /**
+   * Whether the records held should go out now: when no request is in flight, when
+   * {@link COALESCE_BYTES} are held and there is room, and when a request's worth
+   * (BATCH_BYTES_LIMIT) is held, even if that means waiting for room ({@link reserve}), so what
+   * is held stays bounded. Otherwise they wait for a later write or the flush.
+   */
+  get shouldSendHeld(): boolean {
+    if (this.#heldBytes === 0) return false;
+    if (this.#inFlight.size === 0 || this.#heldBytes >= BATCH_BYTES_LIMIT) return true;
+    return this.#heldBytes >= COALESCE_BYTES && this.#inFlight.size < this.#limit;
   }
 
   /** Keeps records to send later (in order, after those held before). */

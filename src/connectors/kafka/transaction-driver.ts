@@ -165,10 +165,11 @@ export class TransactionDriver {
 
   /**
    * Writes records into the transaction, registering new partitions first, and returns once they
-   * are sent or held: while MAX_PRODUCE_IN_FLIGHT requests of the transaction are in flight,
-   * records wait and go out together in the next request (the Java producer's batching), unless a
-   * request's worth (BATCH_BYTES_LIMIT) is held; then it waits for room. {@link flush} sends what
-   * is held and waits for every acknowledgement. A failure shows at the next send or flush.
+   * are sent or held: with no request of the transaction in flight they go out at once; while one
+   * is, records gather and go out together (the Java producer's batching) once COALESCE_BYTES are
+   * held, up to MAX_PRODUCE_IN_FLIGHT requests, and a request's worth (BATCH_BYTES_LIMIT) waits for
+   * room (ProducePipeline.shouldSendHeld). {@link flush} sends what is held and waits for every
+   * acknowledgement. A failure shows at the next send or flush.
    */
   async sendPipelined(transaction: OpenTransaction, records: MessageRecord[]): Promise<void> {
     if (records.length === 0) return;
@@ -177,7 +178,7 @@ export class TransactionDriver {
     await this.#addPartitions(transaction, records);
     pipeline.hold(records);
     transaction.records += records.length;
-    while (pipeline.heldBytes > 0 && (pipeline.hasRoom || pipeline.heldBytes >= BATCH_BYTES_LIMIT)) await this.#sendHeld(transaction, pipeline);
+    while (pipeline.shouldSendHeld) await this.#sendHeld(transaction, pipeline);
   }
 
   /** Sends what the transaction holds and waits until every produce request of it is acknowledged; throws the first failure no retry cured. */

@@ -1,7 +1,8 @@
 import assert from 'node:assert/strict';
 import { test } from 'node:test';
 import { NumericMap } from '@platformatic/kafka';
-import { MAX_PRODUCE_IN_FLIGHT, ProducePipeline, takeSequences } from '../../../../src/connectors/kafka/produce-pipeline.ts';
+import { COALESCE_BYTES, MAX_PRODUCE_IN_FLIGHT, ProducePipeline, takeSequences } from '../../../../src/connectors/kafka/produce-pipeline.ts';
+import { BATCH_BYTES_LIMIT } from '../../../../src/connectors/kafka/record-chunks.ts';
 
 /** A request whose answer the test gives: resolve() or reject(error). */
 function deferred() {
@@ -130,4 +131,33 @@ test('records held while the pipeline is full go out together, in order, a reque
   assert.equal(pipeline.heldBytes, 0);
   assert.deepEqual(pipeline.takeHeld(1000), []);
   assert.equal(pipeline.hasRoom, true);
+});
+
+test('held records go out at once when nothing is in flight, else once COALESCE_BYTES gather, and a full request waits for room', async () => {
+  const pipeline = new ProducePipeline(2);
+  const record = (bytes: number) => ({ topic: 't', partition: 0, value: Buffer.alloc(bytes) });
+  assert.equal(pipeline.shouldSendHeld, false, 'nothing held');
+  pipeline.hold([record(100)]);
+  assert.equal(pipeline.shouldSendHeld, true, 'nothing in flight: a small batch goes out at once');
+  pipeline.takeHeld(BATCH_BYTES_LIMIT);
+  const answers = [deferred(), deferred()];
+  for (const answer of answers)
+    pipeline.send(
+      () => answer.promise,
+      async () => {},
+    );
+  answers[1]?.resolve();
+  await tick();
+  pipeline.hold([record(1000)]);
+  assert.equal(pipeline.shouldSendHeld, false, 'one in flight: small batches gather');
+  pipeline.hold([record(COALESCE_BYTES)]);
+  assert.equal(pipeline.shouldSendHeld, true, 'COALESCE_BYTES held, and room for a second request');
+  pipeline.send(
+    () => new Promise(() => {}),
+    async () => {},
+  );
+  assert.equal(pipeline.shouldSendHeld, false, 'no room: the records wait for an answer');
+  pipeline.hold([record(BATCH_BYTES_LIMIT)]);
+  assert.equal(pipeline.shouldSendHeld, true, "a request's worth held: it goes out as soon as there is room (reserve waits)");
+  answers[0]?.resolve();
 });
