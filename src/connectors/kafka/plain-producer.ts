@@ -1,6 +1,7 @@
-import { type MessageRecord, produceV11 } from '@platformatic/kafka';
+import type { MessageRecord } from '@platformatic/kafka';
 import type { ClusterConnections } from './cluster-connections.ts';
 import { PartitionLeaders } from './partition-leaders.ts';
+import { produceRequest } from './produce-request.ts';
 import { chunksBelowBatchLimit } from './record-chunks.ts';
 import { retryKafkaRequest } from './retry-kafka-request.ts';
 
@@ -61,7 +62,7 @@ export class PlainProducer {
         await Promise.all(
           [...byLeader].map(async ([current, records]) => {
             try {
-              await produceV11.api.async(await this.#connections.node(current), acks, 30_000, records, {});
+              await produceRequest.async(await this.#connections.node(current), acks, 30_000, records, {});
             } catch (error) {
               failure = error;
               const bad = failedPartitions(error);

@@ -9,7 +9,6 @@ import {
   listTransactionsV1,
   type MessageRecord,
   NumericMap,
-  produceV11,
   txnOffsetCommitV4,
 } from '@platformatic/kafka';
 import { WeirError } from '../../core/errors/weir-error.ts';
@@ -18,6 +17,7 @@ import type { ClusterConnections } from './cluster-connections.ts';
 import { hasKafkaError, kafkaErrorIds } from './kafka-error-ids.ts';
 import { PartitionLeaders } from './partition-leaders.ts';
 import { ProducePipeline, takeSequences } from './produce-pipeline.ts';
+import { produceRequest } from './produce-request.ts';
 import { BATCH_BYTES_LIMIT } from './record-chunks.ts';
 import { retryKafkaRequest } from './retry-kafka-request.ts';
 import { parseTransactionalId } from './transactional-id.ts';
@@ -207,7 +207,7 @@ export class TransactionDriver {
       };
       // A retry resends to the leaders of now (same producer id, epoch and sequences: the broker keeps no duplicate).
       const attempt = this.#leaders.sendToLeaders(leader, group, async (current, records) =>
-        produceV11.api.async(await this.#connections.node(current), ACKS_ALL, 30_000, records, options),
+        produceRequest.async(await this.#connections.node(current), ACKS_ALL, 30_000, records, options),
       );
       pipeline.send(attempt, () => {
         this.#forgetRoutes();
