@@ -132,7 +132,13 @@ test('a turn takes input for at most about 5 ms, however few steps that is: slow
   processor.start();
   await until(() => inputCalls() === 5, 'five input steps');
   await settle();
-  assert.deepEqual(log, ['input 1', 'input 2', 'message', 'input 3', 'input 4', 'input 5']);
+  // Two 3 ms steps reach 5 ms; a step a loaded machine stretches past 5 ms ends the turn after one.
+  const message = log.indexOf('message');
+  assert.ok(message === 1 || message === 2, `the message ran after one or two input steps, not after all five: ${log.join(', ')}`);
+  assert.deepEqual(
+    log.filter((entry) => entry !== 'message'),
+    ['input 1', 'input 2', 'input 3', 'input 4', 'input 5'],
+  );
 });
 
 test('NOTHING_AVAILABLE puts the loop to sleep until resume()', async (t) => {
