@@ -235,8 +235,7 @@ export class KafkaSourceReader<T> implements SourceReader<T, KafkaSplit> {
     for (const id of this.#snapshots.keys()) if (id <= checkpointId) this.#snapshots.delete(id);
     const groupId = this.#options.groupId;
     if (groupId === undefined || splits === undefined || splits.length === 0) return;
-    const AdminClient = await loadAdmin(); // before the check: two completions at once must not both create one
-    this.#admin ??= new AdminClient({ clientId: 'weir-source-offsets', bootstrapBrokers: [formatBootstrap(this.#bootstrap)], ...this.#connection });
+    this.#admin ??= new (await loadAdmin())({ clientId: 'weir-source-offsets', bootstrapBrokers: [formatBootstrap(this.#bootstrap)], ...this.#connection });
     const byTopic = new Map<string, { partition: number; offset: bigint }[]>();
     for (const split of splits) byTopic.set(split.topic, [...(byTopic.get(split.topic) ?? []), { partition: split.partition, offset: split.offset as bigint }]);
     await this.#admin
