@@ -1,5 +1,4 @@
-import type { MessageRecord } from '@platformatic/kafka';
-import { NumericMap } from './kafka-protocol.ts';
+import { type MessageRecord, NumericMap } from '@platformatic/kafka';
 import { BATCH_BYTES_LIMIT, estimatedRecordSize } from './record-chunks.ts';
 
 /**

@@ -1,5 +1,4 @@
-import type { MessageRecord, produceV11 as ProduceV11 } from '@platformatic/kafka';
-import { crc32c, createAPI, type NumericMap, produceV11, Writer } from './kafka-protocol.ts';
+import { crc32c, createAPI, type MessageRecord, type NumericMap, produceV11, Writer } from '@platformatic/kafka';
 
 /** What a produce request carries besides its records: a transaction's producer id, epoch and the partitions' first sequence numbers ("topic:partition"). */
 export interface ProduceRequestOptions {
@@ -23,7 +22,7 @@ const IS_TRANSACTIONAL = 1 << 4;
  */
 export const produceRequest = createAPI<
   [acks: number, timeoutMs: number, records: readonly MessageRecord[], options: ProduceRequestOptions],
-  ProduceV11.ProduceResponse
+  produceV11.ProduceResponse
 >(0, 11, encodeProduceRequest, produceV11.parseResponse, true, true);
 
 /** The body of a produce request (v11): the records grouped by topic, then partition, each partition's in their order. */
