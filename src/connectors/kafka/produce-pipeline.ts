@@ -55,7 +55,7 @@ export class ProducePipeline {
   get shouldSendHeld(): boolean {
     if (this.#heldBytes === 0) return false;
     if (this.#inFlight.size === 0 || this.#heldBytes >= BATCH_BYTES_LIMIT) return true;
-    return this.#heldBytes >= COALESCE_BYTES && this.#inFlight.size < this.#limit;
+    return this.#heldBytes >= COALESCE_BYTES && this.hasRoom;
   }
 
   /** Keeps records to send later (in order, after those held before). */

@@ -124,9 +124,8 @@ export function encodeRecordBatch(records: readonly MessageRecord[], options: Pr
     const headers = record.headers;
     if (headers === undefined || headers === null) buffer[offset++] = 0;
     else {
-      const entries = [...headerEntries(headers)];
-      offset = writeVarInt(buffer, offset, entries.length);
-      for (const [name, value] of entries) {
+      offset = writeVarInt(buffer, offset, headers instanceof Map ? headers.size : Object.keys(headers).length);
+      for (const [name, value] of headerEntries(headers)) {
         offset = writeBytesField(buffer, offset, name);
         offset = writeBytesField(buffer, offset, value);
       }
