@@ -1,4 +1,4 @@
-import { dirname, join, posix } from 'node:path';
+import { basename, join } from 'node:path';
 import type { ConnectionOptions } from '@platformatic/kafka';
 import type { OperatorSubtaskState } from '../checkpoint/operator-subtask-state.ts';
 import type { CheckpointLocation } from '../checkpoint/storage/checkpoint-location.ts';
@@ -23,6 +23,11 @@ import { ExchangeInput } from './exchange-input.ts';
 import type { Stage, StagePlan } from './stage-plan.ts';
 import { commitTaskCheckpoint, TASK_CHECKPOINT_VERSION, type TaskCheckpoint } from './task-checkpoint.ts';
 import { TaskOutput } from './task-output.ts';
+
+/** An owner's folder in a task's folder (taskStorageRoot). */
+const OWNER_FOLDER = /^p\d+-e\d+$/;
+/** Earlier owners' folders are swept at this owner's first commit, and again every this many. */
+const SWEEP_EVERY = 100;
 
 /** A side output no stream reads: the task's transaction as one more output of its chain. */
 const TRANSACTION_TAG = '\0weir-task-transaction';
@@ -219,17 +224,21 @@ export class ClusterTask {
     if (this.#output !== undefined) await this.#runtime.driver.abort(this.#output.transaction).catch(() => {});
   }
 
-  /** Deletes what the task's previous owner left in the storage (best effort: a zombie's late writes there are never referenced either). */
-  async #discardPreviousOwner(): Promise<void> {
-    const location = this.#restored?.state?.location;
-    if (location === undefined) return;
-    const root = isS3Url(location) ? posix.dirname(location) : dirname(location);
-    if (root === this.#storage.root) return;
+  /**
+   * Deletes what the task's earlier owners left in the storage: every other owner folder of the
+   * task (all fenced once this owner committed, so nothing they hold is referenced). Best effort:
+   * what is left now (a folder that would not delete) or written later (a zombie that wakes) goes
+   * at a later sweep, or with the next owner.
+   */
+  async #discardEarlierOwners(): Promise<void> {
     try {
-      const previous = openCheckpointStorage(root);
-      for (const entry of await previous.listLocations('checkpoint')) await previous.discard(entry);
+      for (const root of await this.#storage.neighbours()) {
+        if (!OWNER_FOLDER.test(basename(root))) continue;
+        const earlier = openCheckpointStorage(root);
+        for (const entry of await earlier.listLocations('checkpoint')) await earlier.discard(entry).catch(() => {});
+      }
     } catch {
-      // left for a later owner, or for whoever empties the storage
+      // left for a later sweep, or for whoever empties the storage
     }
   }
 
@@ -326,11 +335,12 @@ export class ClusterTask {
     this.#pending = undefined;
     this.#streamTask.notifyCheckpointComplete(checkpointId);
     // The previous checkpoint of this owner is no longer the task's latest: its files can go. After
-    // its first commit, so can the previous owner's folder (fenced: nothing it holds is referenced).
+    // its first commit, so can the earlier owners' folders (fenced: nothing they hold is
+    // referenced), and again every SWEEP_EVERY checkpoints for what a zombie wrote meanwhile.
     const previous = this.#previousLocation;
     this.#previousLocation = pending.location;
     if (previous !== undefined) await this.#storage.discard(previous).catch(() => {});
-    else void this.#discardPreviousOwner();
+    if (this.completed % SWEEP_EVERY === 1) void this.#discardEarlierOwners();
   }
 
   #fail(error: unknown): void {

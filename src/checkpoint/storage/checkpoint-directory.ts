@@ -127,6 +127,14 @@ export class CheckpointDirectory {
   }
 
   /** The names of the folders in `path`; none when it does not exist. */
+  /** The other folders in this folder's parent, as absolute paths. */
+  async neighbours(): Promise<string[]> {
+    const parent = dirname(this.path);
+    if (parent === this.path) return [];
+    const own = basename(this.path);
+    return (await this.#subfolders(parent)).filter((name) => name !== own).map((name) => join(parent, name));
+  }
+
   async #subfolders(path: string): Promise<string[]> {
     try {
       const entries = await readdir(path, { withFileTypes: true });

@@ -50,4 +50,6 @@ export interface CheckpointStorage {
   isMarkedCommitted(path: string): Promise<boolean>;
   /** Deletes a location of this storage, metadata first; refuses anything else. */
   discard(location: CheckpointLocation): Promise<void>;
+  /** The roots of the storages beside this one (the other folders next to its root, as `checkpointing.storage` names them): a cluster task's earlier owners. */
+  neighbours(): Promise<string[]>;
 }

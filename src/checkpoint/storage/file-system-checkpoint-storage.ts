@@ -90,4 +90,8 @@ export class FileSystemCheckpointStorage implements CheckpointStorage {
   discard(location: CheckpointLocation): Promise<void> {
     return this.#directory.discard(location);
   }
+
+  neighbours(): Promise<string[]> {
+    return this.#directory.neighbours();
+  }
 }

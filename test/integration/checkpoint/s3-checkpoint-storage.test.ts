@@ -143,6 +143,19 @@ test('listings, sizes, savepoints with _committed, subsume and discard (metadata
   assert.equal(await new CompletedCheckpointStore(storage).highestCheckpointId(), 4);
 });
 
+test('neighbours are the other prefixes beside the storage, never itself; none at the bucket root', async () => {
+  const parent = `jobs/${randomBytes(4).toString('hex')}`;
+  const storage = new S3CheckpointStorage(`s3://${bucket}/${parent}/p1-e3`);
+  await storage.initialize();
+  assert.deepEqual(await storage.neighbours(), []);
+  await complete(storage, 1);
+  await complete(new S3CheckpointStorage(`s3://${bucket}/${parent}/p1-e0`), 1);
+  await put(`${parent}/p1-e1/chk-2/x.keyed`, 'x');
+  await put(`${parent}/not-a-folder`, 'x');
+  assert.deepEqual((await storage.neighbours()).sort(), [`s3://${bucket}/${parent}/p1-e0`, `s3://${bucket}/${parent}/p1-e1`]);
+  assert.deepEqual(await new S3CheckpointStorage(`s3://${bucket}`).neighbours(), []);
+});
+
 test('the lock: a second owner is refused naming the first; a stale lock is taken over; a lost lock is reported', async () => {
   const storage = await fresh();
   const lines: string[] = [];

@@ -197,6 +197,19 @@ export class S3CheckpointStorage implements CheckpointStorage {
     await this.#objects.delete(objects.map((object) => object.key));
   }
 
+  /** The other "folders" under this storage's parent prefix (none for a storage at the bucket's root). */
+  async neighbours(): Promise<string[]> {
+    const key = this.#url.key;
+    if (key === '') return [];
+    const slash = key.lastIndexOf('/');
+    const parentKey = slash < 0 ? '' : key.slice(0, slash + 1);
+    const { folders } = await this.#objects.list(parentKey, '/');
+    return folders
+      .map((prefix) => prefix.replace(/\/$/, ''))
+      .filter((folder) => folder !== key)
+      .map((folder) => formatS3Url({ bucket: this.#url.bucket, key: folder }));
+  }
+
   /** The key of an `s3://` location of this storage's bucket. */
   #keyOf(path: string): string {
     const url = parseS3Url(path);

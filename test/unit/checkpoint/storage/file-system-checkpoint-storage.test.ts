@@ -311,6 +311,16 @@ test('discard deletes only what it is given, savepoints only explicitly', async 
   assert.deepEqual(await new CompletedCheckpointStore(storage).list({ includeSavepoints: true }), []);
 });
 
+test('neighbours are the other folders beside the storage, never files or itself', async (t) => {
+  const storage = await freshStorage(t);
+  const parent = join(storage.root, '..');
+  assert.deepEqual(await storage.neighbours(), []);
+  await mkdir(join(parent, 'p1-e0'));
+  await mkdir(join(parent, 'p1-e2'));
+  await writeFile(join(parent, 'a-file'), '');
+  assert.deepEqual((await storage.neighbours()).sort(), [join(parent, 'p1-e0'), join(parent, 'p1-e2')]);
+});
+
 test('savepoint locations are unique folders under savepoints/', async (t) => {
   const storage = await freshStorage(t);
   const a = storage.savepointLocation(3);
