@@ -1,6 +1,6 @@
-import { describeGroupsV5 } from '@platformatic/kafka';
 import type { ClusterConnections } from '../connectors/kafka/cluster-connections.ts';
 import type { BrokerAddress } from '../connectors/kafka/kafka-connection-options.ts';
+import { describeGroupsV5 } from '../connectors/kafka/kafka-protocol.ts';
 import { LATEST_OFFSET, listOffsets } from '../connectors/kafka/partition-fetcher.ts';
 import { readTopic } from '../connectors/kafka/topic-reader.ts';
 import { WeirError } from '../core/errors/weir-error.ts';

@@ -1,8 +1,9 @@
 import { setTimeout as sleep } from 'node:timers/promises';
-import { Admin, type ConnectionOptions } from '@platformatic/kafka';
+import type { ConnectionOptions } from '@platformatic/kafka';
 import type { ClusterConnections } from '../connectors/kafka/cluster-connections.ts';
 import { type BrokerAddress, formatBootstrap } from '../connectors/kafka/kafka-connection-options.ts';
 import { hasKafkaError } from '../connectors/kafka/kafka-error-ids.ts';
+import { loadAdmin } from '../connectors/kafka/kafka-protocol.ts';
 import { WeirError } from '../core/errors/weir-error.ts';
 import type { StagePlan } from './stage-plan.ts';
 
@@ -47,7 +48,7 @@ export async function ensureClusterTopics(
   }
   const missing = topics.filter((topic) => !existing.has(topic.topic));
   if (missing.length === 0) return [];
-  const admin = new Admin({ clientId: 'weir-cluster-topics', bootstrapBrokers: [formatBootstrap(bootstrap)], ...connection });
+  const admin = new (await loadAdmin())({ clientId: 'weir-cluster-topics', bootstrapBrokers: [formatBootstrap(bootstrap)], ...connection });
   const created: string[] = [];
   try {
     for (const topic of missing) {

@@ -1,5 +1,6 @@
-import { type Connection, findCoordinatorV6 } from '@platformatic/kafka';
+import type { Connection } from '@platformatic/kafka';
 import type { ClusterConnections } from '../connectors/kafka/cluster-connections.ts';
+import { findCoordinatorV6 } from '../connectors/kafka/kafka-protocol.ts';
 import { WeirError } from '../core/errors/weir-error.ts';
 
 const GROUP_KEY_TYPE = 0;

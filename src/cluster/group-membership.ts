@@ -1,8 +1,9 @@
 import { hostname } from 'node:os';
 import { setTimeout as sleep } from 'node:timers/promises';
-import { type Connection, findCoordinatorV6, heartbeatV4, joinGroupV9, leaveGroupV5, syncGroupV5 } from '@platformatic/kafka';
+import type { Connection } from '@platformatic/kafka';
 import type { ClusterConnections } from '../connectors/kafka/cluster-connections.ts';
 import { hasKafkaError } from '../connectors/kafka/kafka-error-ids.ts';
+import { findCoordinatorV6, heartbeatV4, joinGroupV9, leaveGroupV5, syncGroupV5 } from '../connectors/kafka/kafka-protocol.ts';
 import { WeirError } from '../core/errors/weir-error.ts';
 import {
   decodeAssignment,

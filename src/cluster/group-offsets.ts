@@ -1,5 +1,5 @@
-import { offsetFetchV8 } from '@platformatic/kafka';
 import type { ClusterConnections } from '../connectors/kafka/cluster-connections.ts';
+import { offsetFetchV8 } from '../connectors/kafka/kafka-protocol.ts';
 import type { InputOffset } from '../connectors/kafka/transaction-driver.ts';
 import { groupCoordinator } from './group-coordinator.ts';
 

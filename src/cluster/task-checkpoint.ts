@@ -1,7 +1,8 @@
-import { type MessageRecord, murmur2 } from '@platformatic/kafka';
+import type { MessageRecord } from '@platformatic/kafka';
 import { z } from 'zod';
 import { stateHandleSchema } from '../checkpoint/storage/checkpoint-metadata.ts';
 import type { ClusterConnections } from '../connectors/kafka/cluster-connections.ts';
+import { murmur2 } from '../connectors/kafka/kafka-protocol.ts';
 import type { TopicRecord } from '../connectors/kafka/partition-fetcher.ts';
 import { fencedOr, type InputOffset, type OffsetsOwner, type OpenTransaction, type TransactionDriver } from '../connectors/kafka/transaction-driver.ts';
 import { WeirError } from '../core/errors/weir-error.ts';

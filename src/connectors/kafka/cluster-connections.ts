@@ -1,10 +1,11 @@
 import { setTimeout as sleep } from 'node:timers/promises';
-import { type Connection, type ConnectionOptions, ConnectionPool, metadataV12 } from '@platformatic/kafka';
+import type { Connection, ConnectionOptions, metadataV12 as MetadataV12 } from '@platformatic/kafka';
 import { WeirError } from '../../core/errors/weir-error.ts';
 import { processLog } from '../../core/logging/pino-logger.ts';
 import { BrokerOutage } from './broker-outage.ts';
 import { type BrokerAddress, formatBootstrap } from './kafka-connection-options.ts';
 import { hasKafkaError } from './kafka-error-ids.ts';
+import { ConnectionPool, metadataV12 } from './kafka-protocol.ts';
 
 export interface PartitionInfo {
   partition: number;
@@ -139,7 +140,7 @@ export class ClusterConnections {
   }
 
   /** Cluster metadata for these topics; null asks for every topic. */
-  async metadata(topics: string[] | null): Promise<metadataV12.MetadataResponse> {
+  async metadata(topics: string[] | null): Promise<MetadataV12.MetadataResponse> {
     const connection = await this.any();
     const response = await metadataV12.api.async(connection, topics, false, false).catch((error: unknown) => {
       throw this.#closedConnection(error) ?? error;

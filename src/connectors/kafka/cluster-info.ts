@@ -1,7 +1,8 @@
-import { apiVersionsV3, type ConnectionOptions } from '@platformatic/kafka';
+import type { ConnectionOptions } from '@platformatic/kafka';
 import { WeirError } from '../../core/errors/weir-error.ts';
 import { ClusterConnections } from './cluster-connections.ts';
 import { type BrokerAddress, formatBootstrap } from './kafka-connection-options.ts';
+import { apiVersionsV3 } from './kafka-protocol.ts';
 
 export interface ClusterInfo {
   clusterId: string | null;

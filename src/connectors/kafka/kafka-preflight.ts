@@ -1,10 +1,11 @@
-import { Admin, ConfigResourceTypes, type ConnectionOptions } from '@platformatic/kafka';
+import type { ConnectionOptions } from '@platformatic/kafka';
 import { maxRestartDelay } from '../../core/config/max-restart-delay.ts';
 import type { PreflightContext, PreflightFinding } from '../../core/connector/preflight.ts';
 import { WeirError } from '../../core/errors/weir-error.ts';
 import { formatDuration } from '../../core/time/duration.ts';
 import { ClusterConnections } from './cluster-connections.ts';
 import { type BrokerAddress, formatBootstrap } from './kafka-connection-options.ts';
+import { ConfigResourceTypes, loadAdmin } from './kafka-protocol.ts';
 
 /** Kafka's default transaction.max.timeout.ms. */
 export const KAFKA_DEFAULT_TRANSACTION_MAX_TIMEOUT_MS = 15 * 60 * 1000;
@@ -14,7 +15,7 @@ const ms = (value: number) => `${formatDuration(value)} = ${value} ms`;
 /** The smallest transaction.max.timeout.ms among the brokers (what a transaction may ask for). */
 export async function brokerTransactionMaxTimeout(bootstrap: readonly BrokerAddress[], connection: ConnectionOptions | undefined): Promise<number> {
   const connections = new ClusterConnections(bootstrap, { clientId: 'weir-preflight', ...connection });
-  const admin = new Admin({ clientId: 'weir-preflight', bootstrapBrokers: [formatBootstrap(bootstrap)], ...connection });
+  const admin = new (await loadAdmin())({ clientId: 'weir-preflight', bootstrapBrokers: [formatBootstrap(bootstrap)], ...connection });
   try {
     const metadata = await connections.metadata([]);
     const descriptions = await admin.describeConfigs({

@@ -1,5 +1,5 @@
 import { setTimeout as sleep } from 'node:timers/promises';
-import { Admin, type ConnectionOptions } from '@platformatic/kafka';
+import type { Admin, ConnectionOptions } from '@platformatic/kafka';
 import type { SourceBatch, SourceReader, SourceReaderContext } from '../../core/connector/source.ts';
 import { withUserCodeLocation } from '../../core/errors/user-code-location.ts';
 import { WeirError } from '../../core/errors/weir-error.ts';
@@ -11,6 +11,7 @@ import { ClusterConnections, type TopicInfo } from './cluster-connections.ts';
 import { recordErrorPolicy } from './dead-letter-sink.ts';
 import { type BrokerAddress, formatBootstrap } from './kafka-connection-options.ts';
 import { resolveKafkaConnection } from './kafka-default-connection.ts';
+import { loadAdmin } from './kafka-protocol.ts';
 import type { ParsedKafkaSourceOptions } from './kafka-source-options.ts';
 import type { KafkaSplit } from './kafka-split.ts';
 import { OFFSET_OUT_OF_RANGE, resolveOutOfRange } from './offset-out-of-range.ts';
@@ -234,7 +235,8 @@ export class KafkaSourceReader<T> implements SourceReader<T, KafkaSplit> {
     for (const id of this.#snapshots.keys()) if (id <= checkpointId) this.#snapshots.delete(id);
     const groupId = this.#options.groupId;
     if (groupId === undefined || splits === undefined || splits.length === 0) return;
-    this.#admin ??= new Admin({ clientId: 'weir-source-offsets', bootstrapBrokers: [formatBootstrap(this.#bootstrap)], ...this.#connection });
+    const AdminClient = await loadAdmin(); // before the check: two completions at once must not both create one
+    this.#admin ??= new AdminClient({ clientId: 'weir-source-offsets', bootstrapBrokers: [formatBootstrap(this.#bootstrap)], ...this.#connection });
     const byTopic = new Map<string, { partition: number; offset: bigint }[]>();
     for (const split of splits) byTopic.set(split.topic, [...(byTopic.get(split.topic) ?? []), { partition: split.partition, offset: split.offset as bigint }]);
     await this.#admin
@@ -305,7 +307,7 @@ export class KafkaSourceReader<T> implements SourceReader<T, KafkaSplit> {
 
   async #committedOffsets(): Promise<Map<string, bigint>> {
     const groupId = this.#options.groupId as string; // parseKafkaSourceOptions requires it with { committed }
-    const admin = new Admin({ clientId: 'weir-source-offsets', bootstrapBrokers: [formatBootstrap(this.#bootstrap)], ...this.#connection });
+    const admin = new (await loadAdmin())({ clientId: 'weir-source-offsets', bootstrapBrokers: [formatBootstrap(this.#bootstrap)], ...this.#connection });
     try {
       const groups = await admin.listConsumerGroupOffsets({ groups: [groupId] });
       const offsets = new Map<string, bigint>();

@@ -1,5 +1,5 @@
-import { describeProducersV0 } from '@platformatic/kafka';
 import type { ClusterConnections, TopicInfo } from './cluster-connections.ts';
+import { describeProducersV0 } from './kafka-protocol.ts';
 
 /** A transaction open on a partition: it holds read_committed readers at its first offset until it ends. */
 export interface OpenPartitionTransaction {

@@ -1,7 +1,7 @@
-import { fetchV17, listOffsetsV9 } from '@platformatic/kafka';
 import { WeirError } from '../../core/errors/weir-error.ts';
 import { filterAbortedTransactions } from './aborted-transaction-filter.ts';
 import type { ClusterConnections, PartitionInfo, TopicInfo } from './cluster-connections.ts';
+import { fetchV17, listOffsetsV9 } from './kafka-protocol.ts';
 
 export type IsolationLevel = 'read_committed' | 'read_uncommitted';
 

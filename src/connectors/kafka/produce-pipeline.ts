@@ -1,4 +1,5 @@
-import { type MessageRecord, NumericMap } from '@platformatic/kafka';
+import type { MessageRecord } from '@platformatic/kafka';
+import { NumericMap } from './kafka-protocol.ts';
 import { BATCH_BYTES_LIMIT, estimatedRecordSize } from './record-chunks.ts';
 
 /**

@@ -1,4 +1,5 @@
-import { crc32c, createAPI, type MessageRecord, type NumericMap, produceV11, Writer } from '@platformatic/kafka';
+import type { MessageRecord, produceV11 as ProduceV11 } from '@platformatic/kafka';
+import { crc32c, createAPI, type NumericMap, produceV11, Writer } from './kafka-protocol.ts';
 
 /** What a produce request carries besides its records: a transaction's producer id, epoch and the partitions' first sequence numbers ("topic:partition"). */
 export interface ProduceRequestOptions {
@@ -22,7 +23,7 @@ const IS_TRANSACTIONAL = 1 << 4;
  */
 export const produceRequest = createAPI<
   [acks: number, timeoutMs: number, records: readonly MessageRecord[], options: ProduceRequestOptions],
-  produceV11.ProduceResponse
+  ProduceV11.ProduceResponse
 >(0, 11, encodeProduceRequest, produceV11.parseResponse, true, true);
 
 /** The body of a produce request (v11): the records grouped by topic, then partition, each partition's in their order. */

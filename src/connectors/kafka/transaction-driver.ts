@@ -1,20 +1,19 @@
+import type { Connection, MessageRecord } from '@platformatic/kafka';
+import { WeirError } from '../../core/errors/weir-error.ts';
+import { dataLoss } from '../two-phase-commit-sink.ts';
+import type { ClusterConnections } from './cluster-connections.ts';
+import { hasKafkaError, kafkaErrorIds } from './kafka-error-ids.ts';
 import {
   addOffsetsToTxnV4,
   addPartitionsToTxnV3,
-  type Connection,
   describeTransactionsV0,
   endTxnV4,
   findCoordinatorV6,
   initProducerIdV4,
   listTransactionsV1,
-  type MessageRecord,
   NumericMap,
   txnOffsetCommitV4,
-} from '@platformatic/kafka';
-import { WeirError } from '../../core/errors/weir-error.ts';
-import { dataLoss } from '../two-phase-commit-sink.ts';
-import type { ClusterConnections } from './cluster-connections.ts';
-import { hasKafkaError, kafkaErrorIds } from './kafka-error-ids.ts';
+} from './kafka-protocol.ts';
 import { PartitionLeaders } from './partition-leaders.ts';
 import { ProducePipeline, takeSequences } from './produce-pipeline.ts';
 import { produceRequest } from './produce-request.ts';

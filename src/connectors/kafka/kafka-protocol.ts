@@ -1,0 +1,103 @@
+import { createRequire } from 'node:module';
+import { fileURLToPath } from 'node:url';
+import type * as Kafka from '@platformatic/kafka';
+
+/**
+ * The parts of `@platformatic/kafka` that Weir uses: its protocol APIs, connections and record
+ * encoding, loaded without the package's client classes. The package's index also loads Admin,
+ * Producer, Consumer and the schema registries, which compile their option schemas (ajv) as they
+ * load: about 0.5 s of CPU and 10 MB in every thread that imports it, and every worker thread
+ * does. These come from the package's own files instead; should a later version move or rename
+ * them, the whole package is loaded, as before. Admin, used off the hot path, comes from
+ * {@link loadAdmin}.
+ */
+const NEEDED = [
+  'addOffsetsToTxnV4',
+  'addPartitionsToTxnV3',
+  'apiVersionsV3',
+  'ConfigResourceTypes',
+  'ConnectionPool',
+  'crc32c',
+  'createAPI',
+  'describeGroupsV5',
+  'describeProducersV0',
+  'describeTransactionsV0',
+  'endTxnV4',
+  'fetchV17',
+  'findCoordinatorV6',
+  'heartbeatV4',
+  'initProducerIdV4',
+  'joinGroupV9',
+  'leaveGroupV5',
+  'listOffsetsV9',
+  'listTransactionsV1',
+  'metadataV12',
+  'murmur2',
+  'NumericMap',
+  'offsetFetchV8',
+  'produceV11',
+  'syncGroupV5',
+  'txnOffsetCommitV4',
+  'Writer',
+] as const;
+
+type Needed = Pick<typeof Kafka, (typeof NEEDED)[number]>;
+
+/**
+ * Synchronous on purpose (require of ES modules, Node >= 22.12): a top-level await here let a
+ * worker thread terminated while it still evaluated its modules crash the whole process in V8.
+ */
+function load(): Needed {
+  const require = createRequire(import.meta.url);
+  try {
+    const root = import.meta.resolve('@platformatic/kafka');
+    const parts = ['./apis/index.js', './network/index.js', './protocol/index.js', './utils.js'].map((path) => require(fileURLToPath(new URL(path, root))));
+    const merged = Object.assign({}, ...parts) as Record<string, unknown>;
+    if (NEEDED.every((name) => merged[name] !== undefined)) return merged as unknown as Needed;
+  } catch {
+    // a layout this file does not know: the whole package below
+  }
+  return require('@platformatic/kafka') as typeof Kafka;
+}
+
+const kafka = load();
+
+export const {
+  addOffsetsToTxnV4,
+  addPartitionsToTxnV3,
+  apiVersionsV3,
+  ConfigResourceTypes,
+  crc32c,
+  createAPI,
+  describeGroupsV5,
+  describeProducersV0,
+  describeTransactionsV0,
+  endTxnV4,
+  fetchV17,
+  findCoordinatorV6,
+  heartbeatV4,
+  initProducerIdV4,
+  joinGroupV9,
+  leaveGroupV5,
+  listOffsetsV9,
+  listTransactionsV1,
+  metadataV12,
+  murmur2,
+  offsetFetchV8,
+  produceV11,
+  syncGroupV5,
+  txnOffsetCommitV4,
+} = kafka;
+
+// Classes, used as types too.
+export const ConnectionPool = kafka.ConnectionPool;
+export type ConnectionPool = Kafka.ConnectionPool;
+export const NumericMap = kafka.NumericMap;
+export type NumericMap = Kafka.NumericMap;
+export const Writer = kafka.Writer;
+export type Writer = Kafka.Writer;
+
+/** The client's Admin class, loaded with the whole package on first use (preflight checks, group offsets, topic commands). */
+export async function loadAdmin(): Promise<typeof Kafka.Admin> {
+  return (await import('@platformatic/kafka')).Admin;
+}
