@@ -1,6 +1,18 @@
-import type { fetchV17, KafkaRecord, RecordsBatch } from '@platformatic/kafka';
+/** An aborted transaction a fetch response lists: its producer and first offset. */
+export interface AbortedTransaction {
+  producerId: bigint;
+  firstOffset: bigint;
+}
 
-type AbortedTransaction = fetchV17.FetchResponsePartitionAbortedTransaction;
+/** What the filter reads of a record batch (record-batch-reader.ts's FetchedBatch has it). */
+export interface BatchInfo {
+  firstOffset: bigint;
+  lastOffsetDelta: number;
+  attributes: number;
+  producerId: bigint;
+  /** A control batch's type (CONTROL_ABORT, CONTROL_COMMIT); -1 for a data batch. */
+  controlType: number;
+}
 
 /** Record batch attribute bits (Kafka's RecordBatch v2). */
 export const BATCH_IS_TRANSACTIONAL = 0x10;
@@ -9,14 +21,9 @@ export const BATCH_IS_CONTROL = 0x20;
 export const CONTROL_ABORT = 0;
 export const CONTROL_COMMIT = 1;
 
-export interface CommittedBatch {
-  batch: RecordsBatch;
-  records: KafkaRecord[];
-}
-
-export interface FilterResult {
-  /** The data batches a read_committed reader may see, in offset order. */
-  batches: CommittedBatch[];
+export interface FilterResult<B extends BatchInfo> {
+  /** The data batches a read_committed reader may see, in offset order (a batch that starts before the fetch offset too: its records before it are the decoder's to leave out). */
+  batches: B[];
   /** The offset to fetch next: one past the last batch looked at, control and aborted batches included. */
   nextOffset: bigint;
 }
@@ -34,15 +41,15 @@ export interface FilterResult {
  * and the abort marker in a later one (where a filter that waits for the marker within one response
  * would let the records through).
  */
-export function filterAbortedTransactions(
-  batches: readonly RecordsBatch[],
+export function filterAbortedTransactions<B extends BatchInfo>(
+  batches: readonly B[],
   abortedTransactions: readonly AbortedTransaction[] | null,
   fetchOffset: bigint,
-): FilterResult {
+): FilterResult<B> {
   const pending = [...(abortedTransactions ?? [])].sort((a, b) => (a.firstOffset < b.firstOffset ? -1 : a.firstOffset > b.firstOffset ? 1 : 0));
   let nextPending = 0;
   const aborting = new Set<bigint>();
-  const visible: CommittedBatch[] = [];
+  const visible: B[] = [];
   let nextOffset = fetchOffset;
 
   for (const batch of batches) {
@@ -54,18 +61,11 @@ export function filterAbortedTransactions(
       nextPending++;
     }
     if ((batch.attributes & BATCH_IS_CONTROL) !== 0) {
-      if (controlType(batch) === CONTROL_ABORT) aborting.delete(batch.producerId);
+      if (batch.controlType === CONTROL_ABORT) aborting.delete(batch.producerId);
       continue;
     }
     if ((batch.attributes & BATCH_IS_TRANSACTIONAL) !== 0 && aborting.has(batch.producerId)) continue;
-    const records =
-      batch.firstOffset >= fetchOffset ? batch.records : batch.records.filter((record) => batch.firstOffset + BigInt(record.offsetDelta) >= fetchOffset);
-    if (records.length > 0) visible.push({ batch, records });
+    visible.push(batch);
   }
   return { batches: visible, nextOffset };
-}
-
-function controlType(batch: RecordsBatch): number {
-  const key = batch.records[0]?.key;
-  return key && key.length >= 4 ? key.readInt16BE(2) : -1;
 }

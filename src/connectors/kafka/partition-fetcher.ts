@@ -1,21 +1,14 @@
 import { WeirError } from '../../core/errors/weir-error.ts';
 import { filterAbortedTransactions } from './aborted-transaction-filter.ts';
 import type { ClusterConnections, PartitionInfo, TopicInfo } from './cluster-connections.ts';
-import { fetchV17, listOffsetsV9 } from './kafka-protocol.ts';
+import { fetchRequest } from './fetch-request.ts';
+import { listOffsetsV9 } from './kafka-protocol.ts';
+import { decodeRecords, readRecordBatches } from './record-batch-reader.ts';
+import type { TopicRecord } from './topic-record.ts';
+
+export type { TopicRecord } from './topic-record.ts';
 
 export type IsolationLevel = 'read_committed' | 'read_uncommitted';
-
-export interface TopicRecord {
-  topic: string;
-  partition: number;
-  offset: bigint;
-  timestamp: bigint;
-  key: Buffer | null;
-  value: Buffer | null;
-  headers: [Buffer | null, Buffer | null][];
-  /** The producer id of the record's batch (-1 for a producer without one): the transactional id that wrote it, in audits. */
-  producerId: bigint;
-}
 
 export interface FetchPosition {
   topic: string;
@@ -78,40 +71,29 @@ export async function fetchPartitions(
       const byTopic = new Map<string, FetchPosition[]>();
       for (const position of group) byTopic.set(position.topic, [...(byTopic.get(position.topic) ?? []), position]);
       const connection = await connections.node(leader);
-      const request = () =>
-        fetchV17.api.async(
-          connection,
-          options.maxWaitMs,
-          1,
-          maxBytes,
-          isolationLevel,
-          0,
-          -1,
-          [...byTopic].map(([topic, entries]) => ({
-            topicId: (topics.get(topic) as TopicInfo).topicId,
-            partitions: entries.map((position) => ({
-              partition: position.partition,
-              currentLeaderEpoch: partitionInfo(topics, topic, position.partition).leaderEpoch,
-              fetchOffset: position.offset,
-              lastFetchedEpoch: -1,
-              partitionMaxBytes: share,
-            })),
+      const response = await fetchRequest.async(
+        connection,
+        options.maxWaitMs,
+        1,
+        maxBytes,
+        isolationLevel,
+        0,
+        -1,
+        [...byTopic].map(([topic, entries]) => ({
+          topicId: (topics.get(topic) as TopicInfo).topicId,
+          partitions: entries.map((position) => ({
+            partition: position.partition,
+            currentLeaderEpoch: partitionInfo(topics, topic, position.partition).leaderEpoch,
+            fetchOffset: position.offset,
+            lastFetchedEpoch: -1,
+            partitionMaxBytes: share,
           })),
-          [],
-          '',
-        );
-      let response: Awaited<ReturnType<typeof request>>;
-      try {
-        response = await request();
-      } catch (error) {
-        // The client throws on any partition's error code, with the decoded response attached: read
-        // the codes per partition below (OFFSET_OUT_OF_RANGE, NOT_LEADER...), as the callers handle them.
-        const decoded = (error as { response?: Awaited<ReturnType<typeof request>> }).response;
-        if (decoded?.responses === undefined) throw error;
-        response = decoded;
-      }
+        })),
+        [],
+        '',
+      );
       const nameOf = new Map([...topics.values()].map((info) => [info.topicId, info.name]));
-      for (const topicResponse of response.responses) {
+      for (const topicResponse of response) {
         const topic = nameOf.get(topicResponse.topicId) as string;
         for (const partition of topicResponse.partitions) {
           if (partition.errorCode !== 0) {
@@ -124,22 +106,10 @@ export async function fetchPartitions(
             );
           }
           const position = group.find((entry) => entry.topic === topic && entry.partition === partition.partitionIndex) as FetchPosition;
-          const filtered = filterAbortedTransactions(partition.records ?? [], isolationLevel === 1 ? partition.abortedTransactions : null, position.offset);
+          const batches = partition.records === null ? [] : readRecordBatches(partition.records);
+          const filtered = filterAbortedTransactions(batches, isolationLevel === 1 ? partition.abortedTransactions : null, position.offset);
           const records: TopicRecord[] = [];
-          for (const { batch, records: visible } of filtered.batches) {
-            for (const record of visible) {
-              records.push({
-                topic,
-                partition: partition.partitionIndex,
-                offset: batch.firstOffset + BigInt(record.offsetDelta),
-                timestamp: batch.firstTimestamp + record.timestampDelta,
-                key: record.key,
-                value: record.value,
-                headers: record.headers,
-                producerId: batch.producerId,
-              });
-            }
-          }
+          for (const batch of filtered.batches) decodeRecords(batch, topic, partition.partitionIndex, position.offset, records);
           results.push({
             topic,
             partition: partition.partitionIndex,
