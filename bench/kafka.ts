@@ -18,7 +18,7 @@ import { setTimeout as sleep } from 'node:timers/promises';
 import { Admin } from '@platformatic/kafka';
 import { ClusterConnections, type TopicInfo } from '../src/connectors/kafka/cluster-connections.ts';
 import { formatBootstrap } from '../src/connectors/kafka/kafka-connection-options.ts';
-import { EARLIEST_OFFSET, fetchPartitions, LATEST_OFFSET, listOffsets } from '../src/connectors/kafka/partition-fetcher.ts';
+import { EARLIEST_OFFSET, fetchedRecords, fetchPartitions, LATEST_OFFSET, listOffsets } from '../src/connectors/kafka/partition-fetcher.ts';
 import { PlainProducer } from '../src/connectors/kafka/plain-producer.ts';
 import { ensureBroker } from '../src/local-kafka/ensure-broker.ts';
 import { runJob, startJob } from '../src/runtime/jobmaster/job-master.ts';
@@ -103,7 +103,7 @@ async function measureLatency(topic: string, expected: () => number, timeoutMs: 
     );
     const now = Date.now();
     for (const result of results) {
-      for (const record of result.records) latencies.push(now - (JSON.parse(String(record.value)) as { ts: number }).ts);
+      for (const record of fetchedRecords(result)) latencies.push(now - (JSON.parse(String(record.value)) as { ts: number }).ts);
       positions.set(result.partition, result.nextOffset);
     }
   }
@@ -129,7 +129,7 @@ async function rawPipe(input: string, output: string, bounded: boolean, stopAt: 
       { isolation: 'read_committed', maxWaitMs: 20, maxBytesPerPartition: 1024 * 1024 },
     );
     const out = results.flatMap((result) =>
-      result.records.map((record) => {
+      fetchedRecords(result).map((record) => {
         const value = JSON.parse(String(record.value)) as Record<string, unknown>;
         return {
           topic: output,

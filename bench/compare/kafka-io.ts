@@ -13,7 +13,7 @@ import { type MessageToProduce, Producer } from '@platformatic/kafka';
 import { auditTopic } from '../../src/audit/audit-topic.ts';
 import { ClusterConnections, type TopicInfo } from '../../src/connectors/kafka/cluster-connections.ts';
 import { type BrokerAddress, formatBootstrap } from '../../src/connectors/kafka/kafka-connection-options.ts';
-import { EARLIEST_OFFSET, fetchPartitions, LATEST_OFFSET, listOffsets } from '../../src/connectors/kafka/partition-fetcher.ts';
+import { EARLIEST_OFFSET, fetchedRecords, fetchPartitions, LATEST_OFFSET, listOffsets } from '../../src/connectors/kafka/partition-fetcher.ts';
 
 export const PARTITIONS = 4;
 export const KEYS = 1000;
@@ -208,13 +208,14 @@ export class OutputWatcher {
         const now = Date.now();
         for (const result of results) {
           positions.set(result.partition, result.nextOffset);
-          if (result.records.length === 0) continue;
+          const records = fetchedRecords(result);
+          if (records.length === 0) continue;
           this.firstVisibleAt ??= now;
-          if (this.parseFrom === undefined || this.seen + result.records.length <= this.parseFrom) {
-            this.seen += result.records.length;
+          if (this.parseFrom === undefined || this.seen + records.length <= this.parseFrom) {
+            this.seen += records.length;
             continue;
           }
-          for (const record of result.records) {
+          for (const record of records) {
             this.seen++;
             const { seq, ts } = JSON.parse(String(record.value)) as { seq: number; ts: number };
             if (seq >= this.latencyFrom && seq < this.latencyTo) this.latencies.push(now - ts);

@@ -16,8 +16,10 @@ import { isMainThread, Worker, workerData } from 'node:worker_threads';
 import { murmur2 } from '@platformatic/kafka';
 import { ClusterConnections, type TopicInfo } from '../../src/connectors/kafka/cluster-connections.ts';
 import { parseBootstrap } from '../../src/connectors/kafka/kafka-connection-options.ts';
-import { EARLIEST_OFFSET, fetchPartitions, LATEST_OFFSET, listOffsets } from '../../src/connectors/kafka/partition-fetcher.ts';
+import { EARLIEST_OFFSET, fetchPartitions, LATEST_OFFSET, listOffsets, type PartitionFetchResult } from '../../src/connectors/kafka/partition-fetcher.ts';
 import { PlainProducer } from '../../src/connectors/kafka/plain-producer.ts';
+import { decodeRecords, type FetchedBatch } from '../../src/connectors/kafka/record-batch-reader.ts';
+import type { TopicRecord } from '../../src/connectors/kafka/topic-record.ts';
 
 /** The bytes one fetch takes over all of a loop's partitions (Weir's kafkaSource maxBytesPerFetch default). */
 const FETCH_BYTES = 1024 * 1024;
@@ -67,7 +69,8 @@ async function loop(settings: LoopSettings): Promise<number> {
     pending = todo().length > 0 ? fetchNext() : Promise.resolve([]); // the next fetch runs while this one is processed and produced
     const out = [];
     for (const result of results) {
-      for (const record of result.records) {
+      // A batch at a time, as Weir's source decodes them (record-batch-reader.ts).
+      for (const record of result.batches.flatMap((batch) => batchRecords(batch, result))) {
         const value = JSON.parse(String(record.value)) as In;
         const count = (counts.get(value.key) ?? 0) + 1;
         counts.set(value.key, count);
@@ -116,4 +119,10 @@ if (isMainThread) {
 } else {
   const { parentPort } = await import('node:worker_threads');
   parentPort?.postMessage(await loop(workerData as LoopSettings));
+}
+
+function batchRecords(batch: FetchedBatch, result: PartitionFetchResult): TopicRecord[] {
+  const records: TopicRecord[] = [];
+  decodeRecords(batch, result.topic, result.partition, result.fetchOffset, records);
+  return records;
 }

@@ -5,6 +5,7 @@ import { resolveKafkaConnection } from '../../connectors/kafka/kafka-default-con
 import type { KafkaSettingsOptions } from '../../connectors/kafka/kafka-settings.ts';
 import {
   EARLIEST_OFFSET,
+  fetchedRecords,
   fetchPartitions,
   type IsolationLevel,
   LATEST_OFFSET,
@@ -103,7 +104,7 @@ export function consumeCommand(): Command {
         let progressed = false;
         for (const result of results) {
           const end = ends?.get(result.partition);
-          for (const record of result.records) {
+          for (const record of fetchedRecords(result)) {
             if (end !== undefined && record.offset >= end) break;
             print(record, options.json);
             if (options.max !== undefined && ++printed >= options.max) return;

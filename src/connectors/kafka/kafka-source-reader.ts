@@ -16,6 +16,7 @@ import type { ParsedKafkaSourceOptions } from './kafka-source-options.ts';
 import type { KafkaSplit } from './kafka-split.ts';
 import { OFFSET_OUT_OF_RANGE, resolveOutOfRange } from './offset-out-of-range.ts';
 import { EARLIEST_OFFSET, fetchPartitions, type IsolationLevel, LATEST_OFFSET, listOffsets, type TopicRecord } from './partition-fetcher.ts';
+import { decodeRecords, type FetchedBatch } from './record-batch-reader.ts';
 import { subscribedTopics } from './subscribed-topics.ts';
 
 const RETRIABLE_FETCH_ERRORS = new Set([3, 5, 6, 7, 74, 75, 100]); // unknown partition, leader not available, not leader, timeout, fenced/unknown leader epoch, unknown topic id
@@ -37,10 +38,9 @@ export class KafkaSourceReader<T> implements SourceReader<T, KafkaSplit> {
   #topics = new Map<string, TopicInfo>();
   #failingSince: number | undefined;
   /** Records fetched but not emitted yet, by split, with the offset to go on from once they are. */
-  readonly #queues = new Map<KafkaSplit, { records: TopicRecord[]; next: number; nextOffset: bigint }>();
+  readonly #queues = new Map<KafkaSplit, FetchedQueue>();
   /** Per split: the end a reader of its isolation sees (last stable offset, or high watermark), and the timestamp of the last record emitted. */
   readonly #lag = new Map<string, { end: bigint; lastTimestamp: number; split: KafkaSplit }>();
-  #buffered = 0;
   /** Fetches so far: which partition goes first in the next one. */
   #fetchRound = 0;
   /** The splits each checkpoint took, until it completes (offsets committed to the group then). */
@@ -111,7 +111,7 @@ export class KafkaSourceReader<T> implements SourceReader<T, KafkaSplit> {
     if (this.#discoveryMs > 0 && Date.now() >= this.#nextDiscovery) await this.#discoverPartitions();
     const live = this.#splits.filter((split) => split.end === null || (split.offset as bigint) < (split.end as bigint));
     if (live.length === 0) return this.#options.bounded ? null : [];
-    if (this.#buffered === 0) await this.#fetch(live);
+    if (this.#queues.size === 0) await this.#fetch(live);
     // Emit at most `max` records, round-robin over the partitions' fetched records. A split's offset
     // moves with every record emitted, so a snapshot always names the next record not yet emitted.
     const out: T[] = [];
@@ -121,6 +121,11 @@ export class KafkaSourceReader<T> implements SourceReader<T, KafkaSplit> {
       for (const split of live) {
         const queue = this.#queues.get(split);
         if (queue === undefined) continue;
+        if (queue.next >= queue.records.length && !decodeNextBatch(queue, split)) {
+          split.offset = queue.nextOffset; // past the markers and aborted batches of that fetch too
+          this.#queues.delete(split);
+          continue;
+        }
         const take = Math.min(queue.records.length - queue.next, Math.max(1, Math.floor((max - out.length) / live.length)));
         const splitId = splitIds === undefined ? '' : `${split.topic}:${split.partition}`;
         let lastTimestamp: bigint | undefined; // of the records emitted now, for the lag in seconds (once per split, not per record)
@@ -132,7 +137,6 @@ export class KafkaSourceReader<T> implements SourceReader<T, KafkaSplit> {
           } catch (error) {
             this.#onDeserializationError(error, record); // throws under 'fail'
             split.offset = record.offset + 1n;
-            this.#buffered--;
             progressed = true;
             continue;
           }
@@ -141,14 +145,13 @@ export class KafkaSourceReader<T> implements SourceReader<T, KafkaSplit> {
           splitIds?.push(splitId);
           timestamps?.push(record.timestamp >= 0n ? Number(record.timestamp) : Number.NaN); // -1: the record has no timestamp
           split.offset = record.offset + 1n;
-          this.#buffered--;
           progressed = true;
         }
         if (lastTimestamp !== undefined) {
           const lag = this.#lag.get(`${split.topic}/${split.partition}`);
           if (lag !== undefined) lag.lastTimestamp = Number(lastTimestamp);
         }
-        if (queue.next >= queue.records.length) {
+        if (queue.next >= queue.records.length && queue.nextBatch >= queue.batches.length) {
           split.offset = queue.nextOffset; // past the markers and aborted batches of that fetch too
           this.#queues.delete(split);
         }
@@ -185,14 +188,11 @@ export class KafkaSourceReader<T> implements SourceReader<T, KafkaSplit> {
     for (const result of results) {
       const split = live.find((entry) => entry.topic === result.topic && entry.partition === result.partition) as KafkaSplit;
       this.#trackLag(split, this.#isolation === 'read_committed' ? result.lastStableOffset : result.highWatermark);
-      const end = split.end;
-      const records = end === null || end === undefined ? result.records : result.records.filter((record) => record.offset < end);
-      const nextOffset = end !== null && end !== undefined && result.nextOffset > end ? end : result.nextOffset;
-      if (records.length === 0) split.offset = nextOffset;
-      else {
-        this.#queues.set(split, { records, next: 0, nextOffset });
-        this.#buffered += records.length;
-      }
+      const end = split.end ?? null;
+      const nextOffset = end !== null && result.nextOffset > end ? end : result.nextOffset;
+      const queue: FetchedQueue = { batches: result.batches, nextBatch: 0, fetchOffset: result.fetchOffset, end, records: [], next: 0, nextOffset };
+      if (decodeNextBatch(queue, split)) this.#queues.set(split, queue);
+      else split.offset = nextOffset;
     }
   }
 
@@ -400,4 +400,40 @@ export class KafkaSourceReader<T> implements SourceReader<T, KafkaSplit> {
     await sleep(200);
     await this.#refreshMetadata().catch(() => {});
   }
+}
+
+/**
+ * A split's part of one fetch: its visible batches, decoded one at a time as records are emitted
+ * (the Java consumer's CompletedFetch), so a record lives from its batch's turn to its emission
+ * and what waits is the fetch's bytes, not objects.
+ */
+interface FetchedQueue {
+  batches: FetchedBatch[];
+  nextBatch: number;
+  fetchOffset: bigint;
+  /** A bounded split's end: records from it on are not the source's. */
+  end: bigint | null;
+  /** The batch being emitted, decoded. */
+  records: TopicRecord[];
+  next: number;
+  nextOffset: bigint;
+}
+
+/** Decodes the queue's next batches until one has records for the split; false when none is left. */
+function decodeNextBatch(queue: FetchedQueue, split: KafkaSplit): boolean {
+  queue.records = [];
+  queue.next = 0;
+  while (queue.records.length === 0 && queue.nextBatch < queue.batches.length) {
+    const batch = queue.batches[queue.nextBatch++] as FetchedBatch;
+    decodeRecords(batch, split.topic, split.partition, queue.fetchOffset, queue.records);
+    if (queue.end !== null) {
+      const end = queue.end;
+      const past = queue.records.findIndex((record) => record.offset >= end);
+      if (past >= 0) {
+        queue.records.length = past;
+        queue.nextBatch = queue.batches.length; // nothing after it is the split's
+      }
+    }
+  }
+  return queue.records.length > 0;
 }

@@ -3,7 +3,7 @@ import { filterAbortedTransactions } from './aborted-transaction-filter.ts';
 import type { ClusterConnections, PartitionInfo, TopicInfo } from './cluster-connections.ts';
 import { fetchRequest } from './fetch-request.ts';
 import { listOffsetsV9 } from './kafka-protocol.ts';
-import { decodeRecords, readRecordBatches } from './record-batch-reader.ts';
+import { decodeRecords, type FetchedBatch, readRecordBatches } from './record-batch-reader.ts';
 import type { TopicRecord } from './topic-record.ts';
 
 export type { TopicRecord } from './topic-record.ts';
@@ -20,7 +20,10 @@ export interface FetchPosition {
 export interface PartitionFetchResult {
   topic: string;
   partition: number;
-  records: TopicRecord[];
+  /** The batches a reader of the fetch's isolation may see, their records still bytes: decoded as they are needed ({@link decodeRecords} from `fetchOffset`) or all at once ({@link fetchedRecords}). */
+  batches: FetchedBatch[];
+  /** The offset this fetch asked from: the first batch may hold records before it, which are not the reader's. */
+  fetchOffset: bigint;
   /** Where the next fetch starts: past every batch looked at, markers and aborted data included. */
   nextOffset: bigint;
   highWatermark: bigint;
@@ -108,12 +111,11 @@ export async function fetchPartitions(
           const position = group.find((entry) => entry.topic === topic && entry.partition === partition.partitionIndex) as FetchPosition;
           const batches = partition.records === null ? [] : readRecordBatches(partition.records);
           const filtered = filterAbortedTransactions(batches, isolationLevel === 1 ? partition.abortedTransactions : null, position.offset);
-          const records: TopicRecord[] = [];
-          for (const batch of filtered.batches) decodeRecords(batch, topic, partition.partitionIndex, position.offset, records);
           results.push({
             topic,
             partition: partition.partitionIndex,
-            records,
+            batches: filtered.batches,
+            fetchOffset: position.offset,
             nextOffset: filtered.nextOffset,
             highWatermark: partition.highWatermark,
             lastStableOffset: partition.lastStableOffset,
@@ -123,6 +125,13 @@ export async function fetchPartitions(
     }),
   );
   return results;
+}
+
+/** Every record of a fetch result, decoded (the readers that keep them all: topic reads, audits, `weir consume`). */
+export function fetchedRecords(result: PartitionFetchResult): TopicRecord[] {
+  const records: TopicRecord[] = [];
+  for (const batch of result.batches) decodeRecords(batch, result.topic, result.partition, result.fetchOffset, records);
+  return records;
 }
 
 /** ListOffsets (v9) for partitions of a topic: EARLIEST_OFFSET, LATEST_OFFSET (last stable offset at read_committed) or a timestamp. */

@@ -4,7 +4,7 @@ import { WeirError } from '../../core/errors/weir-error.ts';
 import { ClusterConnections } from './cluster-connections.ts';
 import type { BrokerAddress } from './kafka-connection-options.ts';
 import { resolveKafkaConnection } from './kafka-default-connection.ts';
-import { EARLIEST_OFFSET, fetchPartitions, type IsolationLevel, LATEST_OFFSET, listOffsets, type TopicRecord } from './partition-fetcher.ts';
+import { EARLIEST_OFFSET, fetchedRecords, fetchPartitions, type IsolationLevel, LATEST_OFFSET, listOffsets, type TopicRecord } from './partition-fetcher.ts';
 
 export type { IsolationLevel, TopicRecord } from './partition-fetcher.ts';
 
@@ -82,7 +82,7 @@ export async function readTopic(options: ReadTopicOptions): Promise<TopicRecord[
         stableOffsets.set(result.partition, result.lastStableOffset);
         const end = ends.get(result.partition) as bigint;
         const out = records[topic.partitions.findIndex((info) => info.partition === result.partition)] as TopicRecord[];
-        for (const record of result.records) if (record.offset < end) out.push(record);
+        for (const record of fetchedRecords(result)) if (record.offset < end) out.push(record);
         if (result.nextOffset > (positions.get(result.partition) as bigint)) {
           positions.set(result.partition, result.nextOffset);
           progressed = true;
