@@ -57,7 +57,7 @@ async function loop(settings: LoopSettings): Promise<number> {
       connections,
       topics,
       todo().map((entry) => ({ topic: input.name, partition: entry.partition, offset: positions.get(entry.partition) as bigint })),
-      // Weir's source defaults: a fetch takes at most 1 MiB over all its partitions (fetched records are held decoded).
+      // Weir's source defaults: a fetch takes at most 1 MiB over all its partitions (its batches decoded one at a time).
       { isolation: 'read_committed', maxWaitMs: 100, maxBytesPerPartition: 1024 * 1024, maxBytesPerFetch: FETCH_BYTES },
     );
   let moved = 0;

@@ -42,8 +42,9 @@ export interface KafkaSourceOptions<T> {
   maxBytesPerPartition?: number;
   /**
    * The most bytes one fetch of a subtask takes over all its partitions, shared evenly between
-   * them (at least 64 KiB each, at most `maxBytesPerPartition`). Fetched records are held decoded
-   * until they are emitted, so this bounds the source's memory whatever the partition count.
+   * them (at least 64 KiB each, at most `maxBytesPerPartition`). Fetched records wait as their bytes
+   * and are decoded a batch at a time as they are emitted, so this bounds the source's memory
+   * whatever the partition count.
    * Default 1 MiB.
    */
   maxBytesPerFetch?: number;
@@ -175,7 +176,7 @@ export const kafkaSourceOptionsSchema = z
       .default(1024 * 1024)
       .meta({
         description:
-          "The most bytes one fetch of a subtask takes over all its partitions, shared evenly between them (at least 64 KiB each, at most `maxBytesPerPartition`); fetched records are held decoded until emitted, so this bounds the source's memory whatever the partition count. A record batch larger than its share is still read, when its partition comes first in a fetch (the order rotates).",
+          "The most bytes one fetch of a subtask takes over all its partitions, shared evenly between them (at least 64 KiB each, at most `maxBytesPerPartition`); fetched records wait as bytes and are decoded a batch at a time as they are emitted, so this bounds the source's memory whatever the partition count. A record batch larger than its share is still read, when its partition comes first in a fetch (the order rotates).",
         hint: 'give a whole number of bytes, 1 or more',
       } satisfies OptionMeta),
     partitionDiscoveryInterval: durationOption('kafkaSource partitionDiscoveryInterval')
