@@ -17,11 +17,6 @@ if (major < 22 || (major === 22 && minor < 18)) {
 const cache = module.enableCompileCache?.();
 if (cache?.directory !== undefined && process.env.NODE_COMPILE_CACHE === undefined) process.env.NODE_COMPILE_CACHE = cache.directory;
 
-const checkout = existsSync(new URL('../src/cli/main.ts', import.meta.url));
-const entry = (path) => new URL(checkout ? `../src/${path}.ts` : `../dist/${path}.js`, import.meta.url).href;
-
-// `weir run`: the main thread is the job master and runs no records; its young generation stays at
-// V8's initial size instead of growing as the modules below load (src/runtime/jobmaster/job-master-heap.ts).
-if (process.argv[2] === 'run') (await import(entry('runtime/jobmaster/job-master-heap'))).keepJobMasterYoungGenerationSmall();
-
-await import(entry('cli/main'));
+const source = new URL('../src/cli/main.ts', import.meta.url);
+const compiled = new URL('../dist/cli/main.js', import.meta.url);
+await import(existsSync(source) ? source.href : compiled.href);

@@ -6,7 +6,6 @@ import { WeirError } from '../../core/errors/weir-error.ts';
 import { LOG_LEVELS, type LogFormat, type LogLevel } from '../../core/logging/logger.ts';
 import { processLog } from '../../core/logging/pino-logger.ts';
 import { startJob } from '../../runtime/jobmaster/job-master.ts';
-import { restoreYoungGenerationGrowth } from '../../runtime/jobmaster/job-master-heap.ts';
 import { loadJob } from '../../runtime/jobmaster/load-job.ts';
 import { isLoopback } from '../../web/request-guard.ts';
 import { startRestServer } from '../../web/rest-server.ts';
@@ -210,8 +209,6 @@ export function runCommand(): Command {
             '--parallelism and --workers do not apply in cluster mode: a stage has one task per partition of its input, and a member runs its tasks on one thread',
           );
         }
-        // A member runs its tasks on this thread: its new space grows as the records need.
-        restoreYoungGenerationGrowth();
         await runClusterMember({ job, config, configFile, log: logger }, server);
         return;
       }

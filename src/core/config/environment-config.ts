@@ -129,8 +129,7 @@ export const environmentConfigSchema = z
       .strict()
       .prefault({})
       .meta({
-        description:
-          "The V8 heap limits of each worker thread (Node's `resourceLimits`). Under `weir run` a worker starts at its full young generation, and the main thread, which runs no records, keeps V8's initial 1 MB semi-space (runtime/jobmaster/job-master-heap.ts).",
+        description: "The V8 heap limits of each worker thread (Node's `resourceLimits`); the main thread runs no records and keeps Node's defaults.",
         defaultText: 'youngGenerationMb 48, oldGenerationMb: no limit',
       }),
     batchSize: positiveInt.default(512).describe('Records per batch that a source emits and channels carry.'),

@@ -13,7 +13,6 @@ import type { RestoreInfo } from '../deployment/restore-info.ts';
 import type { FromWorker, ToWorker, WorkerInit } from '../deployment/worker-messages.ts';
 import type { JobMetrics } from '../metrics/job-metrics.ts';
 import { injectedFault } from './injected-fault.ts';
-import { startWorkersAtFullYoungGeneration } from './job-master-heap.ts';
 
 export interface ExecutionAttemptOptions {
   url: string;
@@ -122,7 +121,6 @@ export class ExecutionAttempt implements CheckpointTaskGateway {
     }
     const finished = { count: 0 };
     const onMessage = this.#router(count, finished);
-    startWorkersAtFullYoungGeneration(config.workerHeap.youngGenerationMb);
     for (let index = 0; index < count; index++) {
       const peers = ports.get(index) as Map<number, MessagePort>;
       const init: WorkerInit = {
