@@ -4,11 +4,10 @@ import { createServer } from 'node:net';
 import { join } from 'node:path';
 import { setTimeout as sleep } from 'node:timers/promises';
 import { fileURLToPath } from 'node:url';
-import type { Admin, ConnectionOptions } from '@platformatic/kafka';
+import { Admin, type ConnectionOptions } from '@platformatic/kafka';
 import { auditTopic } from '../audit/audit-topic.ts';
 import { ClusterConnections } from '../connectors/kafka/cluster-connections.ts';
 import { type BrokerAddress, formatBootstrap } from '../connectors/kafka/kafka-connection-options.ts';
-import { loadAdmin } from '../connectors/kafka/kafka-protocol.ts';
 import { LATEST_OFFSET, listOffsets } from '../connectors/kafka/partition-fetcher.ts';
 import { committableOf, TransactionDriver } from '../connectors/kafka/transaction-driver.ts';
 import { type WriteProgress, watchJobProcess } from './job-process-watch.ts';
@@ -79,8 +78,7 @@ export async function runPaymentsDemo(options: PaymentsDemoOptions): Promise<Pay
   const input = `weir-demo-payments-${run}`;
   const output = `weir-demo-balances-${run}`;
   const totalsTopic = `weir-demo-totals-${run}`;
-  const AdminClient = await loadAdmin();
-  const admin = new AdminClient({ clientId: 'weir-demo', bootstrapBrokers: [formatBootstrap(brokers)], ...options.connection });
+  const admin = new Admin({ clientId: 'weir-demo', bootstrapBrokers: [formatBootstrap(brokers)], ...options.connection });
   try {
     await admin.createTopics({ topics: [input, output, totalsTopic], partitions: 4, replicas: 1 });
   } finally {
@@ -105,7 +103,7 @@ export async function runPaymentsDemo(options: PaymentsDemoOptions): Promise<Pay
     WEIR_DEMO_CHECKPOINTS: checkpoints,
     WEIR_DEMO_GROUP: group,
   };
-  const lag = new ConsumerLag(AdminClient, brokers, input, group, options.connection ?? {});
+  const lag = new ConsumerLag(brokers, input, group, options.connection ?? {});
   const progress: WriteProgress = { written: 0, allowed: 0, done: false };
   log(
     `streaming ${options.records.toLocaleString('en-US')} payments into ${input} ${options.rate === undefined ? 'as fast as possible' : `at ${options.rate.toLocaleString('en-US')}/s`} while the job runs`,
@@ -246,9 +244,9 @@ class ConsumerLag {
   readonly #topic: string;
   readonly #group: string;
 
-  constructor(AdminClient: typeof Admin, brokers: BrokerAddress[], topic: string, group: string, connection: ConnectionOptions) {
+  constructor(brokers: BrokerAddress[], topic: string, group: string, connection: ConnectionOptions) {
     this.#connections = new ClusterConnections(brokers, { clientId: 'weir-demo-lag', ...connection });
-    this.#admin = new AdminClient({ clientId: 'weir-demo-lag', bootstrapBrokers: [formatBootstrap(brokers)], ...connection });
+    this.#admin = new Admin({ clientId: 'weir-demo-lag', bootstrapBrokers: [formatBootstrap(brokers)], ...connection });
     this.#topic = topic;
     this.#group = group;
   }

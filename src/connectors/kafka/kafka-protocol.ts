@@ -20,7 +20,6 @@ const NEEDED = [
   'compressionsAlgorithmsByBitmask',
   'crc32c',
   'createAPI',
-  'describeConfigsV4',
   'describeGroupsV5',
   'describeProducersV0',
   'describeTransactionsV0',
@@ -72,7 +71,6 @@ export const {
   ConfigResourceTypes,
   crc32c,
   createAPI,
-  describeConfigsV4,
   describeGroupsV5,
   describeProducersV0,
   describeTransactionsV0,
@@ -101,7 +99,7 @@ export type NumericMap = Kafka.NumericMap;
 export const Writer = kafka.Writer;
 export type Writer = Kafka.Writer;
 
-/** The client's Admin class, loaded with the whole package on first use (committed group offsets, cluster topics, `weir topic`, the demo); `weir run`'s job master does not need it. */
+/** The client's Admin class, loaded with the whole package on first use (preflight checks, group offsets, topic commands). */
 export async function loadAdmin(): Promise<typeof Kafka.Admin> {
   return (await import('@platformatic/kafka')).Admin;
 }
