@@ -11,6 +11,7 @@ import { isLoopback } from '../../web/request-guard.ts';
 import { startRestServer } from '../../web/rest-server.ts';
 import { durationArgument, positiveIntegerArgument } from '../arguments.ts';
 import { addKafkaOptions, useKafkaSettings } from '../kafka-options.ts';
+import { releaseStartupHeap } from '../release-startup-heap.ts';
 import { runClusterMember } from './run-cluster-member.ts';
 
 /** A job config file: a JSON object of the job's settings, read whole (its errors name it). */
@@ -183,6 +184,8 @@ export function runCommand(): Command {
       const clusterMode = options.cluster !== undefined || (await loadJob({ job, config, configFile })).config.cluster !== undefined;
       const started = Date.now();
       let checkpoints = 0;
+      // The main thread's start-up heap, given back once the tasks first run (the job master runs no records).
+      let released = false;
       // The REST server listens before the job loads: a taken port stops the run before anything runs.
       const token = options.uiToken === '' ? undefined : options.uiToken;
       const server = options.ui ? await startRestServer({ port: options.uiPort, host: options.uiHost, ...(token === undefined ? {} : { token }) }) : undefined;
@@ -221,6 +224,10 @@ export function runCommand(): Command {
         log: logger,
         onEvent: (event) => {
           if (event.type === 'checkpoint-completed') checkpoints++;
+          else if (event.type === 'running' && !released) {
+            released = true;
+            releaseStartupHeap();
+          }
         },
       }).catch(async (error: unknown) => {
         await server?.close();
