@@ -9,8 +9,9 @@ type CollectGarbage = (options: { type: 'major'; execution: 'sync'; flavor: 'las
  * to its initial size). Loading the CLI, the client and the job grows the main thread's new space
  * to its limit (32 MB) and leaves start-up garbage in the old space; the job master then runs no
  * records and allocates little, so without this the main thread keeps ~35 MB of pages it no longer
- * needs for the job's whole life. Called once, when the tasks first run; it blocks the main thread
- * for a few tens of milliseconds. Only for a process the CLI owns: an application that embeds the
+ * needs for the job's whole life. Called once, as the first attempt's workers start (so before
+ * their own start-up, the moment of the highest memory when a job starts without a backlog); it
+ * blocks the main thread for a few tens of milliseconds while the workers load in parallel. Only for a process the CLI owns: an application that embeds the
  * job master decides about its own heap.
  */
 export function releaseStartupHeap(): void {

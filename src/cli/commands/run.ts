@@ -184,7 +184,7 @@ export function runCommand(): Command {
       const clusterMode = options.cluster !== undefined || (await loadJob({ job, config, configFile })).config.cluster !== undefined;
       const started = Date.now();
       let checkpoints = 0;
-      // The main thread's start-up heap, given back once the tasks first run (the job master runs no records).
+      // The main thread's start-up heap, given back as the workers first start (the job master runs no records).
       let released = false;
       // The REST server listens before the job loads: a taken port stops the run before anything runs.
       const token = options.uiToken === '' ? undefined : options.uiToken;
@@ -224,9 +224,10 @@ export function runCommand(): Command {
         log: logger,
         onEvent: (event) => {
           if (event.type === 'checkpoint-completed') checkpoints++;
-          else if (event.type === 'running' && !released) {
+          else if (event.type === 'started' && !released) {
+            // After this tick, once the workers are spawned: their start-up overlaps the collection.
             released = true;
-            releaseStartupHeap();
+            setImmediate(releaseStartupHeap);
           }
         },
       }).catch(async (error: unknown) => {

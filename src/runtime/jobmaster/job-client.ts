@@ -25,8 +25,6 @@ export interface RunJobOptions {
 
 export type JobEvent =
   | { type: 'started'; attempt: number; restoredCheckpointId: number | undefined }
-  /** Every task of the attempt has opened (and restored) and runs. */
-  | { type: 'running'; attempt: number }
   | { type: 'checkpoint-completed'; checkpointId: number; durationMs: number; bytes: number; alignmentMs: number }
   | { type: 'checkpoint-aborted'; checkpointId: number }
   | { type: 'restarting'; attempt: number; delayMs: number; cause: string }

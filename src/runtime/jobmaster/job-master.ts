@@ -233,7 +233,6 @@ class JobMaster {
         onRunning: () => {
           this.#state = 'running';
           for (const waiter of [...this.#runningWaiters]) waiter.resolve();
-          onEvent?.({ type: 'running', attempt: attemptNumber });
         },
       });
       this.#current = attempt;
