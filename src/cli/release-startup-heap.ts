@@ -8,11 +8,11 @@ type CollectGarbage = (options: { type: 'major'; execution: 'sync'; flavor: 'las
  * garbage collection (V8's last-resort flavour: it compacts, and shrinks the young generation back
  * to its initial size). Loading the CLI, the client and the job grows the main thread's new space
  * to its limit (32 MB) and leaves start-up garbage in the old space; the job master then runs no
- * records and allocates little, so without this the main thread keeps ~35 MB of pages it no longer
- * needs for the job's whole life. Called once, as the first attempt's workers start (so before
- * their own start-up, the moment of the highest memory when a job starts without a backlog); it
- * blocks the main thread for a few tens of milliseconds while the workers load in parallel. Only for a process the CLI owns: an application that embeds the
- * job master decides about its own heap.
+ * records and allocates little, so without this the main thread keeps about 30 MB of pages it no longer
+ * needs for the job's whole life. Called once, as the first attempt's workers start (before their
+ * own start-up, when the process's memory can peak); it blocks the main thread for a few tens of
+ * milliseconds while the workers load in parallel. Only for a process the CLI owns: an
+ * application that embeds the job master decides about its own heap.
  */
 export function releaseStartupHeap(): void {
   collector()({ type: 'major', execution: 'sync', flavor: 'last-resort' });

@@ -227,7 +227,14 @@ export function runCommand(): Command {
           else if (event.type === 'started' && !released) {
             // After this tick, once the workers are spawned: their start-up overlaps the collection.
             released = true;
-            setImmediate(releaseStartupHeap);
+            setImmediate(() => {
+              try {
+                releaseStartupHeap();
+              } catch (error) {
+                // Only memory is at stake: the job runs on with the heap it has.
+                logger.warn(`could not give back the main thread's start-up heap: ${(error as Error).message}`);
+              }
+            });
           }
         },
       }).catch(async (error: unknown) => {
