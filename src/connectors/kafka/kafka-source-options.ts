@@ -44,8 +44,8 @@ export interface KafkaSourceOptions<T> {
    * The most bytes one fetch of a subtask takes over all its partitions, shared evenly between
    * them (at least 64 KiB each, at most `maxBytesPerPartition`). Fetched records wait as their bytes
    * and are decoded a batch at a time as they are emitted, so this bounds the source's memory
-   * whatever the partition count.
-   * Default 1 MiB.
+   * whatever the partition count. Default 256 KiB: a fetch's bytes then die young, before V8
+   * promotes them (docs/benchmarks.md).
    */
   maxBytesPerFetch?: number;
   /**
@@ -173,7 +173,7 @@ export const kafkaSourceOptionsSchema = z
       .number()
       .int()
       .min(1)
-      .default(1024 * 1024)
+      .default(256 * 1024)
       .meta({
         description:
           "The most bytes one fetch of a subtask takes over all its partitions, shared evenly between them (at least 64 KiB each, at most `maxBytesPerPartition`); fetched records wait as bytes and are decoded a batch at a time as they are emitted, so this bounds the source's memory whatever the partition count. A record batch larger than its share is still read, when its partition comes first in a fetch (the order rotates).",
