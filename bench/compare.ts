@@ -30,6 +30,7 @@ import { startLocalBroker, stopLocalBroker } from '../src/local-kafka/local-brok
 import { freePort, isPortFree } from '../src/local-kafka/ports.ts';
 import { cpuOf } from './compare/cpu-of.ts';
 import { type Audit, auditOutput, fillInput, OutputWatcher, PARTITIONS, SteadyProducer, topicSize, WrittenSampler, waitForTopics } from './compare/kafka-io.ts';
+import { primeCompileCache } from './compare/prime-compile-cache.ts';
 import { type CaseResult, renderChart, renderMarkdown } from './compare/report.ts';
 import { buildPeer, PeakRss, type StartSettings, SYSTEM_LABELS, type SystemName, startSystem, stopProcess } from './compare/systems.ts';
 
@@ -292,6 +293,11 @@ function fmt(value: number | undefined): string {
 
 const results: CaseResult[] = [];
 try {
+  // Each Node system once, untimed, so that no measured run is the first to strip and compile its modules.
+  for (const system of ['weir', 'raw'] as const) {
+    if (!systems.includes(system)) continue;
+    await primeCompileCache(system, { admin, brokers, bootstrap, folder, runName, parallelism: Math.max(...parallelisms) }, log);
+  }
   for (const [index, entry] of cases.entries()) results.push(await runCase(entry, index));
 } finally {
   await admin.close();
