@@ -22,7 +22,7 @@ import { decodeRecords, type FetchedBatch } from '../../src/connectors/kafka/rec
 import type { TopicRecord } from '../../src/connectors/kafka/topic-record.ts';
 
 /** The bytes one fetch takes over all of a loop's partitions (Weir's kafkaSource maxBytesPerFetch default). */
-const FETCH_BYTES = 1024 * 1024;
+const FETCH_BYTES = 256 * 1024;
 /** The young generation of each loop's thread, in MB (Weir's workerHeap.youngGenerationMb default). */
 const YOUNG_GENERATION_MB = 48;
 
