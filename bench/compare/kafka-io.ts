@@ -34,8 +34,8 @@ function inputProducer(brokers: BrokerAddress[], clientId: string): Producer {
   return new Producer({ clientId, bootstrapBrokers: [formatBootstrap(brokers)], idempotent: true, acks: -1, retries: 10 });
 }
 
-/** Waits until every partition of these topics has a leader that answers ListOffsets. */
-export async function waitForTopics(brokers: BrokerAddress[], names: string[]): Promise<void> {
+/** Waits (up to 60 s) until each of these topics has `partitions` partitions, each with a leader that answers ListOffsets. */
+export async function waitForTopics(brokers: BrokerAddress[], names: string[], partitions = PARTITIONS): Promise<void> {
   const connections = new ClusterConnections(brokers, { clientId: 'weir-compare-topics' });
   try {
     const deadline = Date.now() + 60_000;
@@ -43,10 +43,11 @@ export async function waitForTopics(brokers: BrokerAddress[], names: string[]): 
       for (;;) {
         try {
           const topic = await connections.topic(name);
-          if (topic.partitions.length === PARTITIONS && topic.partitions.every((entry) => entry.leaderId >= 0)) {
+          if (topic.partitions.length === partitions && topic.partitions.every((entry) => entry.leaderId >= 0)) {
             await listOffsets(connections, topic, topic.partitions, 'read_uncommitted', LATEST_OFFSET);
             break;
           }
+          if (Date.now() > deadline) throw new Error(`topic ${name} has ${topic.partitions.length} partitions with leaders after 60 s, not ${partitions}`);
         } catch (error) {
           if (Date.now() > deadline) throw error;
         }
