@@ -7,12 +7,9 @@ import { LOG_LEVELS, type LogFormat, type LogLevel } from '../../core/logging/lo
 import { processLog } from '../../core/logging/pino-logger.ts';
 import { startJob } from '../../runtime/jobmaster/job-master.ts';
 import { loadJob } from '../../runtime/jobmaster/load-job.ts';
-import { isLoopback } from '../../web/request-guard.ts';
-import { startRestServer } from '../../web/rest-server.ts';
 import { durationArgument, positiveIntegerArgument } from '../arguments.ts';
 import { addKafkaOptions, useKafkaSettings } from '../kafka-options.ts';
 import { releaseStartupHeap } from '../release-startup-heap.ts';
-import { runClusterMember } from './run-cluster-member.ts';
 
 /** A job config file: a JSON object of the job's settings, read whole (its errors name it). */
 async function readConfigFile(path: string): Promise<{ path: string; config: EnvironmentConfigInput }> {
@@ -188,8 +185,13 @@ export function runCommand(): Command {
       let released = false;
       // The REST server listens before the job loads: a taken port stops the run before anything runs.
       const token = options.uiToken === '' ? undefined : options.uiToken;
-      const server = options.ui ? await startRestServer({ port: options.uiPort, host: options.uiHost, ...(token === undefined ? {} : { token }) }) : undefined;
+      // Loaded on use: without --ui the main thread never holds the dashboard, the REST server or
+      // the Prometheus registry, and only cluster mode loads the member (less heap for the job master).
+      const web = options.ui ? await import('../../web/rest-server.ts') : undefined;
+      const server =
+        web === undefined ? undefined : await web.startRestServer({ port: options.uiPort, host: options.uiHost, ...(token === undefined ? {} : { token }) });
       if (server !== undefined) {
+        const { isLoopback } = await import('../../web/request-guard.ts');
         log(`dashboard at ${server.url}/, REST API at ${server.url}/api, Prometheus metrics at ${server.url}/metrics`);
         if (token !== undefined) log('the REST API and metrics need the --ui-token (Authorization: Bearer); open the dashboard as <address>/#token=<token>');
         else if (!isLoopback(options.uiHost)) {
@@ -212,6 +214,7 @@ export function runCommand(): Command {
             '--parallelism and --workers do not apply in cluster mode: a stage has one task per partition of its input, and a member runs its tasks on one thread',
           );
         }
+        const { runClusterMember } = await import('./run-cluster-member.ts');
         await runClusterMember({ job, config, configFile, log: logger }, server);
         return;
       }
