@@ -8,7 +8,7 @@ import { describeCluster } from '../connectors/kafka/cluster-info.ts';
 import { WeirError } from '../core/errors/weir-error.ts';
 import { formatDuration } from '../core/time/duration.ts';
 import { kafkaAssetsDir, requireCommand, resolveKafkaDistribution } from './kafka-classpath.ts';
-import { freePort, isPortFree } from './ports.ts';
+import { freePorts, isPortFree } from './ports.ts';
 
 /**
  * A real single-node Apache Kafka broker (KRaft, broker and controller in one JVM) on 127.0.0.1,
@@ -129,7 +129,7 @@ export async function startLocalBroker(options: StartOptions = {}): Promise<Brok
       },
     );
   }
-  const controllerPort = format?.controllerPort ?? options.controllerPort ?? (await freePort());
+  const controllerPort = format?.controllerPort ?? options.controllerPort ?? (await freePortBeside(port));
   if (controllerPort === port) {
     throw new WeirError('PORT_TAKEN', `the broker port and the controller port are both ${port}`, { hint: 'pass another --port or --controller-port' });
   }
@@ -402,4 +402,10 @@ async function writeJsonAtomically(file: string, value: unknown): Promise<void> 
   const temporary = `${file}.tmp`;
   await writeFile(temporary, `${JSON.stringify(value, null, 2)}\n`);
   await rename(temporary, file);
+}
+
+/** A free port for the controller other than the broker's own `port` (not bound yet, so the kernel could hand it out). */
+async function freePortBeside(port: number): Promise<number> {
+  const candidates = await freePorts(2);
+  return (candidates[0] === port ? candidates[1] : candidates[0]) as number;
 }

@@ -14,7 +14,7 @@ import { join } from 'node:path';
 import { after, test } from 'node:test';
 import { setTimeout as sleep } from 'node:timers/promises';
 import { startLocalBroker, stopLocalBroker } from '../../../src/local-kafka/local-broker.ts';
-import { freePort } from '../../../src/local-kafka/ports.ts';
+import { freePorts } from '../../../src/local-kafka/ports.ts';
 import type { Payment } from '../../fixtures/jobs/cluster-job.ts';
 import {
   auditClusterOutputs,
@@ -45,7 +45,7 @@ test('a member cut off from the network past its session timeout: the others tak
   // The broker listens on every address and names the host's end of the namespace's link to clients.
   const folder = await mkdtemp(join(tmpdir(), 'weir-cluster-cut-'));
   cleanups.push(() => rm(folder, { recursive: true, force: true }));
-  const [port, controllerPort] = [await freePort(), await freePort()];
+  const [port, controllerPort] = (await freePorts(2)) as [number, number];
   await startLocalBroker({
     dataDir: join(folder, 'kafka'),
     port,

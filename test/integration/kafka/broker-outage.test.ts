@@ -16,7 +16,7 @@ import { ClusterConnections } from '../../../src/connectors/kafka/cluster-connec
 import type { BrokerAddress } from '../../../src/connectors/kafka/kafka-connection-options.ts';
 import { committableOf, TransactionDriver } from '../../../src/connectors/kafka/transaction-driver.ts';
 import { isAlive, localBrokerStatus, startLocalBroker, stopLocalBroker } from '../../../src/local-kafka/local-broker.ts';
-import { freePort } from '../../../src/local-kafka/ports.ts';
+import { freePorts } from '../../../src/local-kafka/ports.ts';
 import { startJobProcess, waitFor } from '../../harness/job-process.ts';
 import { createTestTopic } from '../../harness/kafka.ts';
 import { auditCounts, exactCountAudit, KEYS } from '../../harness/kafka-count-audit.ts';
@@ -97,8 +97,7 @@ describe('a broker outage longer than the old restart budget, while input flows'
 
   before(async () => {
     folder = await mkdtemp(join(tmpdir(), 'weir-outage-'));
-    port = await freePort();
-    controllerPort = await freePort();
+    [port, controllerPort] = (await freePorts(2)) as [number, number];
     brokers = [{ host: '127.0.0.1', port }];
     await startBroker(true);
   });

@@ -16,7 +16,7 @@ import { LATEST_OFFSET, listOffsets } from '../../../src/connectors/kafka/partit
 import { committableOf, TransactionDriver } from '../../../src/connectors/kafka/transaction-driver.ts';
 import { WeirError } from '../../../src/core/errors/weir-error.ts';
 import { startLocalBroker, stopLocalBroker } from '../../../src/local-kafka/local-broker.ts';
-import { freePort } from '../../../src/local-kafka/ports.ts';
+import { freePorts } from '../../../src/local-kafka/ports.ts';
 import { createTestTopic } from '../../harness/kafka.ts';
 
 describe('SASL/PLAIN connection options', () => {
@@ -24,9 +24,8 @@ describe('SASL/PLAIN connection options', () => {
   let saslPort: number;
   before(async () => {
     folder = await mkdtemp(join(tmpdir(), 'weir-sasl-'));
-    const port = await freePort();
-    const controllerPort = await freePort();
-    saslPort = await freePort();
+    const [port, controllerPort, sasl] = (await freePorts(3)) as [number, number, number];
+    saslPort = sasl;
     await startLocalBroker({
       dataDir: join(folder, 'kafka'),
       port,

@@ -22,7 +22,7 @@ import { loadKafkaSettings } from '../../../src/connectors/kafka/kafka-settings.
 import { readTopic } from '../../../src/connectors/kafka/topic-reader.ts';
 import { WeirError } from '../../../src/core/errors/weir-error.ts';
 import { startLocalBroker, stopLocalBroker } from '../../../src/local-kafka/local-broker.ts';
-import { freePort } from '../../../src/local-kafka/ports.ts';
+import { freePorts } from '../../../src/local-kafka/ports.ts';
 import { repositoryRoot, weir } from '../../harness/cli.ts';
 import { createTestTopic } from '../../harness/kafka.ts';
 import { auditCounts, exactCountAudit, writeChaosInput } from '../../harness/kafka-count-audit.ts';
@@ -50,7 +50,11 @@ describe('secured clusters: TLS, mutual TLS and SASL SCRAM against a real broker
   before(async () => {
     folder = await mkdtemp(join(tmpdir(), 'weir-secured-'));
     certs = await makeTestCertificates(folder);
-    for (const name of Object.keys(ports) as (keyof typeof ports)[]) ports[name] = await freePort();
+    const names = Object.keys(ports) as (keyof typeof ports)[];
+    const chosen = await freePorts(names.length);
+    names.forEach((name, i) => {
+      ports[name] = chosen[i] as number;
+    });
     const listeners = `PLAINTEXT://127.0.0.1:${ports.plaintext},CONTROLLER://127.0.0.1:${ports.controller},SSL://127.0.0.1:${ports.ssl},MTLS://127.0.0.1:${ports.mtls},SASL_SSL://127.0.0.1:${ports.saslSsl}`;
     const scramModule = 'org.apache.kafka.common.security.scram.ScramLoginModule required;';
     await startLocalBroker({
