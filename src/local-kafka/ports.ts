@@ -10,16 +10,8 @@ export function isPortFree(port: number, host = '127.0.0.1'): Promise<boolean> {
 }
 
 /** A port the kernel says is free right now. */
-export function freePort(host = '127.0.0.1'): Promise<number> {
-  return new Promise((resolve, reject) => {
-    const server = createServer();
-    server.once('error', reject);
-    server.listen({ port: 0, host, exclusive: true }, () => {
-      const address = server.address();
-      const port = typeof address === 'object' && address !== null ? address.port : 0;
-      server.close(() => resolve(port));
-    });
-  });
+export async function freePort(host = '127.0.0.1'): Promise<number> {
+  return (await freePorts(1, host))[0] as number;
 }
 
 /**
