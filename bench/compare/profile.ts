@@ -85,7 +85,9 @@ const STAGES: [string, (frame: Frame, leaf: boolean) => boolean][] = [
   [
     'sink: transaction driver and two-phase commit',
     (f) =>
-      /(transaction-driver|kafka-sink|kafka-writer|plain-producer|partition-leaders|record-chunks|retry-kafka-request|two-phase-commit-sink)\.ts$/.test(f.url),
+      /(transaction-driver|kafka-sink|kafka-writer|plain-producer|partition-leaders|produce-pipeline|produce-request|record-accumulator|record-batch-builder|retry-kafka-request|two-phase-commit-sink)\.ts$/.test(
+        f.url,
+      ),
   ],
   ['keyed process function and state', (f) => /keyed-process-operator\.ts$|\/src\/state\//.test(f.url) || f.url.endsWith('compare-weir-job.ts')],
   [

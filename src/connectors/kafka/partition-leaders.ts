@@ -1,5 +1,10 @@
-import type { MessageRecord } from '@platformatic/kafka';
 import type { ClusterConnections } from './cluster-connections.ts';
+
+/** What goes to a partition's leader: a record, or a partition's encoded batch. */
+export interface Routed {
+  readonly topic: string;
+  readonly partition?: number;
+}
 
 /**
  * The leaders of the partitions a producer writes to, by "topic:partition", learnt from topic
@@ -14,12 +19,15 @@ export class PartitionLeaders {
     this.#connections = connections;
   }
 
-  /** The records by the node id of their partition's leader, in their order (all of them, the same array, when they share one leader). */
-  async groupByLeader(records: MessageRecord[]): Promise<Map<number, MessageRecord[]>> {
+  /**
+   * The records (or encoded batches) by the node id of their partition's leader, in their order
+   * (all of them, the same array, when they share one leader).
+   */
+  async groupByLeader<R extends Routed>(records: readonly R[]): Promise<Map<number, R[]>> {
     const leaders = new Array<number>(records.length);
     let single = true;
     for (let i = 0; i < records.length; i++) {
-      const record = records[i] as MessageRecord;
+      const record = records[i] as R;
       const partition = record.partition as number;
       let leader = this.#leaders.get(record.topic)?.[partition];
       if (leader === undefined) {
@@ -33,23 +41,23 @@ export class PartitionLeaders {
       leaders[i] = leader;
       if (leader !== leaders[0]) single = false;
     }
-    if (single) return records.length === 0 ? new Map() : new Map([[leaders[0] as number, records]]);
-    const byLeader = new Map<number, MessageRecord[]>();
+    if (single) return records.length === 0 ? new Map() : new Map([[leaders[0] as number, records as R[]]]);
+    const byLeader = new Map<number, R[]>();
     for (let i = 0; i < records.length; i++) {
       const leader = leaders[i] as number;
       const group = byLeader.get(leader);
-      if (group === undefined) byLeader.set(leader, [records[i] as MessageRecord]);
-      else group.push(records[i] as MessageRecord);
+      if (group === undefined) byLeader.set(leader, [records[i] as R]);
+      else group.push(records[i] as R);
     }
     return byLeader;
   }
 
   /**
-   * A request that sends `group` (records of one leader) to `leader`, and, when it is retried
+   * A request that sends `group` (records or batches of one leader) to `leader`, and, when it is retried
    * (after {@link forget}, e.g. on NOT_LEADER_OR_FOLLOWER), to the leaders the fresh metadata names,
    * regrouped: never to the old leader again.
    */
-  sendToLeaders(leader: number, group: MessageRecord[], send: (leader: number, records: MessageRecord[]) => Promise<unknown>): () => Promise<unknown> {
+  sendToLeaders<R extends Routed>(leader: number, group: R[], send: (leader: number, records: R[]) => Promise<unknown>): () => Promise<unknown> {
     let first = true;
     return async () => {
       if (first) {

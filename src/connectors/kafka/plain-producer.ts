@@ -2,7 +2,8 @@ import type { MessageRecord } from '@platformatic/kafka';
 import type { ClusterConnections } from './cluster-connections.ts';
 import { PartitionLeaders } from './partition-leaders.ts';
 import { produceRequest } from './produce-request.ts';
-import { chunksBelowBatchLimit } from './record-chunks.ts';
+import { BATCH_BYTES_LIMIT, RecordAccumulator } from './record-accumulator.ts';
+import type { EncodedBatch } from './record-batch-builder.ts';
 import { retryKafkaRequest } from './retry-kafka-request.ts';
 
 export interface PlainProducerOptions {
@@ -12,8 +13,9 @@ export interface PlainProducerOptions {
 
 /**
  * Writes records outside any transaction (the sink's at-least-once and none), at the protocol
- * level with the pinned Produce v11, the way the transaction driver writes inside one: one produce
- * request per leader and chunk below the batch limit, retried on retriable errors.
+ * level with the pinned Produce v11, the way the transaction driver writes inside one: the records
+ * encoded into their partitions' batches, then one produce request per leader for each
+ * BATCH_BYTES_LIMIT of batches, retried on retriable errors.
  */
 export class PlainProducer {
   readonly #connections: ClusterConnections;
@@ -29,10 +31,13 @@ export class PlainProducer {
 
   /** Writes records (each with its topic and partition): acks -1 waits for every in-sync replica, 1 for the leader. */
   async send(records: MessageRecord[], acks: -1 | 1): Promise<void> {
-    for (const chunk of chunksBelowBatchLimit(records)) {
+    const accumulator = new RecordAccumulator();
+    accumulator.append(records);
+    while (accumulator.bytes > 0) {
+      const batches = accumulator.take(BATCH_BYTES_LIMIT, {});
       const byLeader = await retryKafkaRequest(
         'Metadata for the leaders',
-        () => this.#leaders.groupByLeader(chunk),
+        () => this.#leaders.groupByLeader(batches),
         this.#retryTimeoutMs,
         this.#forgetLeaders,
         this.#connections,
@@ -42,13 +47,13 @@ export class PlainProducer {
   }
 
   /**
-   * One leader's share, retried until it is written. A retry resends only the records of the
-   * partitions that failed (a Produce can succeed for some partitions and fail for others, say
+   * One leader's share (its partitions' encoded batches), retried until it is written. A retry
+   * resends only the batches of the partitions that failed (a Produce can succeed for some partitions and fail for others, say
    * while a new topic's leaders are elected): resending the rest would write them twice. When the
    * answer is unknown (no response: a timeout, a dropped connection) everything is resent, which
    * is what at-least-once means.
    */
-  async #sendGroup(leader: number, group: MessageRecord[], acks: -1 | 1): Promise<void> {
+  async #sendGroup(leader: number, group: EncodedBatch[], acks: -1 | 1): Promise<void> {
     let pending = group;
     let first = true;
     await retryKafkaRequest(
@@ -57,16 +62,16 @@ export class PlainProducer {
         // A retry goes to the leaders of now (after NOT_LEADER_OR_FOLLOWER, not to the old one again).
         const byLeader = first ? new Map([[leader, pending]]) : await this.#leaders.groupByLeader(pending);
         first = false;
-        const failed: MessageRecord[] = [];
+        const failed: EncodedBatch[] = [];
         let failure: unknown;
         await Promise.all(
-          [...byLeader].map(async ([current, records]) => {
+          [...byLeader].map(async ([current, batches]) => {
             try {
-              await produceRequest.async(await this.#connections.node(current), acks, 30_000, records, {});
+              await produceRequest.async(await this.#connections.node(current), acks, 30_000, batches, undefined);
             } catch (error) {
               failure = error;
               const bad = failedPartitions(error);
-              failed.push(...(bad === undefined ? records : records.filter((record) => bad.has(`${record.topic}:${record.partition}`))));
+              failed.push(...(bad === undefined ? batches : batches.filter((batch) => bad.has(`${batch.topic}:${batch.partition}`))));
             }
           }),
         );

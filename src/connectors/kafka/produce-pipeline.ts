@@ -1,6 +1,7 @@
 import type { MessageRecord } from '@platformatic/kafka';
-import { NumericMap } from './kafka-protocol.ts';
-import { BATCH_BYTES_LIMIT, estimatedRecordSize } from './record-chunks.ts';
+import type { NumericMap } from './kafka-protocol.ts';
+import { BATCH_BYTES_LIMIT, RecordAccumulator } from './record-accumulator.ts';
+import type { BatchProducer, EncodedBatch } from './record-batch-builder.ts';
 
 /**
  * The most produce requests of one transaction in flight at once. A broker keeps the last five
@@ -11,8 +12,8 @@ import { BATCH_BYTES_LIMIT, estimatedRecordSize } from './record-chunks.ts';
 export const MAX_PRODUCE_IN_FLIGHT = 5;
 
 /**
- * While a request of the transaction is in flight, records gather until about this many bytes
- * (estimated) are held before another request goes out (Nagle's rule, in place of the Java
+ * While a request of the transaction is in flight, records gather until this many bytes (encoded)
+ * are held before another request goes out (Nagle's rule, in place of the Java
  * producer's linger.ms): a busy sink sends a few large requests instead of one per batch, which
  * costs the broker and the task far less, and an idle one sends each batch at once.
  */
@@ -31,9 +32,8 @@ export const COALESCE_BYTES = 256 * 1024;
 export class ProducePipeline {
   readonly #limit: number;
   readonly #inFlight = new Set<Promise<void>>();
-  /** Records written while the pipeline was full, waiting to go out together in the next request. */
-  #held: MessageRecord[] = [];
-  #heldBytes = 0;
+  /** Records written while requests were in flight, encoded, waiting to go out together in the next request. */
+  readonly #held = new RecordAccumulator();
   /** Settles once every request so far has completed or failed for good. */
   #tail: Promise<void> = Promise.resolve();
   #failure: { error: unknown } | undefined;
@@ -54,38 +54,28 @@ export class ProducePipeline {
    * is held stays bounded. Otherwise they wait for a later write or the flush.
    */
   get shouldSendHeld(): boolean {
-    if (this.#heldBytes === 0) return false;
-    if (this.#inFlight.size === 0 || this.#heldBytes >= BATCH_BYTES_LIMIT) return true;
-    return this.#heldBytes >= COALESCE_BYTES && this.hasRoom;
+    const held = this.#held.bytes;
+    if (held === 0) return false;
+    if (this.#inFlight.size === 0 || held >= BATCH_BYTES_LIMIT) return true;
+    return held >= COALESCE_BYTES && this.hasRoom;
   }
 
-  /** Keeps records to send later (in order, after those held before). */
-  hold(records: readonly MessageRecord[]): void {
-    for (const record of records) {
-      this.#held.push(record);
-      this.#heldBytes += estimatedRecordSize(record);
-    }
+  /** Keeps records to send later (in order, after those held before), encoded into their partitions' batches at once. */
+  hold(records: readonly MessageRecord[], now = Date.now()): void {
+    this.#held.append(records, now);
   }
 
-  /** The bytes (estimated) of the records held. */
+  /** The bytes of the batches held. */
   get heldBytes(): number {
-    return this.#heldBytes;
+    return this.#held.bytes;
   }
 
-  /** Takes the records held, in order, up to about `maxBytes` (at least one record); none when none are held. */
-  takeHeld(maxBytes: number): MessageRecord[] {
-    let bytes = 0;
-    let count = 0;
-    while (count < this.#held.length) {
-      const size = estimatedRecordSize(this.#held[count] as MessageRecord);
-      if (count > 0 && bytes + size > maxBytes) break;
-      bytes += size;
-      count++;
-    }
-    const taken = count === this.#held.length ? this.#held : this.#held.slice(0, count);
-    this.#held = count === this.#held.length ? [] : this.#held.slice(count);
-    this.#heldBytes -= bytes;
-    return taken;
+  /**
+   * Takes the oldest batches held, up to about `maxBytes` (at least one), sealed for `producer`
+   * with their partitions' next sequences (moved past them); none when none are held.
+   */
+  takeHeld(maxBytes: number, producer: BatchProducer, sequences?: NumericMap): EncodedBatch[] {
+    return this.#held.take(maxBytes, producer, sequences);
   }
 
   /** Waits until another request may be sent; throws the pipeline's failure, if it has one. */
@@ -135,29 +125,4 @@ export class ProducePipeline {
   throwIfFailed(): void {
     if (this.#failure !== undefined) throw this.#failure.error;
   }
-}
-
-/**
- * The next sequence number of each partition of `records`, for one produce request, and moves the
- * transaction's sequences past them: the request reads its own copy when it is encoded, later.
- */
-export function takeSequences(sequences: NumericMap, records: readonly MessageRecord[]): NumericMap {
-  const counts = new Map<string, Map<number, number>>();
-  for (const record of records) {
-    let partitions = counts.get(record.topic);
-    if (partitions === undefined) {
-      partitions = new Map();
-      counts.set(record.topic, partitions);
-    }
-    const partition = record.partition as number;
-    partitions.set(partition, (partitions.get(partition) ?? 0) + 1);
-  }
-  const taken = new NumericMap();
-  for (const [topic, partitions] of counts) {
-    for (const [partition, count] of partitions) {
-      const key = `${topic}:${partition}`;
-      taken.set(key, sequences.postIncrement(key, count, 0));
-    }
-  }
-  return taken;
 }

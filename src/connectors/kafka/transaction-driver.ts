@@ -15,9 +15,9 @@ import {
   txnOffsetCommitV4,
 } from './kafka-protocol.ts';
 import { PartitionLeaders } from './partition-leaders.ts';
-import { ProducePipeline, takeSequences } from './produce-pipeline.ts';
+import { ProducePipeline } from './produce-pipeline.ts';
 import { produceRequest } from './produce-request.ts';
-import { BATCH_BYTES_LIMIT } from './record-chunks.ts';
+import { BATCH_BYTES_LIMIT } from './record-accumulator.ts';
 import { retryKafkaRequest } from './retry-kafka-request.ts';
 import { parseTransactionalId } from './transactional-id.ts';
 
@@ -189,28 +189,24 @@ export class TransactionDriver {
   }
 
   /**
-   * Sends up to a request's worth of the records held, one request per leader. Each carries its
-   * partitions' next sequence numbers, taken (and moved on) when it is sent, so the requests in
-   * flight follow each other.
+   * Sends up to a request's worth of the batches held, one request per leader. The batches are
+   * sealed as they are taken, with their partitions' next sequence numbers (moved on), so the
+   * requests in flight follow each other; a request in flight (which may be retried) holds its
+   * batches' bytes.
    */
   async #sendHeld(transaction: OpenTransaction, pipeline: ProducePipeline): Promise<void> {
-    const chunk = pipeline.takeHeld(BATCH_BYTES_LIMIT);
+    const { transactionalId, producerId, producerEpoch } = transaction;
+    const chunk = pipeline.takeHeld(BATCH_BYTES_LIMIT, { transactionalId, producerId, producerEpoch }, transaction.sequences);
     const byLeader = await this.#retry('Metadata for the leaders', () => this.#leaders.groupByLeader(chunk));
-    for (const [leader, group] of byLeader) {
+    for (const [leader, batches] of byLeader) {
       await pipeline.reserve();
-      const options = {
-        transactionalId: transaction.transactionalId,
-        producerId: transaction.producerId,
-        producerEpoch: transaction.producerEpoch,
-        sequences: takeSequences(transaction.sequences, group),
-      };
-      // A retry resends to the leaders of now (same producer id, epoch and sequences: the broker keeps no duplicate).
-      const attempt = this.#leaders.sendToLeaders(leader, group, async (current, records) =>
-        produceRequest.async(await this.#connections.node(current), ACKS_ALL, 30_000, records, options),
+      // A retry resends the same batches (same producer id, epoch and sequences: the broker keeps no duplicate) to the leaders of now.
+      const attempt = this.#leaders.sendToLeaders(leader, batches, async (current, routed) =>
+        produceRequest.async(await this.#connections.node(current), ACKS_ALL, 30_000, routed, transactionalId),
       );
       pipeline.send(attempt, () => {
         this.#forgetRoutes();
-        return this.#retry(`Produce for "${transaction.transactionalId}"`, attempt);
+        return this.#retry(`Produce for "${transactionalId}"`, attempt);
       });
     }
   }

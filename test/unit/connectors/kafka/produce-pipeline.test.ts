@@ -1,8 +1,9 @@
 import assert from 'node:assert/strict';
 import { test } from 'node:test';
-import { NumericMap } from '@platformatic/kafka';
-import { COALESCE_BYTES, MAX_PRODUCE_IN_FLIGHT, ProducePipeline, takeSequences } from '../../../../src/connectors/kafka/produce-pipeline.ts';
-import { BATCH_BYTES_LIMIT } from '../../../../src/connectors/kafka/record-chunks.ts';
+import { Reader, readRecordsBatch } from '@platformatic/kafka';
+import { COALESCE_BYTES, MAX_PRODUCE_IN_FLIGHT, ProducePipeline } from '../../../../src/connectors/kafka/produce-pipeline.ts';
+import { BATCH_BYTES_LIMIT } from '../../../../src/connectors/kafka/record-accumulator.ts';
+import { BATCH_HEADER_BYTES, type EncodedBatch } from '../../../../src/connectors/kafka/record-batch-builder.ts';
 
 /** A request whose answer the test gives: resolve() or reject(error). */
 function deferred() {
@@ -89,47 +90,22 @@ test('a failure no retry cures fails the pipeline: later sends, flush and reserv
   await pipeline.settle();
 });
 
-test('takeSequences: one request gets each partition its next sequence, and the transaction moves past its records', () => {
-  const sequences = new NumericMap();
-  sequences.set('out:1', 10);
-  const value = Buffer.from('v');
-  const records = [
-    { topic: 'out', partition: 1, value },
-    { topic: 'out', partition: 0, value },
-    { topic: 'out', partition: 1, value },
-    { topic: 'other', partition: 1, value },
-  ];
-  const taken = takeSequences(sequences, records);
-  assert.deepEqual([...taken].sort(), [
-    ['other:1', 0],
-    ['out:0', 0],
-    ['out:1', 10],
-  ]);
-  assert.deepEqual([...sequences].sort(), [
-    ['other:1', 1],
-    ['out:0', 1],
-    ['out:1', 12],
-  ]);
-});
+/** The first byte of each value in the batches, in order. */
+const firstBytes = (batches: EncodedBatch[]) =>
+  batches.flatMap((batch) => readRecordsBatch(Reader.from(batch.bytes)).records.map((record) => record.value?.[0]));
 
-test('records held while the pipeline is full go out together, in order, a request at most about maxBytes', () => {
+test('records held while the pipeline is full are encoded at once and go out together, in order, a request at most about maxBytes', () => {
   const pipeline = new ProducePipeline(1);
-  const record = (i: number) => ({ topic: 'out', partition: 0, value: Buffer.alloc(68, i) }); // 100 bytes estimated
+  const record = (i: number, partition = 0) => ({ topic: 'out', partition, value: Buffer.alloc(50, i) }); // 57 bytes encoded
   pipeline.hold([record(0), record(1)]);
   pipeline.hold([record(2)]);
-  assert.equal(pipeline.heldBytes, 300);
-  assert.deepEqual(
-    pipeline.takeHeld(250).map((entry) => entry.value?.[0]),
-    [0, 1],
-  );
-  assert.equal(pipeline.heldBytes, 100);
-  assert.deepEqual(
-    pipeline.takeHeld(10).map((entry) => entry.value?.[0]),
-    [2],
-    'at least one record, however large',
-  );
+  assert.equal(pipeline.heldBytes, BATCH_HEADER_BYTES + 3 * 57, 'one batch: the header and three records');
+  assert.deepEqual(firstBytes(pipeline.takeHeld(1000, {})), [0, 1, 2]);
   assert.equal(pipeline.heldBytes, 0);
-  assert.deepEqual(pipeline.takeHeld(1000), []);
+  pipeline.hold([record(3, 0), record(4, 1)]);
+  assert.deepEqual(firstBytes(pipeline.takeHeld(10, {})), [3], 'at least one batch, however large');
+  assert.deepEqual(firstBytes(pipeline.takeHeld(1000, {})), [4]);
+  assert.deepEqual(pipeline.takeHeld(1000, {}), []);
   assert.equal(pipeline.hasRoom, true);
 });
 
@@ -139,7 +115,7 @@ test('held records go out at once when nothing is in flight, else once COALESCE_
   assert.equal(pipeline.shouldSendHeld, false, 'nothing held');
   pipeline.hold([record(100)]);
   assert.equal(pipeline.shouldSendHeld, true, 'nothing in flight: a small batch goes out at once');
-  pipeline.takeHeld(BATCH_BYTES_LIMIT);
+  pipeline.takeHeld(BATCH_BYTES_LIMIT, {});
   const answers = [deferred(), deferred()];
   for (const answer of answers)
     pipeline.send(

@@ -1,7 +1,7 @@
 import assert from 'node:assert/strict';
 import { test } from 'node:test';
-import { createRecordsBatch, type MessageRecord, NumericMap, Reader, readRecordsBatches } from '@platformatic/kafka';
-import { encodeRecordBatch } from '../../../../src/connectors/kafka/produce-request.ts';
+import { createRecordsBatch, type MessageRecord, Reader, readRecordsBatches } from '@platformatic/kafka';
+import { encodeRecordBatch } from '../../../../src/connectors/kafka/record-batch-builder.ts';
 import { decodeRecords, readRecordBatches } from '../../../../src/connectors/kafka/record-batch-reader.ts';
 import type { TopicRecord } from '../../../../src/connectors/kafka/topic-record.ts';
 import { WeirError } from '../../../../src/core/errors/weir-error.ts';
@@ -18,12 +18,7 @@ const message = (index: number, extra: Partial<MessageRecord> = {}): MessageReco
 
 /** A batch from Weir's encoder, placed at `firstOffset`. */
 function batchAt(firstOffset: bigint, records: MessageRecord[], transactional = false): Buffer {
-  const batch = encodeRecordBatch(
-    records,
-    transactional ? { transactionalId: 'tx', producerId: 9n, producerEpoch: 0, sequences: new NumericMap() } : {},
-    0,
-    base,
-  );
+  const batch = encodeRecordBatch(records, transactional ? { transactionalId: 'tx', producerId: 9n, producerEpoch: 0 } : {}, 0, base);
   batch.writeBigInt64BE(firstOffset, 0);
   return batch;
 }

@@ -1,0 +1,94 @@
+import type { MessageRecord } from '@platformatic/kafka';
+import type { NumericMap } from './kafka-protocol.ts';
+import { type BatchProducer, type EncodedBatch, RecordBatchBuilder } from './record-batch-builder.ts';
+
+/**
+ * The most bytes of one partition's batch, so it stays below the brokers' default
+ * max.message.bytes (1 MiB); a produce request carries about this much in all.
+ */
+export const BATCH_BYTES_LIMIT = 768 * 1024;
+
+/**
+ * The records written and not sent yet, already encoded (the Java producer's RecordAccumulator):
+ * one open batch per partition that records append to, and the batches in the order they were
+ * opened. A batch is closed once the next record would take it past BATCH_BYTES_LIMIT, and the
+ * partition's next record opens another. {@link take} seals batches in that order, so each
+ * partition's batches get their sequence numbers in the order of their records.
+ */
+export class RecordAccumulator {
+  readonly #batchLimit: number;
+  /** Every batch not taken yet, oldest first (open ones included). */
+  #batches: RecordBatchBuilder[] = [];
+  /** The open batch of each topic and partition. */
+  readonly #open = new Map<string, (RecordBatchBuilder | undefined)[]>();
+  #bytes = 0;
+
+  constructor(batchLimit = BATCH_BYTES_LIMIT) {
+    this.#batchLimit = batchLimit;
+  }
+
+  /** The bytes of the batches held, headers included: exactly what their requests will carry. */
+  get bytes(): number {
+    return this.#bytes;
+  }
+
+  /** Encodes records (each with its topic and partition; a record without one goes to partition 0) into their partitions' open batches. A record without a timestamp gets `now`. */
+  append(records: readonly MessageRecord[], now = Date.now()): void {
+    let lastTopic: string | undefined;
+    let open: (RecordBatchBuilder | undefined)[] = [];
+    for (const record of records) {
+      if (record.topic !== lastTopic) {
+        lastTopic = record.topic;
+        let known = this.#open.get(record.topic);
+        if (known === undefined) {
+          known = [];
+          this.#open.set(record.topic, known);
+        }
+        open = known;
+      }
+      const partition = record.partition ?? 0;
+      let builder = open[partition] ?? this.#openBatch(open, record.topic, partition);
+      let before = builder.bytes;
+      if (!builder.append(record, now, this.#batchLimit)) {
+        builder = this.#openBatch(open, record.topic, partition);
+        before = builder.bytes;
+        builder.append(record, now);
+      }
+      this.#bytes += builder.bytes - before;
+    }
+  }
+
+  /**
+   * Seals and takes the oldest batches, up to `maxBytes` in all (at least one; none when none are
+   * held) and one per partition, each with its partition's next sequence from `sequences`
+   * ("topic:partition", moved past its records; -1 without).
+   */
+  take(maxBytes: number, producer: BatchProducer, sequences?: NumericMap): EncodedBatch[] {
+    const taken: EncodedBatch[] = [];
+    let bytes = 0;
+    let count = 0;
+    const seen = new Set<string>();
+    while (count < this.#batches.length) {
+      const builder = this.#batches[count] as RecordBatchBuilder;
+      const key = `${builder.topic}:${builder.partition}`;
+      if (count > 0 && (bytes + builder.bytes > maxBytes || seen.has(key))) break;
+      seen.add(key);
+      const open = this.#open.get(builder.topic);
+      if (open !== undefined && open[builder.partition] === builder) open[builder.partition] = undefined;
+      taken.push(builder.seal(producer, sequences === undefined ? -1 : sequences.postIncrement(key, builder.count, 0)));
+      bytes += builder.bytes;
+      count++;
+    }
+    this.#batches = count === this.#batches.length ? [] : this.#batches.slice(count);
+    this.#bytes -= bytes;
+    return taken;
+  }
+
+  #openBatch(open: (RecordBatchBuilder | undefined)[], topic: string, partition: number): RecordBatchBuilder {
+    const builder = new RecordBatchBuilder(topic, partition);
+    open[partition] = builder;
+    this.#batches.push(builder);
+    this.#bytes += builder.bytes;
+    return builder;
+  }
+}
