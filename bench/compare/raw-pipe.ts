@@ -7,7 +7,7 @@
  * threads owns the input partitions p with p % parallelism === its index (the input is keyed so
  * every key lives in one partition: no exchange needed), fetches the next records while the last
  * ones are produced, and keeps one produce request in flight so the output keeps each key's order.
- * It runs with Weir's memory defaults (a fetch of at most 1 MiB over its partitions, a 48 MB young
+ * It runs with Weir's memory defaults (a fetch of at most 256 KiB over its partitions, a 24 MB young
  * generation per thread; docs/benchmarks.md, "Where the memory goes").
  *
  *   node bench/compare/raw-pipe.ts <bootstrap> <input> <output> <parallelism> [bounded]
@@ -24,7 +24,7 @@ import type { TopicRecord } from '../../src/connectors/kafka/topic-record.ts';
 /** The bytes one fetch takes over all of a loop's partitions (Weir's kafkaSource maxBytesPerFetch default). */
 const FETCH_BYTES = 256 * 1024;
 /** The young generation of each loop's thread, in MB (Weir's workerHeap.youngGenerationMb default). */
-const YOUNG_GENERATION_MB = 48;
+const YOUNG_GENERATION_MB = 24;
 
 interface LoopSettings {
   bootstrap: string;

@@ -116,9 +116,9 @@ export const environmentConfigSchema = z
     workerHeap: z
       .object({
         youngGenerationMb: positiveInt
-          .default(48)
+          .default(24)
           .describe(
-            "The most each worker thread's young generation (V8's new space, where records are allocated) may grow to, in MB. V8's own default for a 64-bit machine lets it reach about 130 MB per thread, most of a job's memory; 48 MB keeps the throughput (docs/benchmarks.md).",
+            "The most each worker thread's young generation (V8's new space, where records are allocated) may grow to, in MB. V8's own default for a 64-bit machine lets it reach about 130 MB per thread, most of a job's memory; 24 MB keeps the throughput, while 12 MB promotes short-lived records and raises the peak (docs/benchmarks.md).",
           ),
         oldGenerationMb: positiveInt
           .optional()
@@ -130,7 +130,7 @@ export const environmentConfigSchema = z
       .prefault({})
       .meta({
         description: "The V8 heap limits of each worker thread (Node's `resourceLimits`); the main thread runs no records and keeps Node's defaults.",
-        defaultText: 'youngGenerationMb 48, oldGenerationMb: no limit',
+        defaultText: 'youngGenerationMb 24, oldGenerationMb: no limit',
       }),
     batchSize: positiveInt.default(512).describe('Records per batch that a source emits and channels carry.'),
     channelCredits: positiveInt.default(4).describe('Batches a channel may have in flight before its sender waits (credit-based backpressure).'),

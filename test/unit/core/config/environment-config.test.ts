@@ -27,9 +27,9 @@ test('defaults', () => {
   });
 });
 
-test("the workers' heap limits: a 48 MB young generation and no old-generation limit by default; bad values name the setting", () => {
-  assert.deepEqual(parseEnvironmentConfig({}).workerHeap, { youngGenerationMb: 48 });
-  assert.deepEqual(parseEnvironmentConfig({ workerHeap: { oldGenerationMb: 512 } }).workerHeap, { youngGenerationMb: 48, oldGenerationMb: 512 });
+test("the workers' heap limits: a 24 MB young generation and no old-generation limit by default; bad values name the setting", () => {
+  assert.deepEqual(parseEnvironmentConfig({}).workerHeap, { youngGenerationMb: 24 });
+  assert.deepEqual(parseEnvironmentConfig({ workerHeap: { oldGenerationMb: 512 } }).workerHeap, { youngGenerationMb: 24, oldGenerationMb: 512 });
   fails({ workerHeap: { youngGenerationMb: 0 } }, /workerHeap\.youngGenerationMb/);
   fails({ workerHeap: { youngGenerationMB: 64 } }, /workerHeap/);
 });
