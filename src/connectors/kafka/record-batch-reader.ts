@@ -1,5 +1,6 @@
 import { WeirError } from '../../core/errors/weir-error.ts';
 import { compressionsAlgorithmsByBitmask } from './kafka-protocol.ts';
+import { BATCH_HEADER_BYTES } from './record-batch-builder.ts';
 import type { TopicRecord } from './topic-record.ts';
 
 /** A record batch (magic 2) of a fetch response, its records still bytes: they are decoded only when the batch is visible. */
@@ -18,7 +19,6 @@ export interface FetchedBatch {
 
 /** Record batch v2: base offset (8) and batch length (4), then 49 bytes of header to the record count. */
 const LOG_OVERHEAD = 12;
-const BATCH_HEADER_BYTES = 61;
 const MAGIC_AT = 16;
 const ATTRIBUTES_AT = 21;
 const LAST_OFFSET_DELTA_AT = 23;

@@ -1,7 +1,8 @@
 import assert from 'node:assert/strict';
 import { test } from 'node:test';
 import { crc32c, type MessageRecord, Reader, readRecordsBatch } from '@platformatic/kafka';
-import { encodeRecordBatch, RecordBatchBuilder } from '../../../../src/connectors/kafka/record-batch-builder.ts';
+import { RecordBatchBuilder } from '../../../../src/connectors/kafka/record-batch-builder.ts';
+import { encodeRecordBatch } from './encode-record-batch.ts';
 
 const decode = (batch: Buffer) => readRecordsBatch(Reader.from(batch));
 

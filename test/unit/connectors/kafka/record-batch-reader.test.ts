@@ -1,10 +1,10 @@
 import assert from 'node:assert/strict';
 import { test } from 'node:test';
 import { createRecordsBatch, type MessageRecord, Reader, readRecordsBatches } from '@platformatic/kafka';
-import { encodeRecordBatch } from '../../../../src/connectors/kafka/record-batch-builder.ts';
 import { decodeRecords, readRecordBatches } from '../../../../src/connectors/kafka/record-batch-reader.ts';
 import type { TopicRecord } from '../../../../src/connectors/kafka/topic-record.ts';
 import { WeirError } from '../../../../src/core/errors/weir-error.ts';
+import { encodeRecordBatch } from './encode-record-batch.ts';
 
 const base = 1_700_000_000_000;
 const message = (index: number, extra: Partial<MessageRecord> = {}): MessageRecord => ({
