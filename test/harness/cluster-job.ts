@@ -106,8 +106,35 @@ export async function stopMember(run: WeirRun): Promise<void> {
   await run.exited;
 }
 
-export const totalsAtLeast = (topics: ClusterJobTopics, count: number) =>
-  until(`${count} totals`, async () => ((await readJson<Total>(topics.totals)).length >= count ? true : undefined), 180_000);
+/** Waits until the totals topic holds `count` records (read_committed); a timeout names how many it held. */
+export async function totalsAtLeast(topics: ClusterJobTopics, count: number): Promise<void> {
+  let held = 0;
+  try {
+    await until(
+      `${count} totals`,
+      async () => {
+        held = (await readJson<Total>(topics.totals)).length;
+        return held >= count ? true : undefined;
+      },
+      180_000,
+    );
+  } catch (error) {
+    throw new Error(`${(error as Error).message}: the totals topic holds ${held}`);
+  }
+}
+
+/** Runs `story`; a failure carries the last lines of every member's stderr, so a CI log shows what the members did. */
+export async function withMemberLogs(members: readonly WeirRun[], story: () => Promise<void>): Promise<void> {
+  try {
+    await story();
+  } catch (error) {
+    const logs = members.map((run, index) => {
+      const lines = run.stderr().trimEnd().split('\n');
+      return `--- member ${index} (pid ${run.child.pid}, exit ${run.child.exitCode ?? run.child.signalCode ?? 'none'}), last 40 of ${lines.length} stderr lines:\n${lines.slice(-40).join('\n')}`;
+    });
+    throw new Error(`${(error as Error).message}\n${logs.join('\n')}`, { cause: error });
+  }
+}
 
 /** Each partition's record far ahead in event time: every window of the records before closes. */
 export function closers(firstSeq: number, partitions: readonly number[], ts: number): Payment[] {

@@ -32,6 +32,7 @@ import {
   startClusterMember,
   stopMember,
   totalsAtLeast,
+  withMemberLogs,
 } from '../../harness/cluster-job.ts';
 import { bootstrapList, testBrokers } from '../../harness/kafka.ts';
 import { startS3Proxy } from '../../harness/s3-proxy.ts';
@@ -68,89 +69,91 @@ async function clusterStory(storage: string, env: Record<string, string>, interv
     return run;
   };
 
-  const all: Payment[] = Array.from({ length: 12_000 }, (_, seq) => payment(seq));
-  await producePayments(topics.input, all.slice(0, 3000));
-  const three = [member(), member(), member()] as [WeirRun, WeirRun, WeirRun];
-  const [a, b] = three;
-  // All three own tasks, and the job is under way.
-  await Promise.all(three.map((run) => run.waitFor(/generation \d+, \d+ tasks/, 120_000)));
-  await until('the three members to share the tasks', async () => ((await clusterView(cluster)).members.length === 3 ? true : undefined), 120_000);
-  await totalsAtLeast(topics, 1000);
+  await withMemberLogs(members, async () => {
+    const all: Payment[] = Array.from({ length: 12_000 }, (_, seq) => payment(seq));
+    await producePayments(topics.input, all.slice(0, 3000));
+    const three = [member(), member(), member()] as [WeirRun, WeirRun, WeirRun];
+    const [a, b] = three;
+    // All three own tasks, and the job is under way.
+    await Promise.all(three.map((run) => run.waitFor(/generation \d+, \d+ tasks/, 120_000)));
+    await until('the three members to share the tasks', async () => ((await clusterView(cluster)).members.length === 3 ? true : undefined), 120_000);
+    await totalsAtLeast(topics, 1000);
 
-  // A member dies: after the session timeout the others take its tasks over from their checkpoints.
-  a.child.kill('SIGKILL');
-  await producePayments(topics.input, all.slice(3000, 6000));
-  await totalsAtLeast(topics, 5000);
+    // A member dies: after the session timeout the others take its tasks over from their checkpoints.
+    a.child.kill('SIGKILL');
+    await producePayments(topics.input, all.slice(3000, 6000));
+    await totalsAtLeast(topics, 5000);
 
-  // A zombie: paused past its session timeout, its tasks move; woken, it is fenced and rejoins.
-  b.child.kill('SIGSTOP');
-  await sleep(9000);
-  await producePayments(topics.input, all.slice(6000, 9000));
-  await totalsAtLeast(topics, 7500);
-  b.child.kill('SIGCONT');
-  // It learns it is out of the group (or a commit of its tasks is fenced first), gives its tasks up, and joins again.
-  await b.waitFor(/out of the group|was fenced/, 60_000);
-  await until(
-    'the zombie to rejoin',
-    async () =>
-      b
-        .stderr()
-        .split(/out of the group|was fenced/)
-        .at(-1)
-        ?.match(/generation \d+, \d+ tasks/)
-        ? true
-        : undefined,
-    60_000,
-  );
+    // A zombie: paused past its session timeout, its tasks move; woken, it is fenced and rejoins.
+    b.child.kill('SIGSTOP');
+    await sleep(9000);
+    await producePayments(topics.input, all.slice(6000, 9000));
+    await totalsAtLeast(topics, 7500);
+    b.child.kill('SIGCONT');
+    // It learns it is out of the group (or a commit of its tasks is fenced first), gives its tasks up, and joins again.
+    await b.waitFor(/out of the group|was fenced/, 60_000);
+    await until(
+      'the zombie to rejoin',
+      async () =>
+        b
+          .stderr()
+          .split(/out of the group|was fenced/)
+          .at(-1)
+          ?.match(/generation \d+, \d+ tasks/)
+          ? true
+          : undefined,
+      60_000,
+    );
 
-  // A member joins: it takes tasks, with their state, from the others.
-  const d = member(true);
-  await producePayments(topics.input, all.slice(9000));
-  // Every partition's last record ends event time up to it: every window of the input closes.
-  const last = closers(all.length, [0, 1, 2, 3, 4, 5, 6, 7, 8, 9, 10, 11], BASE_TS + all.length * 5 + 5000);
-  await producePayments(topics.input, last);
-  await auditClusterOutputs(topics, [...all, ...last], all);
+    // A member joins: it takes tasks, with their state, from the others.
+    const d = member(true);
+    await producePayments(topics.input, all.slice(9000));
+    // Every partition's last record ends event time up to it: every window of the input closes.
+    const last = closers(all.length, [0, 1, 2, 3, 4, 5, 6, 7, 8, 9, 10, 11], BASE_TS + all.length * 5 + 5000);
+    await producePayments(topics.input, last);
+    await auditClusterOutputs(topics, [...all, ...last], all);
 
-  // Tasks moved with their state: new owners started from the checkpoints their old owners committed.
-  assert.match(members.map((run) => run.stderr()).join('\n'), /task \d+ started from checkpoint \d+/);
-  // `weir cluster status`, from Kafka alone: the three members, every task owned once and checkpointed, the input all read.
-  // Read once the group is stable and every member's tasks are named: one read in CI, taken while the
-  // group still settled, named the tasks by number only ("task 7", the status's fallback when no
-  // member's metadata Kafka returned names them).
-  const view = await until(
-    'a stable cluster status',
-    async () => {
-      const status = await weir(['cluster', 'status', cluster, '--json'], { KAFKA_BROKERS: bootstrapList(testBrokers()).join(',') });
-      assert.equal(status.code, 0, status.stderr);
-      const read = JSON.parse(status.stdout) as ClusterStatus;
-      return read.state === 'Stable' && read.members.flatMap((entry) => entry.tasks).every((name) => name.includes('/')) ? read : undefined;
-    },
-    60_000,
-  );
-  assert.equal(view.members.length, 3);
-  assert.equal(view.tasks.length, 36);
-  assert.deepEqual(view.members.flatMap((entry) => entry.tasks).sort(), view.tasks.map((task) => task.name).sort());
-  for (const task of view.tasks) {
-    assert.ok(task.checkpointId !== undefined && task.owner !== undefined, `${task.name} is owned and checkpointed`);
-    if (task.name.startsWith('payments/')) assert.equal(task.lag, 0, `${task.name} has read all its input`);
-  }
-  // The new member's dashboard: its own tasks as the job's subtasks, and the cluster view.
-  const url = await d.url();
-  const seen = (await (await fetch(`${url}/api/cluster`)).json()) as ClusterStatus;
-  assert.equal(seen.members.length, 3);
-  const mine = (await (await fetch(`${url}/api/job`)).json()) as { state: string; vertices: { subtasks: unknown[] }[] };
-  assert.equal(mine.state, 'running');
-  assert.ok(mine.vertices.reduce((sum, vertex) => sum + vertex.subtasks.length, 0) > 0, 'the member shows its tasks as subtasks');
-  assert.match(await (await fetch(`${url}/`)).text(), /id="cluster-section"/);
+    // Tasks moved with their state: new owners started from the checkpoints their old owners committed.
+    assert.match(members.map((run) => run.stderr()).join('\n'), /task \d+ started from checkpoint \d+/);
+    // `weir cluster status`, from Kafka alone: the three members, every task owned once and checkpointed, the input all read.
+    // Read once the group is stable and every member's tasks are named: one read in CI, taken while the
+    // group still settled, named the tasks by number only ("task 7", the status's fallback when no
+    // member's metadata Kafka returned names them).
+    const view = await until(
+      'a stable cluster status',
+      async () => {
+        const status = await weir(['cluster', 'status', cluster, '--json'], { KAFKA_BROKERS: bootstrapList(testBrokers()).join(',') });
+        assert.equal(status.code, 0, status.stderr);
+        const read = JSON.parse(status.stdout) as ClusterStatus;
+        return read.state === 'Stable' && read.members.flatMap((entry) => entry.tasks).every((name) => name.includes('/')) ? read : undefined;
+      },
+      60_000,
+    );
+    assert.equal(view.members.length, 3);
+    assert.equal(view.tasks.length, 36);
+    assert.deepEqual(view.members.flatMap((entry) => entry.tasks).sort(), view.tasks.map((task) => task.name).sort());
+    for (const task of view.tasks) {
+      assert.ok(task.checkpointId !== undefined && task.owner !== undefined, `${task.name} is owned and checkpointed`);
+      if (task.name.startsWith('payments/')) assert.equal(task.lag, 0, `${task.name} has read all its input`);
+    }
+    // The new member's dashboard: its own tasks as the job's subtasks, and the cluster view.
+    const url = await d.url();
+    const seen = (await (await fetch(`${url}/api/cluster`)).json()) as ClusterStatus;
+    assert.equal(seen.members.length, 3);
+    const mine = (await (await fetch(`${url}/api/job`)).json()) as { state: string; vertices: { subtasks: unknown[] }[] };
+    assert.equal(mine.state, 'running');
+    assert.ok(mine.vertices.reduce((sum, vertex) => sum + vertex.subtasks.length, 0) > 0, 'the member shows its tasks as subtasks');
+    assert.match(await (await fetch(`${url}/`)).text(), /id="cluster-section"/);
 
-  // `weir doctor --cluster` with the job: its stages and topics as the plan needs them.
-  const jobEnv = { KAFKA_BROKERS: bootstrapList(testBrokers()).join(','), CJ_INPUT: topics.input, CJ_TOTALS: topics.totals, CJ_WINDOWS: topics.windows };
-  const doctor = await weir(['doctor', '--cluster', cluster, '--job', clusterJobModule], jobEnv);
-  assert.equal(doctor.code, 0, doctor.stdout + doctor.stderr);
-  assert.match(doctor.stdout, /group Stable, 3 members, 36 of 36 tasks checkpointed/);
-  assert.equal(doctor.stdout.match(/partitions: ok/g)?.length, 3, doctor.stdout);
-  for (const run of members) run.child.kill('SIGTERM');
-  await Promise.all(members.map((run) => Promise.race([run.exited, sleep(20_000)])));
+    // `weir doctor --cluster` with the job: its stages and topics as the plan needs them.
+    const jobEnv = { KAFKA_BROKERS: bootstrapList(testBrokers()).join(','), CJ_INPUT: topics.input, CJ_TOTALS: topics.totals, CJ_WINDOWS: topics.windows };
+    const doctor = await weir(['doctor', '--cluster', cluster, '--job', clusterJobModule], jobEnv);
+    assert.equal(doctor.code, 0, doctor.stdout + doctor.stderr);
+    assert.match(doctor.stdout, /group Stable, 3 members, 36 of 36 tasks checkpointed/);
+    assert.equal(doctor.stdout.match(/partitions: ok/g)?.length, 3, doctor.stdout);
+    for (const run of members) run.child.kill('SIGTERM');
+    await Promise.all(members.map((run) => Promise.race([run.exited, sleep(20_000)])));
+  });
 }
 
 test('three members share a keyed, windowed job; a member killed, a zombie fenced, a member added: every output exact', { timeout: 600_000 }, async () => {
