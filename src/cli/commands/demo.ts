@@ -3,7 +3,6 @@ import { describeCluster } from '../../connectors/kafka/cluster-info.ts';
 import { describeKafkaSettings } from '../../connectors/kafka/kafka-default-connection.ts';
 import type { KafkaSettingsOptions } from '../../connectors/kafka/kafka-settings.ts';
 import { WeirError } from '../../core/errors/weir-error.ts';
-import { runPaymentsDemo } from '../../demo/payments-demo.ts';
 import { ensureBroker } from '../../local-kafka/ensure-broker.ts';
 import { positiveIntegerArgument } from '../arguments.ts';
 import { addKafkaOptions, kafkaSettingsEnv, useKafkaSettings } from '../kafka-options.ts';
@@ -64,6 +63,8 @@ export function demoCommand(): Command {
               }));
         log(`Kafka: ${broker.source}`);
         try {
+          // Loaded here: the demo's writer and lag reader (the client's Admin) are no cost to other commands.
+          const { runPaymentsDemo } = await import('../../demo/payments-demo.ts');
           const audit = await runPaymentsDemo({
             brokers: broker.brokers,
             connection: settings.connection,

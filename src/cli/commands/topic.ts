@@ -1,9 +1,10 @@
-import { Admin } from '@platformatic/kafka';
+import type { Admin } from '@platformatic/kafka';
 import { Command } from 'commander';
 import { ClusterConnections } from '../../connectors/kafka/cluster-connections.ts';
 import { formatBootstrap } from '../../connectors/kafka/kafka-connection-options.ts';
 import { resolveKafkaConnection } from '../../connectors/kafka/kafka-default-connection.ts';
 import { hasKafkaError } from '../../connectors/kafka/kafka-error-ids.ts';
+import { loadAdmin } from '../../connectors/kafka/kafka-protocol.ts';
 import type { KafkaSettingsOptions } from '../../connectors/kafka/kafka-settings.ts';
 import { EARLIEST_OFFSET, LATEST_OFFSET, listOffsets } from '../../connectors/kafka/partition-fetcher.ts';
 import { WeirError } from '../../core/errors/weir-error.ts';
@@ -18,7 +19,7 @@ const DYNAMIC_TOPIC_CONFIG = 1;
 async function withCluster<T>(options: KafkaSettingsOptions, what: string, work: (admin: Admin, connections: ClusterConnections) => Promise<T>): Promise<T> {
   useKafkaSettings(options, (line) => process.stderr.write(`${line}\n`));
   const { bootstrap, connection } = resolveKafkaConnection({}, what);
-  const admin = new Admin({ clientId: 'weir-topic', bootstrapBrokers: [formatBootstrap(bootstrap)], ...connection });
+  const admin = new (await loadAdmin())({ clientId: 'weir-topic', bootstrapBrokers: [formatBootstrap(bootstrap)], ...connection });
   const connections = new ClusterConnections(bootstrap, { clientId: 'weir-topic', ...connection });
   try {
     return await work(admin, connections);

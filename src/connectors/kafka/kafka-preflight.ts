@@ -4,33 +4,35 @@ import type { PreflightContext, PreflightFinding } from '../../core/connector/pr
 import { WeirError } from '../../core/errors/weir-error.ts';
 import { formatDuration } from '../../core/time/duration.ts';
 import { ClusterConnections } from './cluster-connections.ts';
-import { type BrokerAddress, formatBootstrap } from './kafka-connection-options.ts';
-import { ConfigResourceTypes, loadAdmin } from './kafka-protocol.ts';
+import type { BrokerAddress } from './kafka-connection-options.ts';
+import { ConfigResourceTypes, describeConfigsV4 } from './kafka-protocol.ts';
 
 /** Kafka's default transaction.max.timeout.ms. */
 export const KAFKA_DEFAULT_TRANSACTION_MAX_TIMEOUT_MS = 15 * 60 * 1000;
 
 const ms = (value: number) => `${formatDuration(value)} = ${value} ms`;
 
-/** The smallest transaction.max.timeout.ms among the brokers (what a transaction may ask for). */
+/**
+ * The smallest transaction.max.timeout.ms among the brokers (what a transaction may ask for):
+ * DescribeConfigs of each broker, sent to that broker (a broker answers for its own config only).
+ */
 export async function brokerTransactionMaxTimeout(bootstrap: readonly BrokerAddress[], connection: ConnectionOptions | undefined): Promise<number> {
   const connections = new ClusterConnections(bootstrap, { clientId: 'weir-preflight', ...connection });
-  const admin = new (await loadAdmin())({ clientId: 'weir-preflight', bootstrapBrokers: [formatBootstrap(bootstrap)], ...connection });
   try {
     const metadata = await connections.metadata([]);
-    const descriptions = await admin.describeConfigs({
-      resources: metadata.brokers.map((broker) => ({
-        resourceType: ConfigResourceTypes.BROKER,
-        resourceName: String(broker.nodeId),
-        configurationKeys: ['transaction.max.timeout.ms'],
-      })),
-    });
-    const values = descriptions.flatMap((description) =>
-      description.configs.filter((config) => config.name === 'transaction.max.timeout.ms').map((config) => Number(config.value)),
-    );
+    const values: number[] = [];
+    for (const broker of metadata.brokers) {
+      const response = await describeConfigsV4.api.async(
+        await connections.node(broker.nodeId),
+        [{ resourceType: ConfigResourceTypes.BROKER, resourceName: String(broker.nodeId), configurationKeys: ['transaction.max.timeout.ms'] }],
+        false,
+        false,
+      );
+      for (const result of response.results)
+        for (const config of result.configs) if (config.name === 'transaction.max.timeout.ms' && config.value !== null) values.push(Number(config.value));
+    }
     return values.length === 0 ? KAFKA_DEFAULT_TRANSACTION_MAX_TIMEOUT_MS : Math.min(...values);
   } finally {
-    await admin.close().catch(() => {});
     await connections.close().catch(() => {});
   }
 }

@@ -1,6 +1,7 @@
 import { createRequire } from 'node:module';
 import { fileURLToPath } from 'node:url';
 import type * as Kafka from '@platformatic/kafka';
+import { trimApiBarrel } from './trim-api-barrel.ts';
 
 /**
  * The parts of `@platformatic/kafka` that Weir uses: its protocol APIs, connections and record
@@ -8,8 +9,9 @@ import type * as Kafka from '@platformatic/kafka';
  * Producer, Consumer and the schema registries, which compile their option schemas (ajv) as they
  * load: about 0.5 s of CPU and 10 MB in every thread that imports it, and every worker thread
  * does. These come from the package's own files instead; should a later version move or rename
- * them, the whole package is loaded, as before. Admin, used off the hot path, comes from
- * {@link loadAdmin}.
+ * them, the whole package is loaded, as before. The API versions come from their own files and
+ * the connection gets a barrel of what it uses (trimApiBarrel). Admin, used off the hot path,
+ * comes from {@link loadAdmin}.
  */
 const NEEDED = [
   'addOffsetsToTxnV4',
@@ -20,6 +22,7 @@ const NEEDED = [
   'compressionsAlgorithmsByBitmask',
   'crc32c',
   'createAPI',
+  'describeConfigsV4',
   'describeGroupsV5',
   'describeProducersV0',
   'describeTransactionsV0',
@@ -50,10 +53,22 @@ type Needed = Pick<typeof Kafka, (typeof NEEDED)[number]>;
  */
 function load(): Needed {
   const require = createRequire(import.meta.url);
+  const requireUrl = (url: URL) => require(fileURLToPath(url)) as Record<string, unknown>;
   try {
-    const root = import.meta.resolve('@platformatic/kafka');
-    const parts = ['./apis/index.js', './network/index.js', './protocol/index.js', './utils.js'].map((path) => require(fileURLToPath(new URL(path, root))));
-    const merged = Object.assign({}, ...parts) as Record<string, unknown>;
+    const dist = new URL('./', import.meta.resolve('@platformatic/kafka'));
+    // The API versions from their own files, and the client's connection without its whole API barrel.
+    const apis = trimApiBarrel(
+      dist,
+      NEEDED.filter((name) => /V\d+$/.test(name)),
+      requireUrl,
+    );
+    const paths = [
+      ...(apis === undefined ? ['apis/index.js'] : ['apis/definitions.js', 'apis/enumerations.js']),
+      'network/index.js',
+      'protocol/index.js',
+      'utils.js',
+    ];
+    const merged = Object.assign({}, apis, ...paths.map((path) => requireUrl(new URL(path, dist)))) as Record<string, unknown>;
     if (NEEDED.every((name) => merged[name] !== undefined)) return merged as unknown as Needed;
   } catch {
     // a layout this file does not know: the whole package below
@@ -71,6 +86,7 @@ export const {
   ConfigResourceTypes,
   crc32c,
   createAPI,
+  describeConfigsV4,
   describeGroupsV5,
   describeProducersV0,
   describeTransactionsV0,
