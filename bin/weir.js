@@ -3,12 +3,24 @@
 // types); an installed package runs the compiled dist/.
 import { existsSync } from 'node:fs';
 import module from 'node:module';
+import { setFlagsFromString } from 'node:v8';
 
 const [major, minor] = process.versions.node.split('.').map(Number);
 if (major < 22 || (major === 22 && minor < 18)) {
   console.error(`weir: Node.js >= 22.18 is required (this is ${process.version}).`);
   console.error('hint: install Node 24 LTS; in a checkout, `npm run weir -- <command>` installs it locally for you.');
   process.exit(1);
+}
+
+// V8's allocation-site pretenuring off, for every thread this process starts (set before any
+// module compiles: V8's code cache is keyed on its flags, so every command sets the same). A
+// stream processor's objects are records, short-lived by design; when a worker lags for a moment
+// as it starts, its records outlive two minor collections, V8 then allocates what those sites make
+// straight in the old generation, and a worker's old space grew by 40-50 MB that only a full
+// collection gave back (the peak of 3 in 16 benchmark runs; docs/benchmarks.md). An explicit
+// --allocation-site-pretenuring in the node options wins.
+if (![...process.execArgv, ...(process.env.NODE_OPTIONS ?? '').split(/\s+/)].some((option) => option.includes('allocation-site-pretenuring'))) {
+  setFlagsFromString('--no-allocation-site-pretenuring');
 }
 
 // Node's on-disk compile cache (the stripped TypeScript and V8's code cache): every worker thread

@@ -8,14 +8,15 @@
  * every key lives in one partition: no exchange needed), fetches the next records while the last
  * ones are produced, and keeps one produce request in flight so the output keeps each key's order.
  * It runs with Weir's memory defaults (a fetch of at most 256 KiB over its partitions, a 24 MB young
- * generation per thread; docs/benchmarks.md, "Where the memory goes").
+ * generation per thread, no allocation-site pretenuring; docs/benchmarks.md, "Where the memory
+ * goes") and loads the client as Weir does (kafka-protocol.ts, not the whole package).
  *
  *   node bench/compare/raw-pipe.ts <bootstrap> <input> <output> <parallelism> [bounded]
  */
 import { isMainThread, Worker, workerData } from 'node:worker_threads';
-import { murmur2 } from '@platformatic/kafka';
 import { ClusterConnections, type TopicInfo } from '../../src/connectors/kafka/cluster-connections.ts';
 import { parseBootstrap } from '../../src/connectors/kafka/kafka-connection-options.ts';
+import { murmur2 } from '../../src/connectors/kafka/kafka-protocol.ts';
 import { EARLIEST_OFFSET, fetchPartitions, LATEST_OFFSET, listOffsets, type PartitionFetchResult } from '../../src/connectors/kafka/partition-fetcher.ts';
 import { PlainProducer } from '../../src/connectors/kafka/plain-producer.ts';
 import { decodeRecords, type FetchedBatch } from '../../src/connectors/kafka/record-batch-reader.ts';

@@ -138,6 +138,8 @@ export function commandOf(system: SystemName, settings: StartSettings): { comman
       return {
         command: process.execPath,
         args: [
+          // As `weir run` sets it (bin/weir.js): records are short-lived, so no allocation-site pretenuring.
+          '--no-allocation-site-pretenuring',
           ...settings.nodeOptions,
           join(benchDir, 'compare', 'raw-pipe.ts'),
           bootstrap,

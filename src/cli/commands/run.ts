@@ -3,13 +3,13 @@ import { Command, InvalidArgumentError, Option } from 'commander';
 import type { KafkaSettingsOptions } from '../../connectors/kafka/kafka-settings.ts';
 import type { EnvironmentConfigInput } from '../../core/config/environment-config.ts';
 import { WeirError } from '../../core/errors/weir-error.ts';
+import { releaseStartupHeap } from '../../core/heap/release-startup-heap.ts';
 import { LOG_LEVELS, type LogFormat, type LogLevel } from '../../core/logging/logger.ts';
 import { processLog } from '../../core/logging/pino-logger.ts';
 import { startJob } from '../../runtime/jobmaster/job-master.ts';
 import { loadJob } from '../../runtime/jobmaster/load-job.ts';
 import { durationArgument, positiveIntegerArgument } from '../arguments.ts';
 import { addKafkaOptions, useKafkaSettings } from '../kafka-options.ts';
-import { releaseStartupHeap } from '../release-startup-heap.ts';
 
 /** A job config file: a JSON object of the job's settings, read whole (its errors name it). */
 async function readConfigFile(path: string): Promise<{ path: string; config: EnvironmentConfigInput }> {

@@ -6,6 +6,7 @@ import { type MessagePort, parentPort, workerData } from 'node:worker_threads';
 import { setConnectorDefaults } from '../../core/config/connector-defaults.ts';
 import { withUserCodeLocation } from '../../core/errors/user-code-location.ts';
 import { WeirError } from '../../core/errors/weir-error.ts';
+import { releaseStartupHeap } from '../../core/heap/release-startup-heap.ts';
 import type { FromWorker, ToWorker, WorkerInit } from '../deployment/worker-messages.ts';
 import { TaskExecutor } from './task-executor.ts';
 
@@ -22,6 +23,14 @@ port.on('message', (message: ToWorker) => executor.handle(message));
 try {
   await executor.start();
   toMaster({ type: 'ready', workerIndex: init.workerIndex });
+  // After this tick (the ready message goes out first): the worker's start-up garbage, before records flow.
+  setImmediate(() => {
+    try {
+      releaseStartupHeap();
+    } catch {
+      // Only memory is at stake: the worker runs on with the heap it has.
+    }
+  });
 } catch (error) {
   const weirError =
     error instanceof WeirError

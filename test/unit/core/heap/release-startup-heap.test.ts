@@ -1,7 +1,7 @@
 import assert from 'node:assert/strict';
 import { test } from 'node:test';
 import { cachedDataVersionTag, getHeapSpaceStatistics } from 'node:v8';
-import { releaseStartupHeap } from '../../../src/cli/release-startup-heap.ts';
+import { releaseStartupHeap } from '../../../../src/core/heap/release-startup-heap.ts';
 
 const newSpaceBytes = () => getHeapSpaceStatistics().find((space) => space.space_name === 'new_space')?.space_size ?? 0;
 
