@@ -34,11 +34,14 @@ export function trimApiBarrel(distUrl: URL, apis: readonly string[], load: (url:
     for (const [, name, file] of text.matchAll(API)) files.set(name as string, new URL(`apis/${group}/${file}`, distUrl));
   }
   const importers = IMPORTERS.map((path) => new URL(path, distUrl));
-  const imported = importers.flatMap((url) =>
-    [...readFileSync(url, 'utf8').matchAll(IMPORT)].flatMap((match) =>
-      (match[1] as string).split(',').map((entry) => entry.trim().split(/\s+as\s+/)[0] as string),
-    ),
-  );
+  const imported: string[] = [];
+  for (const url of importers) {
+    const text = readFileSync(url, 'utf8');
+    const imports = [...text.matchAll(IMPORT)];
+    // Every mention of the barrel must be a named import (not `import *`, not a re-export): else leave it whole.
+    if (imports.length !== text.split('apis/index.js"').length - 1) return undefined;
+    for (const match of imports) imported.push(...(match[1] as string).split(',').map((entry) => entry.trim().split(/\s+as\s+/)[0] as string));
+  }
   const namespaces = [...new Set([...imported.filter((name) => files.has(name)), ...apis])];
   const fromGeneric = imported.filter((name) => !files.has(name) && name !== '');
   if (namespaces.some((name) => !files.has(name))) return undefined;
