@@ -18,8 +18,8 @@ if (major < 22 || (major === 22 && minor < 18)) {
 // as it starts, its records outlive two minor collections, V8 then allocates what those sites make
 // straight in the old generation, and a worker's old space grew by 40-50 MB that only a full
 // collection gave back (the peak of 3 in 16 benchmark runs; docs/benchmarks.md). An explicit
-// --allocation-site-pretenuring in the node options wins.
-if (![...process.execArgv, ...(process.env.NODE_OPTIONS ?? '').split(/\s+/)].some((option) => option.includes('allocation-site-pretenuring'))) {
+// --allocation-site-pretenuring on node's command line wins (Node refuses it in NODE_OPTIONS).
+if (!process.execArgv.some((option) => option.includes('allocation-site-pretenuring'))) {
   setFlagsFromString('--no-allocation-site-pretenuring');
 }
 
