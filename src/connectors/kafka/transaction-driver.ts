@@ -164,10 +164,9 @@ export class TransactionDriver {
 
   /**
    * Writes records into the transaction, registering new partitions first, and returns once they
-   * are sent or held: with no request of the transaction in flight they go out at once; while one
-   * is, records gather and go out together (the Java producer's batching) once COALESCE_BYTES are
-   * held, up to MAX_PRODUCE_IN_FLIGHT requests, and a request's worth (BATCH_BYTES_LIMIT) waits for
-   * room (ProducePipeline.shouldSendHeld). {@link flush} sends what is held and waits for every
+   * are sent or held: records gather and go out together (the Java producer's batching) once
+   * COALESCE_BYTES are held, up to MAX_PRODUCE_IN_FLIGHT requests, and a request's worth
+   * (BATCH_BYTES_LIMIT) waits for room (ProducePipeline.shouldSendHeld). {@link flush} sends what is held and waits for every
    * acknowledgement. A failure shows at the next send or flush.
    */
   async sendPipelined(transaction: OpenTransaction, records: MessageRecord[]): Promise<void> {

@@ -109,12 +109,14 @@ test('records held while the pipeline is full are encoded at once and go out tog
   assert.equal(pipeline.hasRoom, true);
 });
 
-test('held records go out at once when nothing is in flight, else once COALESCE_BYTES gather, and a full request waits for room', async () => {
+test('held records gather until COALESCE_BYTES, whether or not a request is in flight, and a full request waits for room', async () => {
   const pipeline = new ProducePipeline(2);
   const record = (bytes: number) => ({ topic: 't', partition: 0, value: Buffer.alloc(bytes) });
   assert.equal(pipeline.shouldSendHeld, false, 'nothing held');
   pipeline.hold([record(100)]);
-  assert.equal(pipeline.shouldSendHeld, true, 'nothing in flight: a small batch goes out at once');
+  assert.equal(pipeline.shouldSendHeld, false, 'nothing in flight: a small batch still gathers (the pre-commit flush sends it)');
+  pipeline.hold([record(COALESCE_BYTES)]);
+  assert.equal(pipeline.shouldSendHeld, true, 'COALESCE_BYTES held, nothing in flight');
   pipeline.takeHeld(BATCH_BYTES_LIMIT, {});
   const answers = [deferred(), deferred()];
   for (const answer of answers)
