@@ -13,7 +13,16 @@ import { type MessageToProduce, Producer } from '@platformatic/kafka';
 import { auditTopic } from '../../src/audit/audit-topic.ts';
 import { ClusterConnections, type TopicInfo } from '../../src/connectors/kafka/cluster-connections.ts';
 import { type BrokerAddress, formatBootstrap } from '../../src/connectors/kafka/kafka-connection-options.ts';
-import { EARLIEST_OFFSET, fetchedRecords, fetchPartitions, LATEST_OFFSET, listOffsets } from '../../src/connectors/kafka/partition-fetcher.ts';
+import {
+  EARLIEST_OFFSET,
+  fetchedRecords,
+  fetchPartitions,
+  LATEST_OFFSET,
+  listOffsets,
+  type PartitionFetchResult,
+} from '../../src/connectors/kafka/partition-fetcher.ts';
+import { decodeRecords } from '../../src/connectors/kafka/record-batch-reader.ts';
+import type { TopicRecord } from '../../src/connectors/kafka/topic-record.ts';
 
 export const PARTITIONS = 4;
 export const KEYS = 1000;
@@ -209,13 +218,16 @@ export class OutputWatcher {
         const now = Date.now();
         for (const result of results) {
           positions.set(result.partition, result.nextOffset);
-          const records = fetchedRecords(result);
-          if (records.length === 0) continue;
+          // Only counting: the batches' headers say how many records they hold, so the harness
+          // decodes nothing and takes as little CPU from the system under test as it can.
+          const visible = countRecords(result);
+          if (visible === 0) continue;
           this.firstVisibleAt ??= now;
-          if (this.parseFrom === undefined || this.seen + records.length <= this.parseFrom) {
-            this.seen += records.length;
+          if (this.parseFrom === undefined || this.seen + visible <= this.parseFrom) {
+            this.seen += visible;
             continue;
           }
+          const records = fetchedRecords(result);
           for (const record of records) {
             this.seen++;
             const { seq, ts } = JSON.parse(String(record.value)) as { seq: number; ts: number };
@@ -321,4 +333,22 @@ export async function auditOutput(brokers: BrokerAddress[], topic: string, total
     wrongCounts: audit.wrong.records,
     unknown: audit.unexpected.records,
   };
+}
+
+/**
+ * The records of a fetch result at or past its fetch offset (aborted transactions and control
+ * batches are filtered out already), from the batches' headers: only a batch the fetch starts in
+ * the middle of is decoded.
+ */
+function countRecords(result: PartitionFetchResult): number {
+  let count = 0;
+  for (const batch of result.batches) {
+    if (batch.firstOffset >= result.fetchOffset) count += batch.recordCount;
+    else {
+      const records: TopicRecord[] = [];
+      decodeRecords(batch, result.topic, result.partition, result.fetchOffset, records);
+      count += records.length;
+    }
+  }
+  return count;
 }
