@@ -56,16 +56,34 @@ describe('lingering transactions and broker restarts', () => {
     const output = await createTestTopic(brokers, 'linger-out', 2);
     const folder = await mkdtemp(join(tmpdir(), 'weir-linger-'));
     cleanups.push(input.remove, output.remove, () => rm(folder, { recursive: true, force: true }));
-    const count = 40_000;
+    // 1 s checkpoints: a subtask writes more than the 256 KiB its sink gathers before sending within each.
+    const count = 150_000;
     await writeChaosInput(brokers, input.topic, 2, count);
     const prefix = `linger-${output.topic}`;
     const env = { KAFKA_BROKERS: formatBootstrap(brokers), KC_INPUT: input.topic, KC_OUTPUT: output.topic, KC_PREFIX: prefix, KC_WORK_US: '60' };
-    const config = { parallelism: 2, workers: 2, checkpointing: { interval: '300ms', storage: join(folder, 'checkpoints') } };
+    const config = { parallelism: 2, workers: 2, checkpointing: { interval: '1s', storage: join(folder, 'checkpoints') } };
 
     const first = startJobProcess(jobModule, config, env);
     await waitFor('two checkpoints', () => /checkpoint [2-9]/.test(first.stdout), 60_000);
+    // The crash must leave an open transaction with records on the broker: the sink sends a
+    // transaction's records once 256 KiB gather (or at the barrier), so at a given moment the open
+    // one may hold none yet. Freeze the job, look, and thaw it until one has; then kill it frozen,
+    // so what was seen is what the crash leaves.
+    let held = false;
+    for (let attempt = 0; attempt < 100 && !held; attempt++) {
+      first.child.kill('SIGSTOP');
+      held = await readTopic({ bootstrap: brokers, topic: output.topic, timeoutMs: 300 }).then(
+        () => false,
+        (error: unknown) => /last stable offset/.test(String(error)),
+      );
+      if (!held) {
+        first.child.kill('SIGCONT');
+        await sleep(20);
+      }
+    }
     first.child.kill('SIGKILL');
     await first.exit;
+    assert.ok(held, 'an open transaction had records on the broker when the job was killed');
     const lingering = await openTransactions(brokers, prefix);
     assert.ok(lingering.length > 0, 'the crash left transactions open');
     await assert.rejects(readTopic({ bootstrap: brokers, topic: output.topic, timeoutMs: 1000 }), /last stable offset/, 'read_committed readers are held');
