@@ -14,9 +14,8 @@ import { tmpdir } from 'node:os';
 import { join, relative } from 'node:path';
 import { parseArgs } from 'node:util';
 import { Admin } from '@platformatic/kafka';
-import { type BrokerAddress, formatBootstrap, parseBootstrap } from '../../src/connectors/kafka/kafka-connection-options.ts';
-import { startLocalBroker, stopLocalBroker } from '../../src/local-kafka/local-broker.ts';
-import { freePort, isPortFree } from '../../src/local-kafka/ports.ts';
+import { formatBootstrap } from '../../src/connectors/kafka/kafka-connection-options.ts';
+import { benchBroker } from './bench-broker.ts';
 import { auditOutput, fillInput, PARTITIONS, waitForTopics } from './kafka-io.ts';
 import { markdownTable } from './report.ts';
 import { type StartSettings, type SystemName, startSystem } from './systems.ts';
@@ -38,15 +37,7 @@ const repoDir = join(import.meta.dirname, '..', '..');
 const folder = await mkdtemp(join(tmpdir(), 'weir-compare-profile-'));
 const log = (line: string) => process.stderr.write(`${line}\n`);
 
-let release = async () => {};
-let brokers: BrokerAddress[];
-if (options.brokers !== undefined) brokers = parseBootstrap(options.brokers, '--brokers');
-else {
-  const dataDir = join(folder, 'broker');
-  const state = await startLocalBroker({ dataDir, port: (await isPortFree(29092)) ? 29092 : await freePort(), log });
-  brokers = [{ host: state.host, port: state.port }];
-  release = async () => void (await stopLocalBroker({ dataDir }));
-}
+const { brokers, release } = await benchBroker(options.brokers, folder, log);
 const bootstrap = formatBootstrap(brokers);
 const admin = new Admin({ clientId: 'weir-compare-profile', bootstrapBrokers: [bootstrap] });
 
