@@ -52,9 +52,9 @@ export class ProducePipeline {
 
   /**
    * Whether the records held should go out now: when {@link COALESCE_BYTES} are held and there
-   * is room, and when a request's worth
-   * (BATCH_BYTES_LIMIT) is held, even if that means waiting for room ({@link reserve}), so what
-   * is held stays bounded. Otherwise they wait for a later write or the flush.
+   * is room, and when a request's worth (BATCH_BYTES_LIMIT) is held, even if that means waiting
+   * for room ({@link reserve}), so what is held stays bounded. Otherwise they wait for a later
+   * write or the flush.
    */
   get shouldSendHeld(): boolean {
     const held = this.#held.bytes;

@@ -166,8 +166,8 @@ export class TransactionDriver {
    * Writes records into the transaction, registering new partitions first, and returns once they
    * are sent or held: records gather and go out together (the Java producer's batching) once
    * COALESCE_BYTES are held, up to MAX_PRODUCE_IN_FLIGHT requests, and a request's worth
-   * (BATCH_BYTES_LIMIT) waits for room (ProducePipeline.shouldSendHeld). {@link flush} sends what is held and waits for every
-   * acknowledgement. A failure shows at the next send or flush.
+   * (BATCH_BYTES_LIMIT) waits for room (ProducePipeline.shouldSendHeld). {@link flush} sends what
+   * is held and waits for every acknowledgement. A failure shows at the next send or flush.
    */
   async sendPipelined(transaction: OpenTransaction, records: MessageRecord[]): Promise<void> {
     if (records.length === 0) return;
