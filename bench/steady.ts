@@ -20,6 +20,7 @@ import { parseArgs } from 'node:util';
 import { Admin } from '@platformatic/kafka';
 import { formatBootstrap } from '../src/connectors/kafka/kafka-connection-options.ts';
 import { benchBroker } from './compare/bench-broker.ts';
+import { cpuOf, threadCpuOf } from './compare/cpu-of.ts';
 import { auditOutput, fillInput, OutputWatcher, PARTITIONS, topicSize, WrittenSampler, waitForTopics } from './compare/kafka-io.ts';
 import { type StartSettings, SYSTEM_LABELS, type SystemName, startSystem } from './compare/systems.ts';
 
@@ -82,27 +83,6 @@ if (input === undefined) {
 const records = await topicSize(brokers, input);
 log(`input ${input}: ${records.toLocaleString('en')} records${options.brokers === undefined ? '' : ` (--input ${input} reads it again)`}`);
 
-/** CPU seconds (user, system) of every thread of a process, by thread id. */
-function threadTimes(pid: number): Map<string, { name: string; user: number; system: number }> {
-  const times = new Map<string, { name: string; user: number; system: number }>();
-  let tids: string[];
-  try {
-    tids = readdirSync(`/proc/${pid}/task`);
-  } catch {
-    return times; // the process has ended
-  }
-  for (const tid of tids) {
-    try {
-      const stat = readFileSync(`/proc/${pid}/task/${tid}/stat`, 'utf8');
-      const fields = stat.slice(stat.lastIndexOf(')') + 2).split(' ');
-      times.set(tid, { name: stat.slice(stat.indexOf('(') + 1, stat.lastIndexOf(')')), user: Number(fields[11]) / 100, system: Number(fields[12]) / 100 });
-    } catch {
-      // the thread has ended: its last reading stays
-    }
-  }
-  return times;
-}
-
 /** The broker's CPU seconds, when it is a process of this machine listening on the first broker's port. */
 function brokerCpu(): number | undefined {
   const port = brokers[0]?.port;
@@ -115,8 +95,7 @@ function brokerCpu(): number | undefined {
         .filter((part) => part.endsWith('.properties') && !part.startsWith('-'))
         .at(-1);
       if (config !== undefined && port !== undefined && !new RegExp(`:${port}(?!\\d)`).test(readFileSync(config, 'utf8'))) continue;
-      const fields = readFileSync(`/proc/${pid}/stat`, 'utf8').split(') ')[1]?.split(' ') ?? [];
-      return (Number(fields[11]) + Number(fields[12])) / 100;
+      return cpuOf(Number(pid));
     } catch {
       // not readable: not ours
     }
@@ -151,7 +130,7 @@ try {
       const child = startSystem(entry.system, settings, join(folder, `${output}.log`));
       const times = new Map<string, { name: string; user: number; system: number }>();
       const poll = setInterval(() => {
-        for (const [tid, reading] of threadTimes(child.pid as number)) times.set(tid, reading);
+        for (const [tid, reading] of threadCpuOf(child.pid as number)) times.set(tid, reading); // an ended thread keeps its last reading
       }, 100);
       const code = await new Promise<number | null>((done) => child.once('exit', done));
       clearInterval(poll);
