@@ -27,7 +27,7 @@ export const checkpointingSchema = z
       .enum(['exactly-once', 'at-least-once'])
       .default('exactly-once')
       .describe(
-        '`exactly-once`: barriers are aligned (an input that delivered barrier N waits for the others), so state counts every record once. `at-least-once`: no alignment; after a failure, state may count records twice (the preflight warns when a sink is exactly-once).',
+        '`exactly-once`: barriers are aligned (an input that delivered barrier N waits for the others), so state counts every record once. `at-least-once`: no alignment; after a failure, state may count records twice and the output of exactly-once sinks may hold duplicates, since records that overtook a barrier belong to its checkpoint and are read again after a restore (the preflight warns when a sink is exactly-once).',
       ),
     timeout: duration('checkpointing.timeout')
       .default(10 * 60 * 1000)

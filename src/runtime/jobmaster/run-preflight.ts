@@ -27,8 +27,8 @@ export async function runPreflight(jobName: string, graph: StreamGraph, jobGraph
         level: 'warning',
         where: node.name,
         message:
-          'checkpointing.mode is at-least-once: barriers are not aligned, so state may count records twice after a failure even though the sinks commit exactly once',
-        hint: "set checkpointing.mode: 'exactly-once' for exact state",
+          'checkpointing.mode is at-least-once: barriers are not aligned, so after a failure both state and the output of the exactly-once sinks may hold records twice (records that overtook barrier N on a faster input go into checkpoint N and are read again after a restore from it)',
+        hint: "set checkpointing.mode: 'exactly-once' for exact state and output",
       });
       break;
     }
