@@ -112,6 +112,14 @@ export class AsyncWaitOperator<IN, OUT> extends StreamOperator<IN, OUT> {
 
   override async processWatermark(watermark: number): Promise<OUT[]> {
     this.#queue.addWatermark(watermark);
+    // The end of event time comes only at the end of input or from a drained stop, whose savepoint
+    // follows it: every record in flight gets its results (or its timeout) and they go out before
+    // it (Flink's AsyncWaitOperator finishes its queue at the end of input). Left in flight, they
+    // would be in the last savepoint's state, behind source offsets already past them: lost to a
+    // job that is not resumed.
+    if (watermark === Number.POSITIVE_INFINITY) {
+      while (this.#queue.size > 0) await this.#drainOrWait();
+    }
     await this.#drain();
     return [];
   }

@@ -224,3 +224,26 @@ test('a function that does not resolve to an array fails the record with a clear
   await harness.process([1]);
   await assert.rejects(harness.endInput(), /must resolve to an array of results \(\[\] for none, \[value\] for one\), not number/);
 });
+
+for (const ordered of [true, false]) {
+  test(`${ordered ? 'orderedWait' : 'unorderedWait'}: the end of event time (a drained stop, the end of input) waits for every record in flight, whose results go out before it`, async () => {
+    const io = scripted();
+    const harness = await harnessOf(io.fn, { ordered });
+    await harness.process([1, 2, 3], [100, 200, 300]);
+    const ended = harness.watermark(Number.POSITIVE_INFINITY);
+    let done = false;
+    void ended.then(() => {
+      done = true;
+    });
+    io.resolve(2);
+    await sleep(5);
+    assert.equal(done, false, 'still waiting for records 1 and 3');
+    io.resolve(3);
+    io.resolve(1);
+    await ended;
+    const out = flat(harness.emitted);
+    assert.deepEqual(out.slice(0, 3).sort(), ['10', '20', '30']);
+    if (ordered) assert.deepEqual(out.slice(0, 3), ['10', '20', '30']);
+    assert.deepEqual(out.slice(3), ['wm Infinity'], 'the end of event time after every result');
+  });
+}
