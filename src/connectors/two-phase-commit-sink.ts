@@ -8,7 +8,11 @@ import type { ListState } from '../core/state/state-types.ts';
 /** The version of the committable entries a two-phase-commit sink keeps in its checkpointed state. */
 export const COMMITTABLE_STATE_VERSION = 1;
 
-interface PendingCommittable<C> {
+/** The union list state a two-phase-commit sink keeps its pre-committed, not yet committed, committables in. */
+export const PENDING_COMMITTABLES_STATE = 'pending-committables';
+
+/** One entry of {@link PENDING_COMMITTABLES_STATE}. */
+export interface PendingCommittable<C> {
   version: number;
   /** The checkpoint whose barrier pre-committed it. */
   checkpointId: number;
@@ -53,6 +57,19 @@ export interface TwoPhaseCommitLogic<IN, TXN, C> {
   notifyCheckpointComplete?(checkpointId: number): void | Promise<void>;
   /** The sink closes (after its open transaction was aborted): release connections. */
   close?(): void | Promise<void>;
+}
+
+/** Refuses a committable entry newer than this Weir reads. */
+export function checkCommittableVersion(entry: { version: number }, holder: string): void {
+  if (entry.version > COMMITTABLE_STATE_VERSION) {
+    throw new WeirError(
+      'UNSUPPORTED_STATE_VERSION',
+      `${holder} holds committables of version ${entry.version}, newer than this Weir reads (${COMMITTABLE_STATE_VERSION})`,
+      {
+        hint: 'run the Weir version that wrote the checkpoint',
+      },
+    );
+  }
 }
 
 export function dataLoss(message: string, hint: string): WeirError {
@@ -118,20 +135,10 @@ export class TwoPhaseCommitSinkOperator<IN, TXN, C> extends StreamOperator<IN, n
 
   /** Commits the restored checkpoint's committables of this subtask and aborts what lingers (with `keepGoing`, despite a failed commit). */
   async #recover(context: OperatorContext, keepGoing: boolean): Promise<void> {
-    this.#state = context.operatorState.getUnionListState<PendingCommittable<C>>('pending-committables');
+    this.#state = context.operatorState.getUnionListState<PendingCommittable<C>>(PENDING_COMMITTABLES_STATE);
     // A savepoint reported complete only after its commits holds nothing to commit or to keep.
     const restored = context.restoredTransactionsCommitted ? [] : this.#state.get();
-    for (const entry of restored) {
-      if (entry.version > COMMITTABLE_STATE_VERSION) {
-        throw new WeirError(
-          'UNSUPPORTED_STATE_VERSION',
-          `sink "${context.operatorName}" holds committables of version ${entry.version}, newer than this Weir reads (${COMMITTABLE_STATE_VERSION})`,
-          {
-            hint: 'run the Weir version that wrote the checkpoint',
-          },
-        );
-      }
-    }
+    for (const entry of restored) checkCommittableVersion(entry, `sink "${context.operatorName}"`);
     const mine = restored.filter((entry) => entry.subtaskIndex % context.parallelism === context.subtaskIndex).sort((a, b) => a.checkpointId - b.checkpointId);
     let failure: unknown;
     const superseded = new Set<PendingCommittable<C>>();

@@ -22,27 +22,48 @@ import { loadJobModule } from '../../runtime/deployment/job-module.ts';
 import { loadJob } from '../../runtime/jobmaster/load-job.ts';
 import { runPreflight } from '../../runtime/jobmaster/run-preflight.ts';
 import { addKafkaOptions, useKafkaSettings } from '../kafka-options.ts';
+import { checkPrefixTransactions } from './doctor-prefix.ts';
+
+/** What `weir doctor` is given. */
+type DoctorOptions = KafkaSettingsOptions & { job?: string; prefix?: string; abort: boolean; checkpointStorage?: string; fresh: boolean; cluster?: string };
 
 /**
  * `weir doctor`: the broker and its transaction settings, a job's preflight, and the transactions
- * left open under a transactional id prefix (a crashed job's lingering transactions), which
- * `--abort` aborts. Exits 1 when it finds a problem it did not fix.
+ * left open under a transactional id prefix (a crashed job's), which `--abort` ends as the job's
+ * next start would: it commits what the latest checkpoint holds and aborts the rest, so it needs the
+ * job's checkpoint storage (doctor-prefix.ts). Exits 1 when it finds a problem it did not fix.
  */
 export function doctorCommand(): Command {
   return addKafkaOptions(new Command('doctor'))
-    .description("check the broker, a job's exactly-once prerequisites, and lingering transactions (with --abort, abort them); exits 1 on a problem left")
+    .description(
+      "check the broker, a job's exactly-once prerequisites, and lingering transactions (with --abort, end them as the job's next start would); exits 1 on a problem left",
+    )
     .option('--job <module>', "also run the job's preflight: checkpointing, transaction timeouts, topics, isolation levels")
     .option(
       '--prefix <prefix>',
-      "the transactional id prefix of a stopped job's sink: its open transactions (ids <prefix>-<subtask>-<slot> exactly, not those of a longer prefix) are lingering",
+      "the transactional id prefix of a stopped job's sink: lists its open transactions (ids <prefix>-<subtask>-<slot> exactly, not those of a longer prefix), marking those its latest checkpoint holds when its checkpoint storage is known",
     )
-    .option('--abort', 'abort the lingering transactions found under --prefix', false)
+    .option(
+      '--abort',
+      "end the open transactions found under --prefix as the job's next start would: commit those its latest checkpoint holds (pre-committed before a crash), abort the rest; needs --checkpoint-storage (or --job naming it), whose lock it takes (the job must be stopped), or --fresh",
+      false,
+    )
+    .option(
+      '--checkpoint-storage <folder-or-s3-url>',
+      "the stopped job's checkpointing.storage, for --prefix: which open transactions its latest checkpoint holds (default: the --job's own setting)",
+    )
+    .option(
+      '--fresh',
+      'with --abort: abort every open transaction under --prefix, those a checkpoint holds too (their records are lost): only for a job that will start --fresh',
+      false,
+    )
     .option('--cluster <id>', "check a cluster-mode job: its group and members, and with --job its topics (names, partition counts) against the job's plan")
-    .action(async (options: KafkaSettingsOptions & { job?: string; prefix?: string; abort: boolean; cluster?: string }) => {
+    .action(async (options: DoctorOptions) => {
       // The job's connectors (its preflight) take the same settings, unless they set their own.
       useKafkaSettings(options, (line) => console.log(line));
       const { bootstrap, connection } = resolveKafkaConnection({}, 'weir doctor');
       const problems: string[] = [];
+      let checkpointStorage = options.checkpointStorage;
       const info = await describeCluster(bootstrap, undefined, connection);
       const maxTimeout = await brokerTransactionMaxTimeout(bootstrap, connection);
       console.log(
@@ -55,6 +76,7 @@ export function doctorCommand(): Command {
       else if (options.job !== undefined) {
         const job = await loadJobModule(pathToFileURL(resolve(options.job)).href);
         const config = parseEnvironmentConfig(job.config);
+        checkpointStorage ??= config.checkpointing?.storage;
         const streamGraph = buildStreamGraph(job);
         const jobGraph = buildJobGraph(job.name, streamGraph, config);
         const findings = await runPreflight(job.name, streamGraph, jobGraph, config);
@@ -77,14 +99,8 @@ export function doctorCommand(): Command {
         const connections = new ClusterConnections(bootstrap, { clientId: 'weir-doctor', ...connection });
         try {
           const driver = new TransactionDriver(connections, { transactionTimeoutMs: maxTimeout });
-          const open = await driver.listOpenTransactions(options.prefix);
-          console.log(`open transactions under "${options.prefix}": ${open.length === 0 ? 'none' : open.join(', ')}`);
-          if (open.length > 0 && options.abort) {
-            for (const id of open) await driver.abortLingering(id);
-            console.log(`aborted ${open.length} lingering transaction${open.length === 1 ? '' : 's'}`);
-          } else if (open.length > 0) {
-            problems.push(`${open.length} open transaction(s) under "${options.prefix}"`);
-          }
+          const { prefix, abort, fresh } = options;
+          problems.push(...(await checkPrefixTransactions(driver, { prefix, abort, fresh, checkpointStorage }, (line) => console.log(line))));
         } finally {
           await connections.close();
         }
@@ -96,7 +112,7 @@ export function doctorCommand(): Command {
 
       if (problems.length > 0) {
         throw new WeirError('DOCTOR_FOUND_PROBLEMS', `${problems.length} problem(s): ${problems.join('; ')}`, {
-          hint: 'fix the findings above; open transactions of a stopped job: weir doctor --prefix <prefix> --abort',
+          hint: "fix the findings above; open transactions of a stopped job: weir doctor --prefix <prefix> --abort --checkpoint-storage <the job's checkpointing.storage>",
         });
       }
       console.log('OK');

@@ -142,7 +142,7 @@ export function verifyCommand(): Command {
             : '',
           audit.unexpected.length > 0 ? 'unexpected records: ids outside the expected range (check --expect and --field)' : '',
           audit.openTransactions.length > 0
-            ? 'open transactions hold read_committed readers back; `weir doctor --prefix <prefix> --abort` aborts those of a stopped job'
+            ? 'open transactions hold read_committed readers back; `weir doctor --prefix <prefix> --abort --checkpoint-storage <its storage>` ends those of a stopped job as its next start would'
             : '',
         ].filter(Boolean);
         throw new WeirError('VERIFY_FAILED', `${options.topic}: ${violations.join(', ')}`, { hint: hints.join('; ') });

@@ -10,11 +10,18 @@ export interface RestoredOperatorState {
 /** The checkpoint (or savepoint) an attempt restores, as every task of it needs it (Flink's JobManagerTaskRestore). */
 export interface RestoreInfo {
   checkpointId: number;
+  /** What was restored (undefined where it does not matter: cluster mode's task checkpoints). */
+  kind?: 'checkpoint' | 'savepoint' | undefined;
   /** The checkpoint's (or savepoint's) folder; state handles are relative to it. */
   folder: string;
   maxParallelism: number;
   operators: RestoredOperatorState[];
-  /** A savepoint whose transactions were committed before it was reported: its committables must not be committed again. */
+  /**
+   * Every transaction it holds is committed, as its `_committed` record says (a savepoint's is
+   * written before it is reported, a checkpoint's once every task acted on its completion or the job
+   * ended): its committables must not be committed again (their ids may serve newer transactions,
+   * or the broker may have forgotten them after transactional.id.expiration.ms).
+   */
   transactionsCommitted: boolean;
   /**
    * The id of a later snapshot completed in the job's checkpoint storage, when the job restores an

@@ -15,6 +15,7 @@ import type { StreamGraph } from '../../graph/stream-graph.ts';
 import type { RestoreInfo } from '../deployment/restore-info.ts';
 import { JobMetrics } from '../metrics/job-metrics.ts';
 import { CheckpointLogSummary, throughputOf } from './checkpoint-log-summary.ts';
+import { CommittedCheckpointRecorder } from './committed-checkpoint-recorder.ts';
 import { ExecutionAttempt } from './execution-attempt.ts';
 import type { JobClient, JobResult, JobStatus, RunJobOptions } from './job-client.ts';
 import { loadJob } from './load-job.ts';
@@ -80,6 +81,8 @@ class JobMaster {
   readonly #graph: JobGraph;
   readonly #storage: CheckpointStorage | undefined;
   readonly #coordinator: CheckpointCoordinator | undefined;
+  /** Records which checkpoints' transactions are committed, so a restore of one does not commit them again. */
+  readonly #committed: CommittedCheckpointRecorder | undefined;
   readonly #stats: CheckpointStatsTracker;
   readonly #metrics = new JobMetrics();
   readonly #restartLog: JobStatus['restarts'] = [];
@@ -123,6 +126,7 @@ class JobMaster {
     this.#stats = new CheckpointStatsTracker({
       onCompleted: (stats) => {
         summary.completed(stats.checkpointId, stats.durationMs ?? 0, stats.bytes);
+        this.#committed?.completed(stats.checkpointId);
         onEvent?.({
           type: 'checkpoint-completed',
           checkpointId: stats.checkpointId,
@@ -148,6 +152,8 @@ class JobMaster {
             stats: this.#stats,
             log: (line) => options.logger.warn(line),
           });
+    const coordinator = this.#coordinator;
+    this.#committed = coordinator && storage && new CommittedCheckpointRecorder(storage, coordinator, (line) => options.logger.warn(line));
     this.#result = this.#run();
     this.#result.catch(() => {
       this.#state = 'failed';
@@ -192,18 +198,22 @@ class JobMaster {
     } finally {
       // What a start would restore: completions and discards in flight are done first.
       await this.#coordinator?.settled();
-      const latest = this.#coordinator?.latestCompleted;
+      await this.#committed?.settled();
+      const completed = this.#coordinator?.latestCompleted;
+      const latest = completed === undefined ? this.#restore : restoreAfterFailure(completed);
       const sinks = this.#lockLost
         ? undefined
         : finishSinksAtJobEnd({
             streamGraph: this.#streamGraph,
             graph: this.#graph,
             config: this.#config,
-            latest: latest === undefined ? this.#restore : restoreAfterFailure(latest),
+            latest,
             storage: this.#storage,
             warn: (line) => this.#options.logger.warn(line),
           });
-      this.#endSettled(sinks?.settled);
+      // Every sink finished: what the latest checkpoint holds is committed, and a start after a long
+      // stop must not commit it again. Recorded before the lock goes.
+      this.#endSettled(sinks?.settled.then((finished) => (finished ? this.#committed?.committedSnapshot(latest) : undefined)));
       await sinks?.waited;
     }
   }
@@ -232,6 +242,7 @@ class JobMaster {
         log,
         onRunning: () => {
           this.#state = 'running';
+          void this.#committed?.committedSnapshot(restore);
           for (const waiter of [...this.#runningWaiters]) waiter.resolve();
         },
       });

@@ -26,7 +26,9 @@ export async function findRestorePoint(
   }
   if (restored === undefined) return undefined;
   validateRestore(graph, restored);
-  const committed = restored.kind === 'savepoint' && (await storageFor(restored.location.path, storage).isMarkedCommitted(restored.location.path));
+  // A savepoint is recorded committed before it is reported; a checkpoint once every task acted on
+  // its completion, or at the job's end (committed-checkpoint-recorder.ts).
+  const committed = await storageFor(restored.location.path, storage).isMarkedCommitted(restored.location.path);
   const info = restoreInfoOf(restored, committed);
   if (options.fromSavepoint !== undefined && storage !== undefined) {
     // A later completed snapshot in the job's storage: completing it committed everything up to it
@@ -56,6 +58,7 @@ function restoreInfoOf(metadata: StoredCheckpointMetadata, transactionsCommitted
   return {
     transactionsCommitted,
     checkpointId: metadata.checkpointId,
+    kind: metadata.kind,
     folder: metadata.location.path,
     maxParallelism: metadata.maxParallelism,
     operators: metadata.operators.map((operator) => ({ uid: operator.uid, parallelism: operator.parallelism, subtasks: operator.subtasks })),

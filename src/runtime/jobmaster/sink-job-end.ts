@@ -21,10 +21,14 @@ export interface SinkJobEndOptions {
   warn: (line: string) => void;
 }
 
-/** The sinks' end: `waited` settles when they are done or after SINK_JOB_END_TIMEOUT_MS, `settled` when they are done. */
+/**
+ * The sinks' end: `waited` settles when they are done or after SINK_JOB_END_TIMEOUT_MS, `settled`
+ * when they are done, with whether every sink finished its transactions (then every transaction the
+ * latest checkpoint holds is committed).
+ */
 export interface SinksAtJobEnd {
   waited: Promise<void>;
-  settled: Promise<void>;
+  settled: Promise<boolean>;
 }
 
 /**
@@ -37,7 +41,7 @@ export interface SinksAtJobEnd {
  */
 export function finishSinksAtJobEnd(options: SinkJobEndOptions): SinksAtJobEnd {
   const { streamGraph, graph, config, latest, storage, warn } = options;
-  const work: Promise<void>[] = [];
+  const work: Promise<boolean>[] = [];
   for (const vertex of graph.vertices) {
     for (const nodeId of vertex.nodeIds) {
       const node = streamGraph.node(nodeId);
@@ -79,17 +83,19 @@ export function finishSinksAtJobEnd(options: SinkJobEndOptions): SinksAtJobEnd {
             });
           }
           await hook(subtasks);
+          return true;
         })().catch((error: unknown) => {
           warn(
             `warning: sink "${node.name}" could not finish its transactions at the job's end: ${error instanceof Error ? error.message : String(error)} ` +
               "(what it left open is aborted by the broker's transaction timeout, or by the next start from this checkpoint storage)",
           );
+          return false;
         }),
       );
     }
   }
-  if (work.length === 0) return { waited: Promise.resolve(), settled: Promise.resolve() };
-  const settled = Promise.all(work).then(() => {});
+  if (work.length === 0) return { waited: Promise.resolve(), settled: Promise.resolve(true) };
+  const settled = Promise.all(work).then((finished) => finished.every(Boolean));
   let timer: NodeJS.Timeout | undefined;
   const timeout = new Promise<void>((resolve) => {
     timer = setTimeout(() => {
@@ -101,6 +107,6 @@ export function finishSinksAtJobEnd(options: SinkJobEndOptions): SinksAtJobEnd {
     }, SINK_JOB_END_TIMEOUT_MS);
     timer.unref();
   });
-  const waited = Promise.race([settled, timeout]).finally(() => clearTimeout(timer));
+  const waited = Promise.race([settled.then(() => {}), timeout]).finally(() => clearTimeout(timer));
   return { waited, settled };
 }

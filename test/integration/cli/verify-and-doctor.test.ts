@@ -87,7 +87,13 @@ test('an open transaction left behind: verify and doctor report it, doctor --abo
     assert.match(doctor.stdout, new RegExp(`^open transactions under "${prefix}": ${prefix}-0-0$`, 'm'));
     assert.match(doctor.stderr, /^hint: .*--abort/m);
 
-    const aborted = await weir(['doctor', '--prefix', prefix, '--abort'], env);
+    // Without the job's checkpoints it cannot tell a checkpoint's pre-committed transactions from lingering ones.
+    const refused = await weir(['doctor', '--prefix', prefix, '--abort'], env);
+    assert.equal(refused.code, 1);
+    assert.match(refused.stderr, /^weir: refusing to abort the 1 open transaction\(s\) under /m);
+    assert.match(refused.stderr, /^hint: .*--checkpoint-storage .*--fresh aborts them all$/m);
+    // No checkpoint storage: this "job" never had one.
+    const aborted = await weir(['doctor', '--prefix', prefix, '--abort', '--fresh'], env);
     assert.equal(aborted.code, 0, aborted.stderr);
     assert.match(aborted.stdout, /^aborted 1 lingering transaction$/m);
     const after = await weir(['verify', '--topic', topic, '--field', 'seq', '--expect', '4'], env);
