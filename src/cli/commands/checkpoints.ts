@@ -51,13 +51,14 @@ export function checkpointsCommand(): Command {
         console.log(JSON.stringify(metadata, null, 2));
         return;
       }
-      const committed = metadata.kind === 'savepoint' && (await storage.isMarkedCommitted(metadata.location.path));
+      const committed = await storage.isMarkedCommitted(metadata.location.path);
       console.log(`${metadata.kind} ${metadata.checkpointId} of job "${metadata.jobName}" (metadata version ${metadata.version})`);
       console.log(`  folder:          ${metadata.location.path}`);
       console.log(`  triggered:       ${new Date(metadata.triggeredAt).toISOString()}`);
       console.log(`  completed:       ${new Date(metadata.completedAt).toISOString()} (${metadata.completedAt - metadata.triggeredAt} ms)`);
       console.log(`  maxParallelism:  ${metadata.maxParallelism}`);
-      if (metadata.kind === 'savepoint') console.log(`  transactions:    ${committed ? 'committed before it was reported' : 'not recorded as committed'}`);
+      const recorded = metadata.kind === 'savepoint' ? 'committed before it was reported' : 'committed (a restore commits nothing again)';
+      console.log(`  transactions:    ${committed ? recorded : 'not recorded as committed (a restore commits them again)'}`);
       console.log('  operators:');
       for (const operator of metadata.operators) {
         const files = operator.subtasks.flatMap((subtask) => [subtask.keyed, subtask.operator].filter((handle) => handle !== undefined));
