@@ -226,7 +226,7 @@ class JobMaster {
     let restarts = 0;
     for (let attemptNumber = 0; ; attemptNumber++) {
       const restore = this.#restore;
-      log(restore === undefined ? `starting job "${jobName}"` : `starting job "${jobName}" from checkpoint ${restore.checkpointId}`);
+      log(restore === undefined ? `starting job "${jobName}"` : `starting job "${jobName}" from ${restore.kind ?? 'checkpoint'} ${restore.checkpointId}`);
       onEvent?.({ type: 'started', attempt: attemptNumber, restoredCheckpointId: restore?.checkpointId });
       if (restore !== undefined) this.#stats.reportRestored();
       this.#metrics.reset();
@@ -266,7 +266,7 @@ class JobMaster {
         const cause = error instanceof Error ? error.message : String(error);
         this.#restartLog.push({ at: Date.now(), cause });
         this.#options.logger.warn(
-          `job failed: ${cause}; restarting in ${delay} ms from ${this.#restore === undefined ? 'the beginning' : `checkpoint ${this.#restore.checkpointId}`}`,
+          `job failed: ${cause}; restarting in ${delay} ms from ${this.#restore === undefined ? 'the beginning' : `${this.#restore.kind ?? 'checkpoint'} ${this.#restore.checkpointId}`}`,
         );
         onEvent?.({ type: 'restarting', attempt: attemptNumber + 1, delayMs: delay, cause });
         await sleep(delay, undefined, { signal: this.#cancelWait.signal }).catch(() => {});

@@ -125,7 +125,7 @@ test('a job resumes from a savepoint newer than its latest checkpoint: after a c
 
     const second = startWeirRun(args, env);
     // Never from a checkpoint older than the savepoint (a checkpoint that completed after it, before the kill, is as good).
-    const secondFrom = Number((await second.waitFor(/starting job "kafka-count" from checkpoint (\d+)/))[1]);
+    const secondFrom = Number((await second.waitFor(/starting job "kafka-count" from (?:checkpoint|savepoint) (\d+)/))[1]);
     assert.ok(secondFrom >= savepointId, `resumed from ${secondFrom}, older than savepoint ${savepointId}`);
     const secondUrl = await second.url();
     await sleep(500);
@@ -136,7 +136,8 @@ test('a job resumes from a savepoint newer than its latest checkpoint: after a c
     assert.ok(stopId > savepointId, stop.stdout);
 
     const third = startWeirRun(args, env);
-    const thirdFrom = Number((await third.waitFor(/starting job "kafka-count" from checkpoint (\d+)/))[1]);
+    // The stop's savepoint is the latest snapshot, and the start names it as a savepoint.
+    const thirdFrom = Number((await third.waitFor(/starting job "kafka-count" from savepoint (\d+)/))[1]);
     assert.ok(thirdFrom >= stopId, `resumed from ${thirdFrom}, older than savepoint ${stopId}`);
     assert.equal(await third.exited, 0, third.stderr());
 
