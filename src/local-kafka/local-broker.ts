@@ -9,6 +9,7 @@ import { WeirError } from '../core/errors/weir-error.ts';
 import { formatDuration } from '../core/time/duration.ts';
 import { kafkaAssetsDir, requireCommand, resolveKafkaDistribution } from './kafka-classpath.ts';
 import { freePorts, isPortFree } from './ports.ts';
+import { serverProperties } from './server-properties.ts';
 
 /**
  * A real single-node Apache Kafka broker (KRaft, broker and controller in one JVM) on 127.0.0.1,
@@ -143,7 +144,7 @@ export async function startLocalBroker(options: StartOptions = {}): Promise<Brok
   }
 
   const propertiesFile = join(dataDir, 'server.properties');
-  await writeFile(propertiesFile, serverProperties({ port, controllerPort, logDirs, transactionMaxTimeoutMs, overrides: options.overrides ?? {} }));
+  await writeFile(propertiesFile, serverProperties({ host: HOST, port, controllerPort, logDirs, transactionMaxTimeoutMs, overrides: options.overrides ?? {} }));
 
   if (format === undefined) {
     const transactionVersion = options.transactionVersion ?? 2;
@@ -329,40 +330,6 @@ export function isAlive(pid: number): boolean {
   } catch {
     return true;
   }
-}
-
-function serverProperties(settings: {
-  port: number;
-  controllerPort: number;
-  logDirs: string;
-  transactionMaxTimeoutMs: number;
-  overrides: Record<string, string>;
-}): string {
-  const properties: Record<string, string | number> = {
-    'process.roles': 'broker,controller',
-    'node.id': 1,
-    'controller.quorum.bootstrap.servers': `${HOST}:${settings.controllerPort}`,
-    listeners: `PLAINTEXT://${HOST}:${settings.port},CONTROLLER://${HOST}:${settings.controllerPort}`,
-    'advertised.listeners': `PLAINTEXT://${HOST}:${settings.port},CONTROLLER://${HOST}:${settings.controllerPort}`,
-    'controller.listener.names': 'CONTROLLER',
-    'inter.broker.listener.name': 'PLAINTEXT',
-    'listener.security.protocol.map': 'CONTROLLER:PLAINTEXT,PLAINTEXT:PLAINTEXT',
-    'log.dirs': settings.logDirs,
-    'num.partitions': 1,
-    'offsets.topic.replication.factor': 1,
-    'offsets.topic.num.partitions': 1,
-    'transaction.state.log.replication.factor': 1,
-    'transaction.state.log.min.isr': 1,
-    'transaction.state.log.num.partitions': 1,
-    'share.coordinator.state.topic.replication.factor': 1,
-    'share.coordinator.state.topic.min.isr': 1,
-    'group.initial.rebalance.delay.ms': 0,
-    'transaction.max.timeout.ms': settings.transactionMaxTimeoutMs,
-    'auto.create.topics.enable': 'false',
-    ...settings.overrides,
-  };
-  const lines = Object.entries(properties).map(([key, value]) => `${key}=${value}`);
-  return `# Written by \`weir kafka start\` at every start; edit the command's options instead.\n${lines.join('\n')}\n`;
 }
 
 /** A Kafka cluster id: 16 random bytes, URL-safe base64 without padding. */
