@@ -8,6 +8,7 @@ import {
   SASL_MECHANISMS,
   SECURITY_PROTOCOLS,
 } from '../connectors/kafka/kafka-settings.ts';
+import { bootstrapOf, DEFAULT_DATA_DIR, runningLocalBroker } from '../local-kafka/local-broker.ts';
 
 const KAFKA_FLAGS = [
   '--brokers',
@@ -38,7 +39,7 @@ export function addKafkaOptions(command: Command): Command {
           .map(({ option }) => option);
       },
     })
-    .option('--brokers <host:port,...>', 'the cluster: bootstrap.servers (default KAFKA_BROKERS, else the --kafka-config file)')
+    .option('--brokers <host:port,...>', 'the cluster: bootstrap.servers (default KAFKA_BROKERS, else the --kafka-config file, else the broker `weir kafka start` runs from this folder)')
     .option(
       '--kafka-config <file>',
       'a Kafka client properties file: bootstrap.servers, security.protocol, sasl.mechanism, sasl.username, sasl.password (or sasl.jaas.config), ssl.ca.location, ssl.certificate.location, ssl.key.location, ssl.key.password, ssl.keystore.location (PKCS#12) (default WEIR_KAFKA_CONFIG)',
@@ -72,7 +73,15 @@ export function addKafkaOptions(command: Command): Command {
  * (without a secret) and which file keys it does not read.
  */
 export function useKafkaSettings(options: KafkaSettingsOptions, log: (line: string) => void): KafkaSettings {
-  const settings = loadKafkaSettings(options, process.env);
+  let settings = loadKafkaSettings(options, process.env);
+  if (settings.bootstrap === undefined) {
+    // No brokers given anywhere: the broker `weir kafka start` runs from this folder, if it does.
+    const local = runningLocalBroker();
+    if (local !== undefined) {
+      settings = { ...settings, bootstrap: [{ host: local.host, port: local.port }] };
+      log(`kafka: no brokers given (--brokers, KAFKA_BROKERS, --kafka-config): the local broker of ${DEFAULT_DATA_DIR} at ${bootstrapOf(local)}`);
+    }
+  }
   setDefaultKafkaSettings(settings);
   if (settings.ignored.length > 0) log(`kafka config: not read by Weir (ignored): ${settings.ignored.join(', ')}`);
   if (settings.securityProtocol !== 'PLAINTEXT') log(`kafka: ${describeKafkaSettings(settings)}`);

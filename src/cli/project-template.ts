@@ -137,7 +137,7 @@ A Weir job: lines from the Kafka topic \`lines\`, a running count per word into 
 exactly once.
 
 \`\`\`sh
-npm install
+npm install   # weir-streams is not on the npm registry yet: npm install <the tarball npm pack writes in a clone of Weir>
 npx weir kafka start && npx weir topic create lines --partitions 2 && npx weir topic create word-counts --partitions 2
 npm start
 \`\`\`

@@ -284,6 +284,11 @@ export async function localBrokerStatus(options: { dataDir?: string } = {}): Pro
   }
 }
 
+/** The broker `weir kafka start` runs from `dataDir` (default `.weir/kafka` of the working folder), if it runs. */
+export function runningLocalBroker(dataDir: string = DEFAULT_DATA_DIR): BrokerState | undefined {
+  return readRunningState(resolve(dataDir));
+}
+
 /** The recorded state if its process is alive and is this folder's broker; a stale record counts as none. */
 function readRunningState(dataDir: string): BrokerState | undefined {
   const file = join(dataDir, 'broker.json');

@@ -27,6 +27,8 @@ export function initCommand(): Command {
       const files = projectFiles(name, WEIR_VERSION);
       for (const [file, text] of Object.entries(files)) await writeFile(join(path, file), text, { flag: 'wx' });
       console.log(`created ${name} in ${path}: ${Object.keys(files).join(', ')}`);
-      console.log(`next: cd ${folder} && npm install, then the README's three commands`);
+      console.log(
+        `next: cd ${folder} && npm install (weir-streams is not on the npm registry yet: npm install <the weir-streams-${WEIR_VERSION}.tgz that npm pack writes in a clone of Weir>), then the README's three commands`,
+      );
     });
 }

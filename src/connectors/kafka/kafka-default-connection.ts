@@ -42,7 +42,7 @@ export function resolveKafkaConnection(
   }
   if (bootstrap === undefined) {
     throw new WeirError('NO_BOOTSTRAP', `${connector} has no brokers: neither its bootstrap option nor KAFKA_BROKERS is set`, {
-      hint: 'pass bootstrap: "host:port" to the connector, set KAFKA_BROKERS, or give the command --brokers or a --kafka-config file with bootstrap.servers',
+      hint: 'pass bootstrap: "host:port" to the connector, set KAFKA_BROKERS, give the command --brokers or a --kafka-config file with bootstrap.servers, or start a local broker in this folder (weir kafka start)',
     });
   }
   return { bootstrap, connection: options.connection ?? { ...defaults?.connection } };

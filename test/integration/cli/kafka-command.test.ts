@@ -96,6 +96,40 @@ describe('weir kafka', () => {
     assert.deepEqual(processesUsing(dataDir), []);
   });
 
+  test("commands run where `weir kafka start` ran use its broker when no brokers are given (the README's first commands)", async () => {
+    const cwd = await mkdtemp(join(tmpdir(), 'weir-kafka-here-'));
+    const dataDir = join(cwd, '.weir', 'kafka');
+    folders.push(dataDir);
+    const env: NodeJS.ProcessEnv = { ...process.env };
+    delete env.KAFKA_BROKERS;
+    delete env.WEIR_KAFKA_CONFIG;
+    const here = async (args: string[]) => {
+      try {
+        const { stdout, stderr } = await promisify(execFile)(process.execPath, [join(repositoryRoot, 'bin', 'weir.js'), ...args], {
+          cwd,
+          env,
+          timeout: 180_000,
+        });
+        return { code: 0, stdout, stderr };
+      } catch (error) {
+        return error as { code: number; stdout: string; stderr: string };
+      }
+    };
+    const before = await here(['topic', 'create', 'lines', '--partitions', '2']);
+    assert.equal(before.code, 1);
+    assert.match(before.stderr, /has no brokers[\s\S]*hint: .*weir kafka start/);
+    const port = await freePort();
+    const started = await here(['kafka', 'start', '--port', String(port)]);
+    assert.equal(started.code, 0, started.stderr);
+    const created = await here(['topic', 'create', 'lines', '--partitions', '2']);
+    assert.equal(created.code, 0, created.stderr);
+    assert.match(created.stderr, new RegExp(`the local broker of \\.weir/kafka at 127\\.0\\.0\\.1:${port}`));
+    const listed = await here(['topic', 'list']);
+    assert.equal(listed.code, 0, listed.stderr);
+    assert.match(listed.stdout, /^lines\b/m);
+    assert.equal((await here(['kafka', 'stop'])).code, 0);
+  });
+
   test('a taken port is one clear error with the fix', async () => {
     const dataDir = await mkdtemp(join(tmpdir(), 'weir-kafka-cli-'));
     folders.push(dataDir);
