@@ -46,10 +46,35 @@ var expanded = {};
 
 // The charts of the job's last minutes (uPlot, served by the job itself).
 var charts = {};
+// Axis labels short enough to read (10k, 1.5M; 35 MB), and an axis as wide as its longest label:
+// uPlot's default 50 px cut "10,000" to "0,000".
+function compactNumber(v) {
+  var a = Math.abs(v);
+  var units = [[1e9, "G"], [1e6, "M"], [1e3, "k"]];
+  for (var i = 0; i < units.length; i++) if (a >= units[i][0]) return String(Number((v / units[i][0]).toPrecision(3))) + units[i][1];
+  return String(Number(v.toPrecision(3)));
+}
+function compactBytes(v) {
+  var units = ["B", "KB", "MB", "GB", "TB"];
+  var i = 0;
+  while (Math.abs(v) >= 1000 && i < units.length - 1) { v /= 1000; i++; }
+  return String(Number(v.toPrecision(3))) + " " + units[i];
+}
+function yAxis(format, extra) {
+  var axis = {
+    values: function (u, splits) { return splits.map(function (v) { return v == null ? "" : format(v); }); },
+    size: function (u, values) {
+      var longest = 0;
+      (values || []).forEach(function (v) { longest = Math.max(longest, String(v).length); });
+      return Math.max(40, Math.ceil(longest * 7.5) + 22);
+    },
+  };
+  return Object.assign(axis, extra || {});
+}
 function chart(id, series, axes) {
   var host = document.getElementById(id);
   var width = Math.max(320, host.clientWidth || 420);
-  var opts = { width: width, height: 180, series: [{}].concat(series), axes: [{}].concat(axes || [{}]), legend: { show: true }, scales: { x: { time: true } } };
+  var opts = { width: width, height: 180, series: [{}].concat(series), axes: [{}].concat(axes || [yAxis(compactNumber)]), legend: { show: true }, scales: { x: { time: true } } };
   if (charts[id]) charts[id].destroy();
   charts[id] = new uPlot(opts, [[]].concat(series.map(function () { return []; })), host);
   charts[id].seriesKey = series.map(function (s) { return s.label; }).join("|");
@@ -72,7 +97,7 @@ function drawHistory(history) {
   if (!lag || lag.seriesKey !== key) lag = chart("chart-lag", (uids.length > 0 ? uids : ["none"]).map(function (uid, i) { return { label: uid, stroke: palette[i % palette.length] }; }));
   lag.setData([at].concat((uids.length > 0 ? uids : ["none"]).map(function (uid) { return samples.map(function (s) { return s.lag[uid] === undefined ? null : s.lag[uid]; }); })));
   var done = history.checkpoints;
-  var cps = charts["chart-checkpoints"] || chart("chart-checkpoints", [{ label: "duration ms", stroke: palette[0], scale: "ms" }, { label: "size bytes", stroke: palette[2], scale: "bytes" }], [{ scale: "ms" }, { scale: "bytes", side: 1 }]);
+  var cps = charts["chart-checkpoints"] || chart("chart-checkpoints", [{ label: "duration ms", stroke: palette[0], scale: "ms" }, { label: "size bytes", stroke: palette[2], scale: "bytes" }], [yAxis(compactNumber, { scale: "ms" }), yAxis(compactBytes, { scale: "bytes", side: 1, grid: { show: false } })]);
   cps.setData([done.map(function (c) { return c.at / 1000; }), done.map(function (c) { return c.durationMs; }), done.map(function (c) { return c.bytes; })]);
 }
 
