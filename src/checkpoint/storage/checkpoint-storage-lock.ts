@@ -5,16 +5,16 @@ import { join } from 'node:path';
 import { errorMessage, hasCode, storageIoError } from './storage-errors.ts';
 import {
   describeOwner,
+  judgeOwner,
   LOCK_FILE_NAME,
   LOCK_HEARTBEAT_MS,
-  LOCK_STALE_AFTER_MS,
   type LockOptions,
   type LockOwner,
   lockedError,
+  lockLostError,
   newLockOwner,
   parseOwner,
   type StorageLock,
-  staleness,
 } from './storage-lock.ts';
 
 export { LOCK_FILE_NAME, LOCK_VERSION, type LockOwner } from './storage-lock.ts';
@@ -38,6 +38,8 @@ export class CheckpointStorageLock implements StorageLock {
   readonly #options: LockOptions;
   #timer: NodeJS.Timeout | undefined;
   #released = false;
+  /** Why the lock was lost, once it was. */
+  #lost: string | undefined;
 
   private constructor(path: string, owner: LockOwner, options: LockOptions) {
     this.#path = path;
@@ -53,10 +55,13 @@ export class CheckpointStorageLock implements StorageLock {
       if (await createExclusively(path, owner)) break;
       const current = await readOwner(path);
       if (current === 'gone') continue; // released meanwhile: try again
-      const stale = staleness(current, options.staleAfterMs ?? LOCK_STALE_AFTER_MS);
-      if (current === undefined || stale === undefined || tries >= 3) throw lockedError(root, current, path);
-      if (await takeOver(path, current)) {
-        options.log(`took over the lock of checkpoint folder ${root}: ${describeOwner(current)}, ${stale}`);
+      if (current === undefined || tries >= 3) throw lockedError(root, current, path);
+      const token = `${current.id}@${current.heartbeatAt}`;
+      const judged = await judgeOwner(current, token, async () => tokenOf(await readOwner(path)), options, `folder ${root}`);
+      if (judged === 'alive') throw lockedError(root, current, path);
+      if (judged === 'changed') continue; // a heartbeat (a live owner) or a release: judge again
+      if (await takeOver(path, token)) {
+        options.log(`took over the lock of checkpoint folder ${root}: ${describeOwner(current)}, ${judged.gone}`);
       }
     }
     const lock = new CheckpointStorageLock(path, owner, options);
@@ -78,15 +83,30 @@ export class CheckpointStorageLock implements StorageLock {
     }
   }
 
+  async verify(): Promise<void> {
+    if (this.#released) throw lockLostError(this.#lost ?? `this process gave the lock of checkpoint folder ${this.#path} up`);
+    const current = await readOwner(this.#path);
+    if (current !== 'gone' && current !== undefined && current.id === this.#owner.id) return;
+    throw lockLostError(this.#lose(current));
+  }
+
+  /** The lock is someone else's (or gone): stop the heartbeat, tell the owner once; returns why. */
+  #lose(current: LockOwner | 'gone' | undefined): string {
+    if (this.#lost !== undefined) return this.#lost;
+    const why = `the lock of checkpoint folder ${this.#path} is no longer this process's (${current === 'gone' ? 'it was deleted' : current === undefined ? 'it no longer reads as a Weir lock' : `now held by ${describeOwner(current)}`})`;
+    this.#lost = why;
+    this.#released = true;
+    clearInterval(this.#timer);
+    this.#options.log(why);
+    this.#options.onLost?.(why);
+    return why;
+  }
+
   async #heartbeat(): Promise<void> {
     if (this.#released) return;
     const current = await readOwner(this.#path);
     if (current === 'gone' || current === undefined || current.id !== this.#owner.id) {
-      this.#released = true;
-      clearInterval(this.#timer);
-      const why = `the lock of checkpoint folder ${this.#path} is no longer this process's (${current === 'gone' ? 'it was deleted' : current === undefined ? 'it no longer reads as a Weir lock' : `now held by ${describeOwner(current)}`})`;
-      this.#options.log(why);
-      this.#options.onLost?.(why);
+      this.#lose(current);
       return;
     }
     // The heartbeat is the file's modification time: the content is written once, at creation,
@@ -130,11 +150,16 @@ async function readOwner(path: string): Promise<LockOwner | 'gone' | undefined> 
   }
 }
 
+/** What changes with every heartbeat of a lock (its owner and last heartbeat); undefined when there is none. */
+function tokenOf(owner: LockOwner | 'gone' | undefined): string | undefined {
+  return owner === 'gone' || owner === undefined ? undefined : `${owner.id}@${owner.heartbeatAt}`;
+}
+
 /**
  * Moves the stale lock aside (atomic: of two processes taking it over at once, one moves it), and
- * puts it back if what was moved is not the lock judged stale (a fresh owner got in between).
+ * puts it back if what was moved is not the lock judged stale (a fresh owner, or a heartbeat, got in between).
  */
-async function takeOver(path: string, stale: LockOwner): Promise<boolean> {
+async function takeOver(path: string, staleToken: string): Promise<boolean> {
   const aside = `${path}.${randomBytes(8).toString('hex')}.stale`;
   try {
     await rename(path, aside);
@@ -142,13 +167,13 @@ async function takeOver(path: string, stale: LockOwner): Promise<boolean> {
     if (hasCode(error, 'ENOENT')) return false;
     throw storageIoError('CHECKPOINT_STORAGE_FAILED', `cannot take over the lock file ${path}`, error);
   }
-  let moved: LockOwner | undefined;
+  let moved: string | undefined;
   try {
-    moved = parseOwner(await readFile(aside, 'utf8'));
+    moved = tokenOf(await readOwner(aside));
   } catch {
     moved = undefined;
   }
-  if (moved?.id !== stale.id) {
+  if (moved !== staleToken) {
     await link(aside, path).catch(() => {}); // someone else's fresh lock: put it back (unless a newer one is there)
     unlinkQuietly(aside);
     return false;

@@ -26,6 +26,12 @@ export interface CheckpointStorage {
   initialize(): Promise<void>;
   /** Makes this process the storage's one writer (after {@link initialize}); refuses with CHECKPOINT_STORAGE_LOCKED while another one lives. */
   lock(options: LockOptions): Promise<StorageLock>;
+  /**
+   * Resolves when this process still holds the lock it took with {@link lock} (at once when it took
+   * none); rejects with CHECKPOINT_STORAGE_LOCK_LOST (and the lock's `onLost` is told) when another
+   * process took it over. `commitMetadata`, `markCommitted` and `discard` check it themselves.
+   */
+  verifyLock(): Promise<void>;
   /** Where checkpoint `checkpointId` goes (`chk-<N>`); nothing is created yet. */
   checkpointLocation(checkpointId: number): CheckpointLocation;
   /** A new location for a savepoint taken as checkpoint `checkpointId`; nothing is created yet. */

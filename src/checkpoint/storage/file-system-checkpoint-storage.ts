@@ -7,6 +7,7 @@ import { hasCommittedMarker, readMetadataFile, writeCommittedMarker, writeMetada
 import type { StateKind } from './state-file-name.ts';
 import { readStateFile, writeStateFile } from './state-files.ts';
 import type { LockOptions, StorageLock } from './storage-lock.ts';
+import { storageTestDelay } from './storage-test-delays.ts';
 
 /**
  * Checkpoints and savepoints in a folder (Flink's file-system checkpoint storage):
@@ -25,6 +26,8 @@ import type { LockOptions, StorageLock } from './storage-lock.ts';
  */
 export class FileSystemCheckpointStorage implements CheckpointStorage {
   readonly #directory: CheckpointDirectory;
+  /** This process's lock of the folder, once taken: it fences the writes that make or unmake checkpoints. */
+  #lock: StorageLock | undefined;
 
   constructor(directory: string) {
     this.#directory = new CheckpointDirectory(directory);
@@ -39,8 +42,13 @@ export class FileSystemCheckpointStorage implements CheckpointStorage {
     return this.#directory.initialize();
   }
 
-  lock(options: LockOptions): Promise<StorageLock> {
-    return CheckpointStorageLock.acquire(this.#directory.path, options);
+  async lock(options: LockOptions): Promise<StorageLock> {
+    this.#lock = await CheckpointStorageLock.acquire(this.#directory.path, options);
+    return this.#lock;
+  }
+
+  async verifyLock(): Promise<void> {
+    await this.#lock?.verify();
   }
 
   checkpointLocation(checkpointId: number): CheckpointLocation {
@@ -59,8 +67,9 @@ export class FileSystemCheckpointStorage implements CheckpointStorage {
     return readStateFile(location, handle);
   }
 
-  commitMetadata(location: CheckpointLocation, metadata: CheckpointMetadata): Promise<void> {
-    return writeMetadataFile(location, metadata);
+  async commitMetadata(location: CheckpointLocation, metadata: CheckpointMetadata): Promise<void> {
+    await storageTestDelay('metadata', location);
+    await writeMetadataFile(location, metadata, this.#lock);
   }
 
   readMetadata(path: string): Promise<StoredCheckpointMetadata> {
@@ -80,15 +89,18 @@ export class FileSystemCheckpointStorage implements CheckpointStorage {
   }
 
   markCommitted(location: CheckpointLocation): Promise<void> {
-    return writeCommittedMarker(location);
+    return writeCommittedMarker(location, this.#lock);
   }
 
   isMarkedCommitted(path: string): Promise<boolean> {
     return hasCommittedMarker(path);
   }
 
-  discard(location: CheckpointLocation): Promise<void> {
-    return this.#directory.discard(location);
+  async discard(location: CheckpointLocation): Promise<void> {
+    await storageTestDelay('discard', location);
+    // A process that lost the lock deletes nothing: the folder may hold the new owner's checkpoints.
+    await this.#lock?.verify();
+    await this.#directory.discard(location);
   }
 
   neighbours(): Promise<string[]> {

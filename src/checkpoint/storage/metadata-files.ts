@@ -1,4 +1,4 @@
-import { mkdir, readFile, rename, stat } from 'node:fs/promises';
+import { link, mkdir, readFile, stat, unlink } from 'node:fs/promises';
 import { basename, dirname, join, resolve } from 'node:path';
 import { WeirError } from '../../core/errors/weir-error.ts';
 import { pathExists } from './checkpoint-directory.ts';
@@ -8,6 +8,7 @@ import { type CheckpointMetadata, checkpointMetadataSchema, describeSchemaIssues
 import type { StoredCheckpointMetadata } from './checkpoint-storage.ts';
 import { syncDirectory, writeFileDurably } from './durable-file.ts';
 import { errorMessage, hasCode, storageIoError } from './storage-errors.ts';
+import { fencedWrite, type StorageLock } from './storage-lock.ts';
 
 /** Written into a savepoint once its transactions are committed. */
 export const COMMITTED_FILE_NAME = '_committed';
@@ -53,27 +54,50 @@ export function storedMetadata(text: string, file: string, folder: string, folde
 }
 
 /**
- * Completes a checkpoint or savepoint: writes `_metadata.tmp`, fsyncs it, renames it to
- * `_metadata` and fsyncs the folder (and its parents' entries). Before the rename the checkpoint
- * does not exist; after it, it does.
+ * Completes a checkpoint or savepoint: writes `_metadata.tmp`, fsyncs it, links it to `_metadata`
+ * (which fails when `_metadata` exists: never an overwrite) and fsyncs the folder (and its
+ * parents' entries). Before the link the checkpoint does not exist; after it, it does. With the
+ * storage's `lock`, the link is fenced by it ({@link fencedWrite}): a process that lost the lock
+ * is refused (CHECKPOINT_STORAGE_LOCK_LOST), and one that lost it during the link takes its
+ * `_metadata` back.
  */
-export async function writeMetadataFile(location: CheckpointLocation, metadata: CheckpointMetadata): Promise<void> {
+export async function writeMetadataFile(location: CheckpointLocation, metadata: CheckpointMetadata, lock?: StorageLock): Promise<void> {
   const text = metadataText(location, metadata);
   const final = join(location.path, METADATA_FILE_NAME);
-  if (await pathExists(final)) {
-    throw new WeirError('CHECKPOINT_ALREADY_COMPLETED', `${final} already exists: ${location.kind} ${location.checkpointId} was completed before`, {
+  const alreadyCompleted = () =>
+    new WeirError('CHECKPOINT_ALREADY_COMPLETED', `${final} already exists: ${location.kind} ${location.checkpointId} was completed before`, {
       fault: 'internal',
     });
-  }
+  if (await pathExists(final)) throw alreadyCompleted();
   const temporary = join(location.path, TEMPORARY_METADATA_FILE_NAME);
-  try {
-    await mkdir(location.path, { recursive: true });
-    await writeFileDurably(temporary, text, 'w');
-    await rename(temporary, final);
+  const sync = async () => {
     await syncDirectory(location.path);
     await syncDirectory(dirname(location.path));
     if (location.kind === 'savepoint') await syncDirectory(dirname(dirname(location.path)));
+  };
+  try {
+    await mkdir(location.path, { recursive: true });
+    await writeFileDurably(temporary, text, 'w');
+    await fencedWrite(
+      lock,
+      async () => {
+        try {
+          await link(temporary, final);
+        } catch (error) {
+          if (hasCode(error, 'EEXIST')) throw alreadyCompleted();
+          throw error;
+        }
+        await unlink(temporary);
+        await sync();
+      },
+      async () => {
+        await unlink(final);
+        await syncDirectory(location.path);
+      },
+    );
   } catch (error) {
+    await unlink(temporary).catch(() => {});
+    if (error instanceof WeirError) throw error;
     throw storageIoError('CHECKPOINT_COMMIT_FAILED', `cannot write ${final}`, error, true);
   }
 }
@@ -126,7 +150,8 @@ export async function readMetadataFile(path: string): Promise<StoredCheckpointMe
  * sinks acted on its completion). A restore from such a savepoint commits nothing again: by then
  * the transactional ids may serve newer transactions.
  */
-export async function writeCommittedMarker(location: CheckpointLocation): Promise<void> {
+export async function writeCommittedMarker(location: CheckpointLocation, lock?: StorageLock): Promise<void> {
+  await lock?.verify();
   await writeFileDurably(join(location.path, COMMITTED_FILE_NAME), `${new Date().toISOString()}\n`, 'w');
   await syncDirectory(location.path);
 }

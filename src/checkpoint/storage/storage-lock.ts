@@ -1,5 +1,6 @@
 import { randomBytes } from 'node:crypto';
 import { hostname } from 'node:os';
+import { setTimeout as sleep } from 'node:timers/promises';
 import { WeirError } from '../../core/errors/weir-error.ts';
 import { hasCode, STORAGE_SETTING } from './storage-errors.ts';
 
@@ -13,16 +14,35 @@ import { hasCode, STORAGE_SETTING } from './storage-errors.ts';
 export interface StorageLock {
   /** Gives the lock up if it is still this process's; may be called on exit (then it does what it can at once). */
   release(): void;
+  /**
+   * Checks, by reading the lock in the storage now, that it is still this process's: the fence
+   * every write that makes or unmakes a checkpoint passes right before it (and a `_metadata` right
+   * after it too). When another process has taken it over, the owner hears of it (`onLost`, once)
+   * and this rejects with CHECKPOINT_STORAGE_LOCK_LOST; after {@link release} it rejects too.
+   */
+  verify(): Promise<void>;
 }
 
 /** The lock object in the storage's root. */
 export const LOCK_FILE_NAME = '_lock';
 /** The lock file's format version. */
 export const LOCK_VERSION = 1;
-/** How often the owner refreshes its heartbeat. */
-export const LOCK_HEARTBEAT_MS = 10_000;
-/** A lock whose heartbeat is older than this is stale: its owner is gone (or hung, or on a host that lost the folder). */
-export const LOCK_STALE_AFTER_MS = 60_000;
+/** How often the owner refreshes its heartbeat (WEIR_LOCK_HEARTBEAT_MS shortens it, for tests). */
+export const LOCK_HEARTBEAT_MS = millisecondsFromEnv('WEIR_LOCK_HEARTBEAT_MS', 10_000);
+/**
+ * A lock whose heartbeat is older than this is stale: its owner is gone (or hung, or on a host that
+ * lost the folder). WEIR_LOCK_STALE_AFTER_MS changes it (tests shorten it); keep it well above the heartbeat.
+ */
+export const LOCK_STALE_AFTER_MS = millisecondsFromEnv('WEIR_LOCK_STALE_AFTER_MS', 60_000);
+
+function millisecondsFromEnv(name: string, fallback: number): number {
+  const value = process.env[name];
+  if (value === undefined || value === '') return fallback;
+  const ms = Number(value);
+  if (!Number.isSafeInteger(ms) || ms <= 0)
+    throw new WeirError('INVALID_CHECKPOINT_STORAGE', `${name}=${value} is not a positive number of milliseconds`, { fault: 'user' });
+  return ms;
+}
 
 /** What the lock file holds (JSON). */
 export interface LockOwner {
@@ -62,13 +82,47 @@ export function parseOwner(text: string): LockOwner | undefined {
   }
 }
 
-/** Why the lock is stale, in words; undefined while its owner may be alive. */
-export function staleness(owner: LockOwner | undefined, staleAfterMs: number): string | undefined {
-  if (owner === undefined) return undefined; // not a lock we can judge: refuse, naming the file
-  if (owner.host === hostname() && owner.pid !== process.pid && !isAlive(owner.pid)) return 'which is no longer running';
+/**
+ * How a lock's owner is judged by a process that wants the lock: `gone` (with the words why) when
+ * the lock may be taken over, `alive` when it must be refused, `changed` when it changed while
+ * being watched (judge it again). An owner on this host whose pid no longer runs is gone at once.
+ * Otherwise the clocks of two hosts may disagree, so the owner's own heartbeat time, compared with
+ * this clock, only tells a fresh lock (refused at once, as a live owner's); a lock that looks stale
+ * by it is watched (`observe` returns a token that changes with every heartbeat, undefined when the
+ * lock is gone) on this process's own monotonic clock, and is gone only when it did not change for
+ * `staleAfterMs`: an owner whose clock runs behind is never taken for dead.
+ */
+export type OwnerJudgement = { gone: string } | 'alive' | 'changed';
+
+export async function judgeOwner(
+  owner: LockOwner,
+  token: string,
+  observe: () => Promise<string | undefined>,
+  options: LockOptions,
+  where: string,
+): Promise<OwnerJudgement> {
+  if (owner.host === hostname() && owner.pid !== process.pid && !isAlive(owner.pid)) return { gone: 'which is no longer running' };
+  const staleAfterMs = options.staleAfterMs ?? LOCK_STALE_AFTER_MS;
   const silentMs = Date.now() - owner.heartbeatAt;
-  if (silentMs > staleAfterMs) return `whose heartbeat stopped ${Math.round(silentMs / 1000)} s ago`;
-  return undefined;
+  if (silentMs <= staleAfterMs) return 'alive';
+  options.log(
+    `the lock of checkpoint ${where} looks stale (${describeOwner(owner)}, heartbeat ${Math.round(silentMs / 1000)} s old by its clock): watching it for ${formatSeconds(staleAfterMs)} before taking it over`,
+  );
+  const pollMs = Math.max(10, Math.min(options.heartbeatMs ?? LOCK_HEARTBEAT_MS, staleAfterMs / 10));
+  const start = performance.now();
+  for (;;) {
+    const left = staleAfterMs - (performance.now() - start);
+    if (left <= 0) break;
+    await sleep(Math.min(pollMs, left));
+    if ((await observe()) !== token) return 'changed';
+  }
+  return {
+    gone: `whose heartbeat stopped ${Math.round(silentMs / 1000)} s ago by its clock, and did not change in the ${formatSeconds(staleAfterMs)} watched`,
+  };
+}
+
+function formatSeconds(ms: number): string {
+  return ms % 1000 === 0 ? `${ms / 1000} s` : `${(ms / 1000).toFixed(1)} s`;
 }
 
 function isAlive(pid: number): boolean {
@@ -100,10 +154,36 @@ export function lockedError(root: string, owner: LockOwner | undefined, lockPath
     'CHECKPOINT_STORAGE_LOCKED',
     `the checkpoint ${kindOf(root)} ${root} is in use by process ${owner.pid} on host ${owner.host}: one job per ${kindOf(root)}`,
     {
-      hint: `stop the other job (process ${owner.pid} ${where}, running since ${new Date(owner.startedAt).toISOString()}), or give this one another ${STORAGE_SETTING} (--checkpoint-storage); a lock whose owner died is taken over, on another host once its heartbeat is ${LOCK_STALE_AFTER_MS / 1000} s old`,
+      hint: `stop the other job (process ${owner.pid} ${where}, running since ${new Date(owner.startedAt).toISOString()}), or give this one another ${STORAGE_SETTING} (--checkpoint-storage); a lock whose owner died is taken over, on another host once its heartbeat has not moved for ${LOCK_STALE_AFTER_MS / 1000} s`,
       fault: 'user',
     },
   );
+}
+
+/** The refusal of a write by a process whose lock is no longer its own (`why` says what became of it). */
+export function lockLostError(why: string): WeirError {
+  return new WeirError('CHECKPOINT_STORAGE_LOCK_LOST', `refused to write to the checkpoint storage: ${why}`, {
+    hint: "another process took the storage over (this one was stopped or paused, or could not refresh its lock, for longer than the lock's staleness); it owns the job now: this run ends and leaves its transactions alone",
+    fault: 'external',
+  });
+}
+
+/**
+ * A write that makes a checkpoint exist (a `_metadata`), fenced by the storage's lock: the lock is
+ * checked right before it, and again right after it, when `undo` takes the write back if the lock
+ * was lost meanwhile (a process paused between the check and the write, past the lock's
+ * staleness), so a process that lost its lock never leaves a restorable checkpoint behind.
+ */
+export async function fencedWrite(lock: StorageLock | undefined, write: () => Promise<void>, undo: () => Promise<void>): Promise<void> {
+  await lock?.verify();
+  await write();
+  if (lock === undefined) return;
+  try {
+    await lock.verify();
+  } catch (error) {
+    await undo().catch(() => {}); // the error below says the lock is lost; a failed undo leaves what only a restore would still refuse
+    throw error;
+  }
 }
 
 /** For a process that exits without its job ending (a second signal): the lock goes with it. */

@@ -92,6 +92,7 @@ export const ERROR_CODES = [
   'TOO_MANY_CHECKPOINT_FAILURES',
   'MAX_PARALLELISM_CHANGED',
   'UNKNOWN_OPERATOR_STATE',
+  'CHECKPOINT_STORAGE_LOCK_LOST',
   // Running a job: tasks, workers, stop and cancel.
   'TASK_FAILED',
   'WORKER_EXITED',

@@ -12,7 +12,7 @@ import { buildExecutionPlan, type ExecutionPlan } from '../deployment/execution-
 import type { RestoreInfo } from '../deployment/restore-info.ts';
 import type { FromWorker, ToWorker, WorkerInit } from '../deployment/worker-messages.ts';
 import type { JobMetrics } from '../metrics/job-metrics.ts';
-import { injectedFault } from './injected-fault.ts';
+import { injectedFault, injectedFaultPoint } from './injected-fault.ts';
 
 export interface ExecutionAttemptOptions {
   url: string;
@@ -44,6 +44,8 @@ export class ExecutionAttempt implements CheckpointTaskGateway {
   #fail!: (error: Error) => void;
   #finish!: () => void;
   #stopping = false;
+  /** Acknowledgements per checkpoint, counted only for the `checkpoint-acknowledged` crash point. */
+  readonly #acknowledged = new Map<number, number>();
 
   constructor(options: ExecutionAttemptOptions) {
     this.#options = options;
@@ -56,9 +58,12 @@ export class ExecutionAttempt implements CheckpointTaskGateway {
 
   /** Runs the attempt: resolves when it finished (bounded input, stop, cancel), rejects with its first failure. */
   async run(): Promise<void> {
-    const { config, graph, coordinator, log } = this.#options;
+    const { config, graph, coordinator, storage, log } = this.#options;
     const plan = buildExecutionPlan(graph, config.workers);
     try {
+      // A process whose checkpoint storage another one took over (it was paused past the lock's
+      // staleness) must not start tasks: their sinks would fence the new owner's transactions.
+      await storage?.verifyLock();
       const finished = this.#startWorkers(plan);
       log(`running ${graph.vertices.map((vertex) => `${vertex.name} x${vertex.parallelism}`).join(', ')} on ${plan.workers} worker threads`);
       await this.#done;
@@ -70,6 +75,16 @@ export class ExecutionAttempt implements CheckpointTaskGateway {
       while (finished.count < plan.workers && Date.now() < deadline) await sleep(10);
     } catch (error) {
       coordinator?.detach('JOB_FAILOVER', error instanceof Error ? error : new Error(String(error)));
+      // The coordinator may still be writing the metadata of a checkpoint it has just aborted. The
+      // restart must not begin before that write has settled and the aborted checkpoint is
+      // discarded: the new attempt's sinks abort every transaction the restored checkpoint does
+      // not hold, so a crash in between would leave a restorable checkpoint whose transactions
+      // are gone (DATA_LOSS on the next start). The tasks go first: none acts on anything meanwhile.
+      await this.#terminate();
+      await coordinator?.settled();
+      // A failure of a process that lost its lock (its producers fenced by the new owner, say):
+      // checking the lock now tells the job master (onLost), so it does not restart the job.
+      await storage?.verifyLock().catch(() => {});
       throw error;
     } finally {
       await this.#terminate();
@@ -169,6 +184,7 @@ export class ExecutionAttempt implements CheckpointTaskGateway {
           return;
         case 'ack':
           coordinator?.receiveAcknowledge(message.checkpointId, message, message.operators, message.alignmentMs, message.bytes);
+          if (injectedFaultPoint === 'checkpoint-acknowledged') this.#injectAfterAcknowledged(message.checkpointId, totalTasks);
           return;
         case 'decline':
           coordinator?.receiveDecline(message.checkpointId, message, message.failure);
@@ -204,6 +220,16 @@ export class ExecutionAttempt implements CheckpointTaskGateway {
           return;
       }
     };
+  }
+
+  /** The crash tests' `checkpoint-acknowledged` point: the last task's acknowledgement of a checkpoint has reached the coordinator. */
+  #injectAfterAcknowledged(checkpointId: number, totalTasks: number): void {
+    const acknowledged = (this.#acknowledged.get(checkpointId) ?? 0) + 1;
+    this.#acknowledged.set(checkpointId, acknowledged);
+    if (acknowledged < totalTasks) return;
+    this.#acknowledged.delete(checkpointId);
+    const fault = injectedFault('checkpoint-acknowledged', checkpointId);
+    if (fault !== undefined) this.#fail(fault);
   }
 
   #broadcast(message: ToWorker): void {

@@ -9,9 +9,15 @@ import { WeirError } from '../../core/errors/weir-error.ts';
  *
  * - `after-checkpoint-metadata`: the checkpoint's metadata is durable, but no task has been told it
  *   completed, so no sink has committed: the crash between "checkpoint complete" and "commit".
+ * - `checkpoint-acknowledged`: every task has acknowledged the checkpoint, so the coordinator has
+ *   begun writing its metadata (hold that write with WEIR_TEST_STORAGE_DELAY=metadata:<id>:<ms>):
+ *   a task failure while a checkpoint is being completed.
  */
 const spec = process.env.WEIR_FAULT;
 const match = spec === undefined ? null : /^([a-z-]+):(>=)?(\d+)(:fail)?$/.exec(spec);
+
+/** The point WEIR_FAULT names, if any: callers that must count to know they reached it do so only then. */
+export const injectedFaultPoint: string | undefined = match?.[1];
 
 /** Kills the process at a matching point; in `:fail` mode returns the failure the attempt must end with instead. */
 export function injectedFault(point: string, checkpointId: number): WeirError | undefined {

@@ -181,7 +181,7 @@ test('the lock: a second owner is refused naming the first; a stale lock is take
   await put(key, JSON.stringify(dead));
   const taken: string[] = [];
   const lost: string[] = [];
-  const third = await storage.lock({ log: (line) => taken.push(line), onLost: (why) => lost.push(why), heartbeatMs: 100 });
+  const third = await storage.lock({ log: (line) => taken.push(line), onLost: (why) => lost.push(why), heartbeatMs: 100, staleAfterMs: 1000 });
   assert.match(taken.join('\n'), /took over the lock of checkpoint storage .*: process 1 on host gone-host .*heartbeat stopped 12\d s ago/);
   const owner = JSON.parse(await (await client.send(new GetObjectCommand({ Bucket: bucket, Key: key }))).Body!.transformToString()) as { pid: number };
   assert.equal(owner.pid, process.pid);

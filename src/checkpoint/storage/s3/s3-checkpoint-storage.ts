@@ -14,7 +14,7 @@ import type { CheckpointStorage, StoredCheckpointMetadata } from '../checkpoint-
 import { COMMITTED_FILE_NAME, metadataText, storedMetadata } from '../metadata-files.ts';
 import { type StateKind, stateFileName } from '../state-file-name.ts';
 import { sha256 } from '../state-files.ts';
-import { LOCK_FILE_NAME, type LockOptions, type StorageLock } from '../storage-lock.ts';
+import { fencedWrite, LOCK_FILE_NAME, type LockOptions, type StorageLock } from '../storage-lock.ts';
 import { S3Objects } from './s3-objects.ts';
 import { S3StorageLock } from './s3-storage-lock.ts';
 import { childKey, formatS3Url, parseS3Url, type S3Url } from './s3-url.ts';
@@ -38,6 +38,8 @@ export class S3CheckpointStorage implements CheckpointStorage {
   readonly root: string;
   readonly #url: S3Url;
   readonly #objects: S3Objects;
+  /** This process's lock of the storage, once taken: it fences the writes that make or unmake checkpoints. */
+  #lock: StorageLock | undefined;
 
   constructor(setting: string) {
     this.#url = parseS3Url(setting);
@@ -53,8 +55,13 @@ export class S3CheckpointStorage implements CheckpointStorage {
     await this.#objects.delete([probe]);
   }
 
-  lock(options: LockOptions): Promise<StorageLock> {
-    return S3StorageLock.acquire(this.#objects, this.root, childKey(this.#url.key, LOCK_FILE_NAME), options);
+  async lock(options: LockOptions): Promise<StorageLock> {
+    this.#lock = await S3StorageLock.acquire(this.#objects, this.root, childKey(this.#url.key, LOCK_FILE_NAME), options);
+    return this.#lock;
+  }
+
+  async verifyLock(): Promise<void> {
+    await this.#lock?.verify();
   }
 
   checkpointLocation(checkpointId: number): CheckpointLocation {
@@ -111,16 +118,28 @@ export class S3CheckpointStorage implements CheckpointStorage {
     return object.body;
   }
 
+  /**
+   * Writes `_metadata` once (If-None-Match: *), fenced by the storage's lock: S3 cannot make a PUT
+   * conditional on another object, so the lock is read right before the PUT and again right after
+   * it, and a process that lost it meanwhile deletes the `_metadata` it wrote (storage-lock.ts fencedWrite).
+   */
   async commitMetadata(location: CheckpointLocation, metadata: CheckpointMetadata): Promise<void> {
     const text = metadataText(location, metadata);
-    const written = await this.#objects.put(childKey(this.#keyOf(location.path), METADATA_FILE_NAME), text, { ifNoneMatch: '*' });
-    if (written === 'precondition-failed') {
-      throw new WeirError(
-        'CHECKPOINT_ALREADY_COMPLETED',
-        `${location.path}/${METADATA_FILE_NAME} already exists: ${location.kind} ${location.checkpointId} was completed before`,
-        { fault: 'internal' },
-      );
-    }
+    const key = childKey(this.#keyOf(location.path), METADATA_FILE_NAME);
+    await fencedWrite(
+      this.#lock,
+      async () => {
+        const written = await this.#objects.put(key, text, { ifNoneMatch: '*' });
+        if (written === 'precondition-failed') {
+          throw new WeirError(
+            'CHECKPOINT_ALREADY_COMPLETED',
+            `${location.path}/${METADATA_FILE_NAME} already exists: ${location.kind} ${location.checkpointId} was completed before`,
+            { fault: 'internal' },
+          );
+        }
+      },
+      () => this.#objects.delete([key]),
+    );
   }
 
   async readMetadata(path: string): Promise<StoredCheckpointMetadata> {
@@ -166,6 +185,7 @@ export class S3CheckpointStorage implements CheckpointStorage {
   }
 
   async markCommitted(location: CheckpointLocation): Promise<void> {
+    await this.#lock?.verify();
     await this.#objects.put(childKey(this.#keyOf(location.path), COMMITTED_FILE_NAME), `${new Date().toISOString()}\n`);
   }
 
@@ -192,6 +212,8 @@ export class S3CheckpointStorage implements CheckpointStorage {
         },
       );
     }
+    // A process that lost the lock deletes nothing: the storage may hold the new owner's checkpoints.
+    await this.#lock?.verify();
     await this.#objects.delete([childKey(key, METADATA_FILE_NAME)]);
     const { objects } = await this.#objects.list(`${key}/`);
     await this.#objects.delete(objects.map((object) => object.key));

@@ -1,15 +1,15 @@
 import { errorMessage } from '../storage-errors.ts';
 import {
   describeOwner,
+  judgeOwner,
   LOCK_HEARTBEAT_MS,
-  LOCK_STALE_AFTER_MS,
   type LockOptions,
   type LockOwner,
   lockedError,
+  lockLostError,
   newLockOwner,
   parseOwner,
   type StorageLock,
-  staleness,
 } from '../storage-lock.ts';
 import type { S3Objects } from './s3-objects.ts';
 import { formatS3Url } from './s3-url.ts';
@@ -31,6 +31,8 @@ export class S3StorageLock implements StorageLock {
   #etag: string;
   #timer: NodeJS.Timeout | undefined;
   #released = false;
+  /** Why the lock was lost, once it was. */
+  #lost: string | undefined;
 
   private constructor(objects: S3Objects, key: string, owner: LockOwner, etag: string, options: LockOptions) {
     this.#objects = objects;
@@ -54,12 +56,15 @@ export class S3StorageLock implements StorageLock {
       const current = await objects.get(key);
       if (current === undefined) continue; // released meanwhile: try again
       const holder = parseOwner(current.body.toString('utf8'));
-      const stale = staleness(holder, options.staleAfterMs ?? LOCK_STALE_AFTER_MS);
-      if (holder === undefined || stale === undefined || tries >= 3) throw lockedError(root, holder, where);
+      if (holder === undefined || tries >= 3) throw lockedError(root, holder, where);
+      const judged = await judgeOwner(holder, current.etag, async () => (await objects.get(key))?.etag, options, `storage ${root}`);
+      if (judged === 'alive') throw lockedError(root, holder, where);
+      if (judged === 'changed') continue; // a heartbeat (a live owner) or a release: judge again
+      // If-Match on the ETag watched: a heartbeat in between makes it fail.
       const taken = await objects.put(key, JSON.stringify(owner), { ifMatch: current.etag });
       if (taken === 'precondition-failed') continue; // a fresh heartbeat or another taker got in between: judge again
       etag = taken.etag;
-      options.log(`took over the lock of checkpoint storage ${root}: ${describeOwner(holder)}, ${stale}`);
+      options.log(`took over the lock of checkpoint storage ${root}: ${describeOwner(holder)}, ${judged.gone}`);
     }
     const lock = new S3StorageLock(objects, key, owner, etag, options);
     lock.#timer = setInterval(() => void lock.#heartbeat(), options.heartbeatMs ?? LOCK_HEARTBEAT_MS);
@@ -78,6 +83,30 @@ export class S3StorageLock implements StorageLock {
     })().catch(() => {});
   }
 
+  async verify(): Promise<void> {
+    if (this.#released) throw lockLostError(this.#lost ?? `this process gave the lock of checkpoint storage ${this.#where()} up`);
+    const current = await this.#objects.get(this.#key);
+    const holder = current === undefined ? undefined : parseOwner(current.body.toString('utf8'));
+    if (holder?.id === this.#owner.id) return;
+    throw lockLostError(this.#lose(holder));
+  }
+
+  /** The lock is someone else's (or gone): stop the heartbeat, tell the owner once; returns why. */
+  #lose(holder: LockOwner | undefined): string {
+    if (this.#lost !== undefined) return this.#lost;
+    const why = `the lock of checkpoint storage ${this.#where()} is no longer this process's (${holder === undefined ? 'it was deleted' : `now held by ${describeOwner(holder)}`})`;
+    this.#lost = why;
+    this.#released = true;
+    clearInterval(this.#timer);
+    this.#options.log(why);
+    this.#options.onLost?.(why);
+    return why;
+  }
+
+  #where(): string {
+    return formatS3Url({ bucket: this.#objects.bucket, key: this.#key });
+  }
+
   async #heartbeat(): Promise<void> {
     if (this.#released) return;
     this.#owner.heartbeatAt = Date.now();
@@ -93,11 +122,7 @@ export class S3StorageLock implements StorageLock {
         this.#etag = current.etag; // our own write whose answer was lost: go on with it
         return;
       }
-      this.#released = true;
-      clearInterval(this.#timer);
-      const why = `the lock of checkpoint storage ${formatS3Url({ bucket: this.#objects.bucket, key: this.#key })} is no longer this process's (${holder === undefined ? 'it was deleted' : `now held by ${describeOwner(holder)}`})`;
-      this.#options.log(why);
-      this.#options.onLost?.(why);
+      this.#lose(holder);
     } catch (error) {
       this.#options.log(
         `could not refresh the lock of checkpoint storage ${formatS3Url({ bucket: this.#objects.bucket, key: this.#key })}: ${errorMessage(error)}`,

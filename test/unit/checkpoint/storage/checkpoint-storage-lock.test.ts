@@ -65,10 +65,12 @@ test('another host: refused while its heartbeat is fresh, taken over once it is 
   // Its heartbeat, the file's modification time, stopped as long ago.
   const stopped = new Date(Date.now() - 120_000);
   await utimes(join(root, LOCK_FILE_NAME), stopped, stopped);
+  // Stale by its clock: watched for the staleness on this process's own clock, then taken over.
   const lines: string[] = [];
-  const lock = await CheckpointStorageLock.acquire(root, { log: (line) => lines.push(line) });
+  const lock = await CheckpointStorageLock.acquire(root, { log: (line) => lines.push(line), staleAfterMs: 300 });
   lock.release();
-  assert.match(lines.join('\n'), /process 4242 on host other-host .*whose heartbeat stopped 120 s ago/);
+  assert.match(lines.join('\n'), /looks stale \(process 4242 on host other-host .*heartbeat 120 s old by its clock\): watching it for 0\.3 s/);
+  assert.match(lines.join('\n'), /process 4242 on host other-host .*whose heartbeat stopped 120 s ago by its clock, and did not change in the 0\.3 s watched/);
 });
 
 test('the owner refreshes its heartbeat; an owner whose lock was taken over hears of it', async (t) => {
