@@ -39,7 +39,10 @@ export function addKafkaOptions(command: Command): Command {
           .map(({ option }) => option);
       },
     })
-    .option('--brokers <host:port,...>', 'the cluster: bootstrap.servers (default KAFKA_BROKERS, else the --kafka-config file, else the broker `weir kafka start` runs from this folder)')
+    .option(
+      '--brokers <host:port,...>',
+      'the cluster: bootstrap.servers (default KAFKA_BROKERS, else the --kafka-config file, else the broker `weir kafka start` runs from this folder)',
+    )
     .option(
       '--kafka-config <file>',
       'a Kafka client properties file: bootstrap.servers, security.protocol, sasl.mechanism, sasl.username, sasl.password (or sasl.jaas.config), ssl.ca.location, ssl.certificate.location, ssl.key.location, ssl.key.password, ssl.keystore.location (PKCS#12) (default WEIR_KAFKA_CONFIG)',
