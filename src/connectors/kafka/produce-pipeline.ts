@@ -1,13 +1,16 @@
+import { setTimeout as sleep } from 'node:timers/promises';
 import type { MessageRecord } from '@platformatic/kafka';
+import { kafkaErrorIds, RETRIABLE_TRANSACTION_ERRORS } from './kafka-error-ids.ts';
 import type { NumericMap } from './kafka-protocol.ts';
 import { BATCH_BYTES_LIMIT, RecordAccumulator } from './record-accumulator.ts';
 import type { BatchProducer, EncodedBatch } from './record-batch-builder.ts';
 
 /**
- * The most produce requests of one transaction in flight at once. A broker keeps the last five
- * batches of each producer and partition to recognize a retried one (Kafka's
- * max.in.flight.requests.per.connection limit under idempotence), so more would make a retry after
- * a lost answer land twice.
+ * The most produce requests of one transaction sent since the oldest one not acknowledged, that
+ * one included. A broker keeps the last five batches of each producer and partition to recognize a
+ * retried one (Kafka's max.in.flight.requests.per.connection limit under idempotence): a retry
+ * after a lost answer with more batches of its partition written after it is refused
+ * (OUT_OF_ORDER_SEQUENCE_NUMBER) instead of recognized.
  */
 export const MAX_PRODUCE_IN_FLIGHT = 5;
 
@@ -24,30 +27,68 @@ export const COALESCE_BYTES = 256 * 1024;
 
 /**
  * The produce requests of one open transaction that were sent and not acknowledged yet (the
- * Java producer's in-flight batches). Requests are sent at once, up to
- * {@link MAX_PRODUCE_IN_FLIGHT}; each carries its partitions' sequence numbers, so the broker
- * appends a partition's batches in order or refuses the out-of-order one. A request that fails is
- * retried only after every request sent before it has completed: a retried batch goes in after
- * the batches ahead of it, and a request refused as out of order (because one before it was lost)
- * succeeds once that one is in. The first failure no retry cures fails the pipeline: every later
- * send and {@link flush} throws it, and the transaction can only be aborted.
+ * Java producer's in-flight batches), kept within the broker's window of duplicates. A broker
+ * keeps the last five batches of each producer and partition: a retried batch among them is
+ * answered with its first append (a duplicate, a success), one older than them is refused
+ * (OUT_OF_ORDER_SEQUENCE_NUMBER, for good). So a request goes out only while fewer than
+ * {@link MAX_PRODUCE_IN_FLIGHT} requests were sent since the oldest one not acknowledged, itself
+ * included: whatever answer is lost, at most four later batches of a partition are ahead of the
+ * batch retried. (Counting only the requests in flight is not enough: while the oldest waits for
+ * its answer, the ones after it are acknowledged and newer ones go out past the window.)
+ *
+ * Each request carries its partitions' sequence numbers, so the broker appends a partition's
+ * batches in order or refuses the out-of-order one. A request that fails is retried only after
+ * every request sent before it has completed, and while any request waits for or runs its retry,
+ * no new request goes out (the pipeline is muted, as the Java producer mutes a partition whose
+ * batch is retried): the retries resend the failed requests in sequence order, one at a time, and
+ * one refused as out of order (because one before it was lost) succeeds once that one is in. An
+ * answer of DUPLICATE_SEQUENCE_NUMBER alone means the broker has the batches: a success. The first
+ * failure no retry cures fails the pipeline: every later send and {@link flush} throws it, and the
+ * transaction can only be aborted.
+ *
+ * The window and the mute span the whole pipeline, not each partition: the pipeline sees requests,
+ * not their batches, and a request carries one batch of every partition of a leader that has
+ * records, so nearly every request holds a batch of the partition retried anyway.
  */
 export class ProducePipeline {
   readonly #limit: number;
-  readonly #inFlight = new Set<Promise<void>>();
   /** Records written and not sent yet, encoded, waiting to go out together in the next request. */
   readonly #held = new RecordAccumulator();
   /** Settles once every request so far has completed or failed for good. */
   #tail: Promise<void> = Promise.resolve();
   #failure: { error: unknown } | undefined;
+  /** The index the next request sent gets. */
+  #next = 0;
+  /** The oldest request not completed (acknowledged or failed for good); #next when none. */
+  #oldest = 0;
+  /** The requests after #oldest that have completed. */
+  readonly #completed = new Set<number>();
+  /** The requests whose attempt failed and whose retry has not completed: while any, no new request goes out. */
+  #retrying = 0;
+  /** Wakes those waiting in {@link reserve} when a request completes or fails. */
+  #wake: (() => void) | undefined;
+  #changed: Promise<void> | undefined;
 
   constructor(limit = MAX_PRODUCE_IN_FLIGHT) {
     this.#limit = limit;
   }
 
-  /** Whether another request may be sent now. */
+  /**
+   * Whether another request may be sent now: no retry is pending, and fewer than the limit were
+   * sent since the oldest request not acknowledged (the broker's window of duplicates).
+   */
   get hasRoom(): boolean {
-    return this.#inFlight.size < this.#limit;
+    return this.#retrying === 0 && this.#next - this.#oldest < this.#limit;
+  }
+
+  /** The requests sent and not completed yet, from the oldest not acknowledged to the newest (at most the limit). */
+  get window(): number {
+    return this.#next - this.#oldest;
+  }
+
+  /** Whether a failed request waits for or runs its retry (no new request goes out meanwhile). */
+  get muted(): boolean {
+    return this.#retrying > 0;
   }
 
   /**
@@ -81,37 +122,49 @@ export class ProducePipeline {
     return this.#held.take(maxBytes, producer, sequences);
   }
 
-  /** Waits until another request may be sent; throws the pipeline's failure, if it has one. */
+  /** Waits until another request may be sent ({@link hasRoom}); throws the pipeline's failure, if it has one. */
   async reserve(): Promise<void> {
     this.throwIfFailed();
-    while (this.#inFlight.size >= this.#limit) await Promise.race(this.#inFlight);
-    this.throwIfFailed();
+    while (!this.hasRoom) {
+      this.#changed ??= new Promise<void>((resolve) => {
+        this.#wake = resolve;
+      });
+      await this.#changed;
+      this.throwIfFailed();
+    }
   }
 
   /**
-   * Sends a request now (`attempt`), without waiting for its answer. When it fails, `retry` runs
-   * once the requests before it have completed: the caller's retry loop (backoff, routes forgotten,
-   * a deadline), starting with a new attempt.
+   * Sends a request now (`attempt`), without waiting for its answer; the caller has waited in
+   * {@link reserve}. When it fails, `retry` runs once the requests before it have completed (the
+   * caller's retry loop: backoff, routes forgotten, a deadline, starting with a new attempt), and
+   * no other request goes out until it has completed.
    */
   send(attempt: () => Promise<unknown>, retry: () => Promise<unknown>): void {
+    const index = this.#next++;
     const before = this.#tail;
     const completed = attempt().then(
       () => {},
-      async () => {
-        await before;
-        this.throwIfFailed(); // one before it failed for good: the transaction is lost anyway
-        await retry();
+      async (error: unknown) => {
+        if (isDuplicate(error)) return; // the broker has these batches already
+        this.#retrying++;
+        try {
+          await before;
+          this.throwIfFailed(); // one before it failed for good: the transaction is lost anyway
+          await retryUntilDone(retry);
+        } finally {
+          this.#retrying--;
+        }
       },
     );
     const settled = completed.then(
-      () => {},
+      () => this.#complete(index),
       (error: unknown) => {
         this.#failure ??= { error };
+        this.#complete(index);
       },
     );
     this.#tail = Promise.all([before, settled]).then(() => {});
-    this.#inFlight.add(settled);
-    void settled.then(() => this.#inFlight.delete(settled));
   }
 
   /** Waits until every request sent has been acknowledged; throws the first failure no retry cured. */
@@ -128,4 +181,52 @@ export class ProducePipeline {
   throwIfFailed(): void {
     if (this.#failure !== undefined) throw this.#failure.error;
   }
+
+  /** Request `index` is acknowledged (or failed for good): the window moves past the oldest ones completed. */
+  #complete(index: number): void {
+    if (index === this.#oldest) {
+      this.#oldest++;
+      while (this.#completed.delete(this.#oldest)) this.#oldest++;
+    } else {
+      this.#completed.add(index);
+    }
+    const wake = this.#wake;
+    this.#wake = undefined;
+    this.#changed = undefined;
+    wake?.();
+  }
+}
+
+/**
+ * Runs the caller's retry loop until the request is done. An answer that mixes
+ * DUPLICATE_SEQUENCE_NUMBER (those batches are in) with retriable errors for other partitions ends
+ * the caller's loop, which knows only the retriable ones: it is run again, a few times.
+ */
+async function retryUntilDone(retry: () => Promise<unknown>): Promise<void> {
+  for (let round = 1; ; round++) {
+    try {
+      await retry();
+      return;
+    } catch (error) {
+      if (isDuplicate(error)) return;
+      const ids = kafkaErrorIds(error);
+      const mixed = ids.includes(DUPLICATE) && ids.every((id) => id === DUPLICATE || RETRIABLE_TRANSACTION_ERRORS.includes(id));
+      if (!mixed || round >= MIXED_DUPLICATE_ROUNDS) throw error;
+      await sleep(100 * round);
+    }
+  }
+}
+
+const DUPLICATE = 'DUPLICATE_SEQUENCE_NUMBER';
+const MIXED_DUPLICATE_ROUNDS = 10;
+
+/**
+ * Whether a produce request's answer says only that the broker already has its batches
+ * (DUPLICATE_SEQUENCE_NUMBER for every partition that is not a success): the request is done.
+ * Brokers since Kafka 2 answer such a retry with the first append's offsets and no error; older
+ * ones answered DUPLICATE_SEQUENCE_NUMBER.
+ */
+export function isDuplicate(error: unknown): boolean {
+  const ids = kafkaErrorIds(error);
+  return ids.length > 0 && ids.every((id) => id === DUPLICATE);
 }

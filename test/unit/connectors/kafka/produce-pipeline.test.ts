@@ -18,7 +18,7 @@ function deferred() {
 
 const tick = () => new Promise((done) => setImmediate(done));
 
-test('requests go out at once, up to the in-flight limit; reserve waits for room', async () => {
+test('requests go out at once, up to the limit counted from the oldest not acknowledged; reserve waits for room', async () => {
   const pipeline = new ProducePipeline(2);
   const answers = [deferred(), deferred(), deferred()];
   const sent: number[] = [];
@@ -40,6 +40,10 @@ test('requests go out at once, up to the in-flight limit; reserve waits for room
   await tick();
   assert.equal(reserved, false, 'a third request waits while two are in flight');
   answers[1]?.resolve();
+  await tick();
+  await tick();
+  assert.equal(reserved, false, 'the second acknowledged, the first not: still no room (the broker keeps the last batches only)');
+  answers[0]?.resolve();
   await third;
   assert.equal(reserved, true);
   assert.equal(MAX_PRODUCE_IN_FLIGHT, 5);
@@ -124,7 +128,8 @@ test('held records gather until COALESCE_BYTES, whether or not a request is in f
       () => answer.promise,
       async () => {},
     );
-  answers[1]?.resolve();
+  answers[0]?.resolve();
+  await tick();
   await tick();
   pipeline.hold([record(1000)]);
   assert.equal(pipeline.shouldSendHeld, false, 'one in flight: small batches gather');
@@ -137,5 +142,5 @@ test('held records gather until COALESCE_BYTES, whether or not a request is in f
   assert.equal(pipeline.shouldSendHeld, false, 'no room: the records wait for an answer');
   pipeline.hold([record(BATCH_BYTES_LIMIT)]);
   assert.equal(pipeline.shouldSendHeld, true, "a request's worth held: it goes out as soon as there is room (reserve waits)");
-  answers[0]?.resolve();
+  answers[1]?.resolve();
 });
