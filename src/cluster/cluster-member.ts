@@ -18,6 +18,8 @@ import { ensureClusterTopics } from './cluster-topics.ts';
 import { GroupMembership } from './group-membership.ts';
 import type { Stage } from './stage-plan.ts';
 import { latestTaskCheckpoints, type TaskCheckpoint, taskCheckpointKey } from './task-checkpoint.ts';
+import { describeTaskTransactionTimeout, restoreReadTimeoutMs, taskTransactionTimeoutMs, timedOutByBroker } from './task-transaction-timeout.ts';
+import { transactionTimedOut } from './transaction-timed-out.ts';
 
 /** The job and its settings, whose `cluster` (id, instanceId, sessionTimeout) makes this process a member. */
 export interface ClusterMemberOptions extends Pick<RunJobOptions, 'job' | 'config' | 'configFile'> {
@@ -38,6 +40,8 @@ interface TaskEntry {
   /** Fenced by a newer owner: it waits for the next assignment rather than fence that owner back. */
   fenced: boolean;
   failures: number;
+  /** The producer (id and epoch) its current run writes with: every transaction of the run has them. */
+  producer: Pick<OpenTransaction, 'transactionalId' | 'producerId' | 'producerEpoch'> | undefined;
 }
 
 /**
@@ -106,14 +110,15 @@ export class ClusterMember {
       await connections.close();
       throw error;
     }
-    // A task's transaction lives one checkpoint interval plus its commit; the broker aborts any
-    // older than transaction.max.timeout.ms, which would lose that checkpoint's work: refuse an
-    // interval the broker's limit cannot cover three times over.
+    // A task's transaction lives one checkpoint interval plus its state upload and commit; the
+    // broker aborts any older than its transaction timeout (at most transaction.max.timeout.ms),
+    // which would lose that checkpoint's work: refuse an interval the timeout cannot cover three
+    // times over. A state upload that would outlast it is bounded by the task (task-output.ts).
     const brokerMax = await brokerTransactionMaxTimeout(kafka.bootstrap, kafka.connection).catch(async (error: unknown) => {
       await connections.close();
       throw error;
     });
-    const transactionTimeoutMs = Math.min(brokerMax, Math.max(60_000, 10 * checkpointing.interval));
+    const transactionTimeoutMs = taskTransactionTimeoutMs(brokerMax, checkpointing.interval);
     if (transactionTimeoutMs < 3 * checkpointing.interval) {
       await connections.close();
       throw new WeirError(
@@ -124,6 +129,7 @@ export class ClusterMember {
         },
       );
     }
+    log(`cluster "${options.id}": ${describeTaskTransactionTimeout(transactionTimeoutMs)}`);
     const driver = new TransactionDriver(connections, { transactionTimeoutMs });
     let member: ClusterMember | undefined;
     const runtime: MemberRuntime = {
@@ -213,7 +219,7 @@ export class ClusterMember {
     const starting: TaskEntry[] = [];
     for (const global of assigned) {
       const { stage, task } = this.#tasks[global] as { stage: Stage; task: number };
-      const entry: TaskEntry = { global, stage, task, run: undefined, revoked: false, fenced: false, failures: 0 };
+      const entry: TaskEntry = { global, stage, task, run: undefined, revoked: false, fenced: false, failures: 0, producer: undefined };
       this.#entries.set(global, entry);
       starting.push(entry);
     }
@@ -243,8 +249,11 @@ export class ClusterMember {
     );
     let checkpoints: Map<string, TaskCheckpoint>;
     try {
-      // Read after the fencing: whatever the old owners left open is aborted, so the latest committed record is final.
-      checkpoints = latestTaskCheckpoints(await readTopic({ bootstrap, connection, topic: plan.checkpointTopic, timeoutMs: 120_000 }), plan.checkpointTopic);
+      // Read after the fencing: whatever the old owners left open is aborted, so the latest committed
+      // record is final. The read waits behind other tasks' open transactions, each open at most
+      // the transaction timeout: so may the read.
+      const timeoutMs = restoreReadTimeoutMs(driver.transactionTimeoutMs);
+      checkpoints = latestTaskCheckpoints(await readTopic({ bootstrap, connection, topic: plan.checkpointTopic, timeoutMs }), plan.checkpointTopic);
     } catch (error) {
       for (const entry of entries) this.#taskFailed(entry, error);
       return;
@@ -254,6 +263,7 @@ export class ClusterMember {
         const open = opens[index] as OpenTransaction | Error;
         if (open instanceof Error) return this.#taskFailed(entry, open);
         if (entry.revoked || this.#closed) return;
+        entry.producer = open;
         const restored = checkpoints.get(taskCheckpointKey(entry.stage.uid, entry.task));
         const run = new ClusterTask(this.#runtime, entry.stage, entry.task, restored, (error) => this.#taskFailed(entry, error));
         entry.run = run;
@@ -299,10 +309,36 @@ export class ClusterMember {
     if (this.failures.length > 100) this.failures.shift();
     if (error instanceof WeirError && error.code === 'TASK_FENCED') {
       entry.fenced = true;
-      this.#runtime.log(`${entry.stage.uid} task ${entry.task} was fenced (${message}); it waits for the group's next assignment`);
-      void this.#restartWhenSettled(entry, this.#membership.generation);
+      void this.#onFenced(entry, error, this.#membership.generation);
       return;
     }
+    this.#restartLater(entry, message);
+  }
+
+  /**
+   * A task answered "fenced". Either a newer owner fenced it (it waits for the group, which
+   * revokes it) or the broker timed its transaction out and aborted it (bumping its epoch), which
+   * is answered the same. A task this member still owns in the group's current generation whose
+   * transaction the broker timed out (transaction-timed-out.ts) starts again from its latest
+   * checkpoint at once, said loudly: nobody else will start it.
+   */
+  async #onFenced(entry: TaskEntry, error: WeirError, generation: number): Promise<void> {
+    const producer = entry.producer;
+    const owned = () => this.#membership.tasks.includes(entry.global) && this.#entries.get(entry.global) === entry && !entry.revoked && !this.#closed;
+    const timedOut = producer !== undefined && owned() && (await transactionTimedOut(this.#runtime.driver, producer).catch(() => false));
+    if (timedOut && owned() && entry.fenced) {
+      entry.fenced = false;
+      const cause = timedOutByBroker(`${entry.stage.uid} task ${entry.task}`, this.#runtime.driver.transactionTimeoutMs, error);
+      this.failures.push({ at: Date.now(), task: `${entry.stage.uid}/${entry.task}`, message: cause.message, stack: cause.stack });
+      this.#restartLater(entry, `${cause.message}. ${cause.hint}`);
+      return;
+    }
+    this.#runtime.log(`${entry.stage.uid} task ${entry.task} was fenced (${error.message}); it waits for the group's next assignment`);
+    await this.#restartWhenSettled(entry, generation);
+  }
+
+  /** Starts a failed task again from its latest checkpoint after a back-off (1 s doubling to 30 s). */
+  #restartLater(entry: TaskEntry, message: string): void {
     entry.failures++;
     const delay = Math.min(30_000, 1000 * 2 ** Math.min(entry.failures - 1, 5));
     this.#options.log.warn(`${entry.stage.uid} task ${entry.task} failed (${message}); it starts again from its latest checkpoint in ${delay} ms`);

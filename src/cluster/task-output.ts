@@ -2,6 +2,7 @@ import type { MessageRecord } from '@platformatic/kafka';
 import type { OpenTransaction, TransactionDriver } from '../connectors/kafka/transaction-driver.ts';
 import type { TaskRecord, TaskTransaction } from '../core/connector/task-transaction.ts';
 import { writeTaskOutput } from './task-checkpoint.ts';
+import { openTransactionBudgetMs, uploadTooSlow } from './task-transaction-timeout.ts';
 
 /** Records sent to the brokers per Produce round. */
 const SEND_CHUNK = 5000;
@@ -23,6 +24,14 @@ interface Segment {
  * it waits, in memory, for the next transaction, which opens once the checkpoint's commit is done
  * ({@link committed}). Queued records past a high-water mark make the task unavailable for
  * input, as a channel without credit does.
+ *
+ * A transaction stays open from its first record through its checkpoint's snapshot and the
+ * upload of the state files to the checkpoint storage (it is sealed between the two); the broker
+ * aborts it once it has been open for the transaction timeout, and then answers the task as if it
+ * were fenced. So the output bounds that: a transaction whose checkpoint has not reached its commit
+ * ({@link sealedSent}: snapshot and upload done) when it has been open for
+ * {@link openTransactionBudgetMs} fails the task with TASK_TRANSACTION_TIMED_OUT, saying why, and
+ * the task aborts the transaction itself and starts again from its latest checkpoint.
  */
 export class TaskOutput implements TaskTransaction {
   readonly bootstrap: string;
@@ -36,6 +45,12 @@ export class TaskOutput implements TaskTransaction {
   #queued = 0;
   #pumping = false;
   #failure: unknown;
+  /** When the open transaction's first records went out (the broker's transaction timer starts there); undefined while it has none. */
+  #openedAt: number | undefined;
+  /** The open transaction's checkpoint reached its commit: its state is written. */
+  #committing = false;
+  /** Fails the task should the sealed transaction's checkpoint not reach its commit in time. */
+  #bound: NodeJS.Timeout | undefined;
   /** Records written since the last seal (a checkpoint with none and no new input may be skipped). */
   written = 0;
 
@@ -94,6 +109,11 @@ export class TaskOutput implements TaskTransaction {
   async sealedSent(checkpointId: number): Promise<OpenTransaction> {
     const segment = this.#segments.find((entry) => entry.checkpointId === checkpointId);
     if (segment === undefined) throw new Error(`checkpoint ${checkpointId} sealed no transaction`);
+    if (this.#failure !== undefined) throw this.#failure; // failed (a send, or the bound): the checkpoint cannot commit
+    if (segment === this.#segments[0]) {
+      this.#committing = true; // its state is written: what is left is the commit
+      clearTimeout(this.#bound);
+    }
     await segment.sent.promise;
     return this.#transaction;
   }
@@ -102,7 +122,39 @@ export class TaskOutput implements TaskTransaction {
   committed(next: OpenTransaction): void {
     this.#segments.shift();
     this.#transaction = next;
+    clearTimeout(this.#bound);
+    this.#bound = undefined;
+    this.#openedAt = undefined;
+    this.#committing = false;
+    this.#armBound();
     this.#pump();
+  }
+
+  /** Once the open transaction has sent records: fails the task at its budget unless its checkpoint has reached the commit by then. */
+  #armBound(): void {
+    const timeoutMs = this.#driver.transactionTimeoutMs;
+    const head = this.#segments[0] as Segment;
+    if (this.#bound !== undefined || this.#committing || this.#openedAt === undefined || !Number.isFinite(timeoutMs)) return;
+    const openedAt = this.#openedAt;
+    this.#bound = setTimeout(
+      () => {
+        if (this.#committing || this.#failure !== undefined || this.#segments[0] !== head) return;
+        // Due long ago (the process was paused, or its event loop held): past the timeout the broker
+        // aborts the transaction itself; its next request is answered "fenced", and the member tells
+        // that timeout apart (transaction-timed-out.ts), naming it. A commit that gets in first is fine.
+        if (Date.now() - openedAt >= timeoutMs) return;
+        this.#fail(uploadTooSlow(`task "${this.#transaction.transactionalId}"`, head.checkpointId, Date.now() - openedAt, timeoutMs));
+      },
+      Math.max(0, openedAt + openTransactionBudgetMs(timeoutMs) - Date.now()),
+    );
+    this.#bound.unref();
+  }
+
+  #fail(error: unknown): void {
+    this.#failure = error;
+    clearTimeout(this.#bound);
+    for (const segment of this.#segments) segment.sent.reject(error);
+    this.#onFailure(error);
   }
 
   #pump(): void {
@@ -114,9 +166,17 @@ export class TaskOutput implements TaskTransaction {
   async #drain(): Promise<void> {
     try {
       for (;;) {
+        if (this.#failure !== undefined) {
+          this.#pumping = false; // failed meanwhile (the bound): nothing more goes into the transaction
+          return;
+        }
         const head = this.#segments[0] as Segment;
         if (head.records.length > 0) {
           const chunk = head.records.splice(0, SEND_CHUNK);
+          if (this.#openedAt === undefined) {
+            this.#openedAt = Date.now();
+            this.#armBound();
+          }
           await writeTaskOutput(this.#driver, this.#transaction, chunk);
           const wasUnavailable = !this.available;
           this.#queued -= chunk.length;
@@ -129,9 +189,7 @@ export class TaskOutput implements TaskTransaction {
       }
     } catch (error) {
       this.#pumping = false;
-      this.#failure = error;
-      for (const segment of this.#segments) segment.sent.reject(error);
-      this.#onFailure(error);
+      if (this.#failure === undefined) this.#fail(error);
     }
   }
 }

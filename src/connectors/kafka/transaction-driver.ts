@@ -2,6 +2,8 @@ import type { Connection, MessageRecord } from '@platformatic/kafka';
 import { WeirError } from '../../core/errors/weir-error.ts';
 import { dataLoss } from '../two-phase-commit-sink.ts';
 import type { ClusterConnections } from './cluster-connections.ts';
+import { fencedOr } from './fenced-or.ts';
+import { type KafkaCommittable, type OpenTransaction, TRANSACTION_PROTOCOL } from './kafka-committable.ts';
 import { hasKafkaError, kafkaErrorIds } from './kafka-error-ids.ts';
 import {
   addOffsetsToTxnV4,
@@ -19,58 +21,13 @@ import { ProducePipeline } from './produce-pipeline.ts';
 import { produceRequest } from './produce-request.ts';
 import { BATCH_BYTES_LIMIT } from './record-accumulator.ts';
 import { retryKafkaRequest } from './retry-kafka-request.ts';
+import type { TransactionDescription } from './transaction-description.ts';
 import { parseTransactionalId } from './transactional-id.ts';
 
-/**
- * The request versions this driver pins: classic transaction semantics (no epoch bump per EndTxn,
- * partitions added explicitly) on transaction.version 1 and 2 brokers alike. Recorded in every
- * committable, so a later Weir knows how to finish it.
- */
-export const TRANSACTION_PROTOCOL = 'classic-endtxn4-addpartitions3-produce11';
-
-/** What a checkpoint keeps of a pre-committed Kafka transaction: enough to commit it from another process. */
-export interface KafkaCommittable {
-  version: 1;
-  transactionalId: string;
-  producerId: bigint;
-  producerEpoch: number;
-  protocol: typeof TRANSACTION_PROTOCOL;
-}
-
-/** A transaction being written: its producer id and epoch, and the partitions and sequences it has used. */
-export interface OpenTransaction {
-  transactionalId: string;
-  producerId: bigint;
-  producerEpoch: number;
-  partitions: Set<string>;
-  sequences: NumericMap;
-  records: number;
-}
-
-/** The committable of a transaction this process wrote: what the checkpoint keeps of it. */
-export function committableOf(transaction: OpenTransaction): KafkaCommittable {
-  return {
-    version: 1,
-    transactionalId: transaction.transactionalId,
-    producerId: transaction.producerId,
-    producerEpoch: transaction.producerEpoch,
-    protocol: TRANSACTION_PROTOCOL,
-  };
-}
-
-/** A transaction as its coordinator describes it (DescribeTransactions). */
-export interface TransactionDescription {
-  transactionalId: string;
-  /** Ongoing, PrepareCommit, PrepareAbort, CompleteCommit, CompleteAbort, Empty, Dead. */
-  state: string;
-  producerId: bigint;
-  producerEpoch: number;
-  /** When the open transaction began (ms since the epoch; -1 when none is open). */
-  startTimeMs: number;
-  timeoutMs: number;
-  /** How many partitions the transaction has written to. */
-  partitions: number;
-}
+export { fencedOr } from './fenced-or.ts';
+// Kept here too: every importer of the driver's types and helpers goes on importing them from the driver.
+export { committableOf, type KafkaCommittable, type OpenTransaction, TRANSACTION_PROTOCOL } from './kafka-committable.ts';
+export type { TransactionDescription } from './transaction-description.ts';
 
 const GROUP_KEY_TYPE = 0;
 const TRANSACTION_KEY_TYPE = 1;
@@ -122,6 +79,11 @@ export class TransactionDriver {
     this.#connections = connections;
     this.#options = { retryTimeoutMs: 60_000, ...options };
     this.#leaders = new PartitionLeaders(connections);
+  }
+
+  /** The transaction.timeout.ms every InitProducerId of this driver asks for: the broker aborts a transaction open longer. */
+  get transactionTimeoutMs(): number {
+    return this.#options.transactionTimeoutMs;
   }
 
   /**
@@ -424,19 +386,4 @@ export class TransactionDriver {
   #retry<T>(what: string, request: () => Promise<T>): Promise<T> {
     return retryKafkaRequest(what, request, this.#options.retryTimeoutMs, this.#forgetRoutes, this.#connections);
   }
-}
-
-/** The Kafka answers that mean this producer or group member was fenced: another owns its work now. */
-const FENCED = ['PRODUCER_FENCED', 'INVALID_PRODUCER_EPOCH', 'ILLEGAL_GENERATION', 'UNKNOWN_MEMBER_ID', 'FENCED_INSTANCE_ID', 'INVALID_TXN_STATE'];
-
-/** TASK_FENCED for a fenced producer or member, else the error as it is. */
-export function fencedOr(error: unknown, transactionalId: string): unknown {
-  const ids = kafkaErrorIds(error);
-  const fenced = ids.find((id) => FENCED.includes(id));
-  if (fenced === undefined) return error;
-  return new WeirError('TASK_FENCED', `"${transactionalId}" was fenced (${fenced}): another member owns its work now; its open transaction is aborted`, {
-    fault: 'external',
-    retriable: false,
-    cause: error,
-  });
 }
