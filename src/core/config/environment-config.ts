@@ -134,6 +134,46 @@ export const environmentConfigSchema = z
       }),
     batchSize: positiveInt.default(512).describe('Records per batch that a source emits and channels carry.'),
     channelCredits: positiveInt.default(4).describe('Batches a channel may have in flight before its sender waits (credit-based backpressure).'),
+    network: z
+      .object({
+        debloat: z
+          .object({
+            enabled: z
+              .boolean()
+              .default(true)
+              .describe(
+                "Buffer debloating (Flink's FLIP-183): under back pressure a channel's batches shrink so the records in flight before a barrier take about `target` to process. Off: every channel may hold `channelCredits` x `batchSize` records, which a barrier waits behind (Flink's default is off; Weir's is on).",
+              ),
+            target: duration('network.debloat.target')
+              .refine((value) => value > 0, 'must be above 0')
+              .default(1000)
+              .describe(
+                "How long the records in flight on a task's input should take it to process (Flink's taskmanager.network.memory.buffer-debloat.target): the time an aligned barrier waits behind them.",
+              ),
+            period: duration('network.debloat.period')
+              .refine((value) => value > 0, 'must be above 0')
+              .default(200)
+              .describe("How much time each throughput sample covers (Flink's taskmanager.network.memory.buffer-debloat.period)."),
+            samples: positiveInt
+              .default(20)
+              .describe("Samples the throughput is averaged over, exponentially (Flink's taskmanager.network.memory.buffer-debloat.samples)."),
+            minBatchSize: positiveInt
+              .default(8)
+              .describe(
+                "The smallest batch, in records, a channel or a source is sized down to (Flink's taskmanager.memory.min-segment-size); at most `batchSize`.",
+              ),
+          })
+          .strict()
+          .prefault({})
+          .meta({
+            description:
+              "Buffer debloating: each channel's batches are sized from how fast its receiver consumes them (the credit it returns), so its `channelCredits` batches take about `target` to process (between `minBatchSize` and `batchSize`); a source's polls follow its channels and its own throughput. A barrier then waits about `target` behind a slow stage.",
+            defaultText: 'on: target 1s, period 200ms, samples 20',
+          }),
+      })
+      .strict()
+      .prefault({})
+      .meta({ description: 'The network stack between tasks (channels and their flow control).', defaultText: 'debloat on, target 1s' }),
     checkpointing: checkpointingSchema.optional().meta({
       description:
         'Periodic barrier checkpoints, as in Flink. Without it the job takes no checkpoints, a restart starts from the beginning, and the preflight refuses an exactly-once sink.',

@@ -43,6 +43,17 @@ export class RecordWriter {
     return true;
   }
 
+  /**
+   * The largest batch this edge takes now without a channel going below zero credit, in records
+   * (Infinity without debloating): the smallest channel's batch size, times the channels for a hash
+   * edge, whose batches spread over them.
+   */
+  get batchSize(): number {
+    let smallest = Number.POSITIVE_INFINITY;
+    for (const writer of this.writers) if (writer.batchSize < smallest) smallest = writer.batchSize;
+    return this.#partitioning === 'hash' ? smallest * this.writers.length : smallest;
+  }
+
   /** Sends a batch; `timestamps[i]` is the event time of `batch[i]` (undefined: the records have none). */
   emit(batch: unknown[], timestamps?: number[]): void {
     if (batch.length === 0) return;

@@ -3,6 +3,7 @@ import { openCheckpointStorage } from '../../checkpoint/storage/open-checkpoint-
 import { buildStreamGraph } from '../../graph/job.ts';
 import { loadJobModule } from '../deployment/job-module.ts';
 import type { FromWorker, ToWorker, WorkerInit } from '../deployment/worker-messages.ts';
+import { debloatOptions } from '../io/batch-size-debloater.ts';
 import type { ChannelMessage } from '../io/channel-message.ts';
 import { ChannelWriter } from '../io/channel-writer.ts';
 import { RecordWriter } from '../io/record-writer.ts';
@@ -60,7 +61,14 @@ export class TaskExecutor {
             .filter((channel) => channel.edgeId === edge.id && channel.sourceSubtask === placement.subtaskIndex)
             .sort((a, b) => a.targetSubtask - b.targetSubtask);
           const writers = channels.map((channel) => {
-            const writer = new ChannelWriter(channel.id, channel.targetSubtask, init.config.channelCredits, this.#transportTo(channel.targetWorker), onCredit);
+            const writer = new ChannelWriter(
+              channel.id,
+              channel.targetSubtask,
+              init.config.channelCredits,
+              this.#transportTo(channel.targetWorker),
+              onCredit,
+              debloatOptions(init.config),
+            );
             this.#writers.set(channel.id, writer);
             return writer;
           });

@@ -30,6 +30,8 @@ export interface SourceInputOptions {
   maxParallelism: number;
   attemptNumber: number;
   batchSize: number;
+  /** The batch size of each poll when it follows back pressure (`network.debloat`, a SourceBatchSizer); else `batchSize`. */
+  batchSizer?: (() => number) | undefined;
   chain: OperatorChain;
   metrics: TaskMetrics;
   /** The source read its last split: the task's input has ended. */
@@ -141,7 +143,8 @@ export class StreamTaskSourceInput implements MailboxDefaultAction, CheckpointLi
   /** One poll of the reader: its records through the chain, its watermarks after them. */
   async processInput(): Promise<InputStatus> {
     if (this.#finished || this.#stopping !== undefined) return 'END_OF_INPUT';
-    const { chain, metrics, batchSize } = this.#options;
+    const { chain, metrics } = this.#options;
+    const batchSize = this.#options.batchSizer?.() ?? this.#options.batchSize;
     const watermarks = this.#watermarks;
     if (this.#watermarkEvents.length > 0) await this.#emitWatermarkEvents();
     const reader = this.#reader;

@@ -20,6 +20,7 @@ import type { Mail } from './mail.ts';
 import { MailboxProcessor } from './mailbox-processor.ts';
 import { type ChainedOperator, OperatorChain, type OperatorStateHolder } from './operator-chain.ts';
 import { ProcessingTimeService } from './processing-time-service.ts';
+import { sourceBatchSizer } from './source-batch-sizer.ts';
 import { StreamTaskNetworkInput } from './stream-task-network-input.ts';
 import { StreamTaskSourceInput } from './stream-task-source-input.ts';
 import { StreamTaskStateInitializer } from './stream-task-state-initializer.ts';
@@ -145,6 +146,7 @@ export class StreamTask {
           maxParallelism: config.maxParallelism,
           attemptNumber: env.attemptNumber,
           batchSize: config.batchSize,
+          batchSizer: sourceBatchSizer(config, env.recordWriters, this.metrics),
           chain: this.#chain,
           metrics: this.metrics,
           onEndOfInput: () => this.#endInput(),
