@@ -241,7 +241,13 @@ export class CheckpointCoordinator {
   async #complete(pending: PendingCheckpoint): Promise<void> {
     const { storage, graph, config, stats } = this.#options;
     const metadata = pending.finalize(graph, Date.now());
-    await storage.commitMetadata(pending.location, metadata);
+    try {
+      await storage.commitMetadata(pending.location, metadata);
+    } catch (error) {
+      // Aborted meanwhile, its folder discarded under the write: whatever the write left goes too.
+      if (!this.#pending.has(pending.checkpointId)) this.#cleaner.discard(pending.location);
+      throw error;
+    }
     if (!this.#pending.has(pending.checkpointId)) {
       // Aborted (expired) while its metadata was written: it must not stay behind as completed.
       this.#cleaner.discard(pending.location);

@@ -41,7 +41,10 @@ export class CheckpointStorageLock implements StorageLock {
   /** Why the lock was lost, once it was. */
   #lost: string | undefined;
 
-  private constructor(path: string, owner: LockOwner, options: LockOptions) {
+  readonly tookOverFrom: string | undefined;
+
+  private constructor(path: string, owner: LockOwner, options: LockOptions, tookOverFrom: string | undefined) {
+    this.tookOverFrom = tookOverFrom;
     this.#path = path;
     this.#owner = owner;
     this.#options = options;
@@ -51,6 +54,7 @@ export class CheckpointStorageLock implements StorageLock {
   static async acquire(root: string, options: LockOptions): Promise<CheckpointStorageLock> {
     const path = join(root, LOCK_FILE_NAME);
     const owner = newLockOwner();
+    let tookOverFrom: string | undefined;
     for (let tries = 0; ; tries++) {
       if (await createExclusively(path, owner)) break;
       const current = await readOwner(path);
@@ -61,10 +65,11 @@ export class CheckpointStorageLock implements StorageLock {
       if (judged === 'alive') throw lockedError(root, current, path);
       if (judged === 'changed') continue; // a heartbeat (a live owner) or a release: judge again
       if (await takeOver(path, token)) {
-        options.log(`took over the lock of checkpoint folder ${root}: ${describeOwner(current)}, ${judged.gone}`);
+        tookOverFrom = `${describeOwner(current)}, ${judged.gone}`;
+        options.log(`took over the lock of checkpoint folder ${root}: ${tookOverFrom}`);
       }
     }
-    const lock = new CheckpointStorageLock(path, owner, options);
+    const lock = new CheckpointStorageLock(path, owner, options, tookOverFrom);
     lock.#timer = setInterval(() => void lock.#heartbeat(), options.heartbeatMs ?? LOCK_HEARTBEAT_MS);
     lock.#timer.unref();
     return lock;

@@ -21,6 +21,12 @@ export interface StorageLock {
    * and this rejects with CHECKPOINT_STORAGE_LOCK_LOST; after {@link release} it rejects too.
    */
   verify(): Promise<void>;
+  /**
+   * Set when this process took the lock over from an owner judged gone (a process on this host that
+   * no longer runs, or one whose heartbeat stood still): who it was. That run ended without its
+   * job's end, so the transactions it left open are lingering, not a live job's.
+   */
+  readonly tookOverFrom: string | undefined;
 }
 
 /** The lock object in the storage's root. */

@@ -53,7 +53,14 @@ function kafkaSinkWithDeadLetters<T>(options: KafkaSinkOptions<T>, deadLetterTop
           const brokerMax = await brokerTransactionMaxTimeout(bootstrap, connection);
           findings.push(...transactionTimeoutFindings(where, transactionTimeoutMs, recoveryBudgetMs, brokerMax, context));
           const prefix = options.transactionalIdPrefix ?? defaultTransactionalIdPrefix(context.jobName, context.uid);
-          const inUse = await prefixInUseFinding(where, prefix, bootstrap, connection, prefixProbeWindow(context.config.checkpointing?.interval));
+          const inUse = await prefixInUseFinding(
+            where,
+            prefix,
+            bootstrap,
+            connection,
+            prefixProbeWindow(context.config.checkpointing?.interval),
+            context.predecessorGone,
+          );
           if (inUse !== undefined) findings.push(inUse);
         } else if (context.config.checkpointing !== undefined) {
           findings.push({

@@ -1,6 +1,7 @@
 import { setTimeout as sleep } from 'node:timers/promises';
 import type { ConnectionOptions } from '@platformatic/kafka';
 import type { PreflightFinding } from '../../core/connector/preflight.ts';
+import { processLog } from '../../core/logging/pino-logger.ts';
 import { formatDuration } from '../../core/time/duration.ts';
 import { ClusterConnections } from './cluster-connections.ts';
 import type { BrokerAddress } from './kafka-connection-options.ts';
@@ -22,7 +23,10 @@ export function prefixProbeWindow(checkpointIntervalMs: number | undefined): num
  * transactions stand still until the broker's timeout aborts them; a live job's change (it adds
  * partitions, commits, begins the next transaction under another id, re-initializes an id).
  * Anything that moves in the window, other than an abort by the transaction timeout, means a live
- * producer. With no open transaction of the prefix nothing is watched (no delay).
+ * producer. With no open transaction of the prefix nothing is watched (no delay), nor when the job's
+ * previous run is known to be gone (`predecessorGone`: this run took its checkpoint storage's lock
+ * over from it): its open transactions are what the start ends, and a restart after a crash does
+ * not wait the window.
  */
 export async function prefixInUseFinding(
   where: string,
@@ -30,12 +34,19 @@ export async function prefixInUseFinding(
   bootstrap: readonly BrokerAddress[],
   connection: ConnectionOptions | undefined,
   windowMs: number,
+  predecessorGone?: string,
 ): Promise<PreflightFinding | undefined> {
   const connections = new ClusterConnections(bootstrap, { clientId: 'weir-preflight', ...connection });
   try {
     const driver = new TransactionDriver(connections, { transactionTimeoutMs: 60_000 });
     const open = await driver.listOpenTransactions(prefix);
     if (open.length === 0) return undefined;
+    if (predecessorGone !== undefined) {
+      processLog().info(
+        `${where}: ${open.length} open transaction(s) under "${prefix}", left by the job's previous run (${predecessorGone}): ended by this start, not watched`,
+      );
+      return undefined;
+    }
     const before = await driver.describeTransactions(open);
     await sleep(windowMs);
     const reopened = await driver.listOpenTransactions(prefix);

@@ -17,6 +17,12 @@ export interface PreflightContext {
   config: EnvironmentConfig;
   /** Whether the job has an exactly-once sink. */
   exactlyOnce: boolean;
+  /**
+   * The job's previous run that ended without its job's end (its checkpoint storage's lock was
+   * taken over from it, as a process that is gone): the transactions open under this job's ids are
+   * that run's, lingering, for the start to end; no live job's to watch for.
+   */
+  predecessorGone?: string | undefined;
 }
 
 /** A name a connector must have to itself within its job (a Kafka sink's transactional id prefix). */

