@@ -95,7 +95,10 @@ describe('lingering transactions and broker restarts', () => {
     // The lock was taken over from the killed run: its open transactions are not watched as a live
     // producer's would be (that watch made every restart after a crash wait 2-10 s).
     assert.match(second.stderr, /took over the lock of checkpoint folder/);
-    assert.match(second.stderr, /open transaction\(s\) under "linger-[^"]+", left by the job's previous run \(.*no longer running\): ended by this start, not watched/);
+    assert.match(
+      second.stderr,
+      /open transaction\(s\) under "linger-[^"]+", left by the job's previous run \(.*no longer running\): ended by this start, not watched/,
+    );
     assert.deepEqual(await openTransactions(brokers, prefix), []);
     // In each partition the abort markers came first: no record of the restarted run sits at the old end.
     const afterCrash = (await readTopic({ bootstrap: brokers, topic: output.topic, isolation: 'read_uncommitted' })).filter(
