@@ -184,6 +184,9 @@ export class ClusterTask {
       recordWriters,
       returnCredit: () => this.#input?.returnCredit(),
       toMaster: (message) => this.#fromTask(message),
+      // A task restores only its own state, so its source could not tell another task's partition
+      // from a new one: partition discovery would read every other task's partition again.
+      fixedSplits: true,
       createSinkOperator: (sink, uid) => {
         const operator = sink.createTaskOperator?.(this.#output);
         if (operator === undefined) throw unsupportedSink(sink.name, uid);

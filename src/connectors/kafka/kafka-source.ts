@@ -36,7 +36,7 @@ export function kafkaSource<T>(sourceOptions: KafkaSourceOptions<T>): Source<T, 
         await connections.close();
       }
     },
-    createReader: (context) => new KafkaSourceReader(options, context, discoveryMs),
+    createReader: (context) => new KafkaSourceReader(options, context, context.discoversSplits === false ? 0 : discoveryMs),
     // Per-partition watermarks, as Flink's KafkaSource: each partition is a split with its own generator.
     splitId: (split) => `${split.topic}:${split.partition}`,
     // Reinterpreted as keyed: partition p holds key group p (written with keyGroupPartitioner).

@@ -47,6 +47,12 @@ export interface SourceReaderContext {
    * {@link SourceBatch.splitIds}. When false or unset, leave them out (they would be ignored).
    */
   readonly tracksSplits?: boolean;
+  /**
+   * False when the splits are fixed from outside (cluster mode: a task's split is its partition, by
+   * the plan, and a task restores only its own state, so it cannot tell a new split from another
+   * task's): the reader discovers none. Unset: it may.
+   */
+  readonly discoversSplits?: boolean;
   /** Emits a record on a side output of the source (its dead letters); false when no stream reads the tag. */
   readonly output?: (tag: string, record: unknown, timestamp: number) => boolean;
   /** The source's uid and name, for its dead letters and errors. */

@@ -30,6 +30,8 @@ export interface SourceInputOptions {
   maxParallelism: number;
   attemptNumber: number;
   batchSize: number;
+  /** The splits are fixed from outside (cluster mode): the reader discovers none. */
+  fixedSplits?: boolean;
   /** The batch size of each poll when it follows back pressure (`network.debloat`, a SourceBatchSizer); else `batchSize`. */
   batchSizer?: (() => number) | undefined;
   chain: OperatorChain;
@@ -70,6 +72,7 @@ export class StreamTaskSourceInput implements MailboxDefaultAction, CheckpointLi
       parallelism,
       attemptNumber,
       tracksSplits: this.#strategy !== undefined && this.#splitId !== undefined,
+      ...(options.fixedSplits === true ? { discoversSplits: false } : {}),
       metrics: options.metrics.group(options.uid),
       output: (tag, record, timestamp) => options.chain.sideOutput(-1, tag, record, timestamp),
       uid: options.uid,

@@ -48,6 +48,8 @@ export interface TaskEnvironment {
   toMaster: (message: FromWorker) => void;
   /** Cluster mode: the operator of a sink node (writing into the task's transaction) in place of the sink's own. */
   createSinkOperator?: (sink: Sink<unknown>, uid: string) => StreamOperator<unknown, unknown>;
+  /** Cluster mode: a source's splits are the task's by the plan; its reader discovers none. */
+  fixedSplits?: boolean;
 }
 
 /**
@@ -141,6 +143,7 @@ export class StreamTask {
           uid,
           operatorState,
           restored: state.isRestored(uid),
+          fixedSplits: env.fixedSplits === true,
           subtaskIndex,
           parallelism: vertex.parallelism,
           maxParallelism: config.maxParallelism,
