@@ -18,6 +18,7 @@ import type { FromWorker } from '../runtime/deployment/worker-messages.ts';
 import { RecordWriter } from '../runtime/io/record-writer.ts';
 import type { TaskMetricsSnapshot } from '../runtime/metrics/task-metrics.ts';
 import { StreamTask } from '../runtime/tasks/stream-task.ts';
+import { earlierOwnerFolders, ownerOfFolder } from './earlier-owner-folders.ts';
 import { ExchangeChannelWriter, TransactionGateWriter } from './exchange-channel-writer.ts';
 import { ExchangeInput } from './exchange-input.ts';
 import type { Stage, StagePlan } from './stage-plan.ts';
@@ -25,7 +26,6 @@ import { commitTaskCheckpoint, TASK_CHECKPOINT_VERSION, type TaskCheckpoint } fr
 import { TaskOutput } from './task-output.ts';
 
 /** An owner's folder in a task's folder (taskStorageRoot). */
-const OWNER_FOLDER = /^p\d+-e\d+$/;
 /** Earlier owners' folders are swept at this owner's first commit, and again every this many. */
 const SWEEP_EVERY = 100;
 
@@ -228,15 +228,25 @@ export class ClusterTask {
   }
 
   /**
-   * Deletes what the task's earlier owners left in the storage: every other owner folder of the
-   * task (all fenced once this owner committed, so nothing they hold is referenced). Best effort:
-   * what is left now (a folder that would not delete) or written later (a zombie that wakes) goes
-   * at a later sweep, or with the next owner.
+   * Deletes what the task's earlier owners left in the storage: the owner folders of the task with
+   * an older epoch than this owner's (all fenced once this owner committed, so nothing they hold is
+   * referenced); never a newer owner's, so a zombie that wakes after its task moved deletes nothing
+   * the live owner needs. Best effort: what is left now (a folder that would not delete) or written
+   * later (a zombie that wakes) goes at a later sweep, or with the next owner.
    */
   async #discardEarlierOwners(): Promise<void> {
     try {
-      for (const root of await this.#storage.neighbours()) {
-        if (!OWNER_FOLDER.test(basename(root))) continue;
+      const mine = ownerOfFolder(basename(this.#storage.root));
+      if (mine === undefined) return;
+      const roots = await this.#storage.neighbours();
+      const earlierNames = new Set(
+        earlierOwnerFolders(
+          roots.map((root) => basename(root)),
+          mine,
+        ),
+      );
+      for (const root of roots) {
+        if (!earlierNames.has(basename(root))) continue;
         const earlier = openCheckpointStorage(root);
         for (const entry of await earlier.listLocations('checkpoint')) await earlier.discard(entry).catch(() => {});
       }
