@@ -12,6 +12,7 @@ import {
   type LockOwner,
   lockedError,
   lockLostError,
+  lockLostReason,
   newLockOwner,
   parseOwner,
   type StorageLock,
@@ -98,7 +99,7 @@ export class CheckpointStorageLock implements StorageLock {
   /** The lock is someone else's (or gone): stop the heartbeat, tell the owner once; returns why. */
   #lose(current: LockOwner | 'gone' | undefined): string {
     if (this.#lost !== undefined) return this.#lost;
-    const why = `the lock of checkpoint folder ${this.#path} is no longer this process's (${current === 'gone' ? 'it was deleted' : current === undefined ? 'it no longer reads as a Weir lock' : `now held by ${describeOwner(current)}`})`;
+    const why = lockLostReason(`folder ${this.#path}`, current);
     this.#lost = why;
     this.#released = true;
     clearInterval(this.#timer);

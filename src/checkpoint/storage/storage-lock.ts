@@ -166,6 +166,12 @@ export function lockedError(root: string, owner: LockOwner | undefined, lockPath
   );
 }
 
+/** Why a lock is no longer this process's, in words: `holder` is who holds it now ('gone': deleted; undefined: unreadable). */
+export function lockLostReason(where: string, holder: LockOwner | 'gone' | undefined): string {
+  const now = holder === 'gone' ? 'it was deleted' : holder === undefined ? 'it no longer reads as a Weir lock' : `now held by ${describeOwner(holder)}`;
+  return `the lock of checkpoint ${where} is no longer this process's (${now})`;
+}
+
 /** The refusal of a write by a process whose lock is no longer its own (`why` says what became of it). */
 export function lockLostError(why: string): WeirError {
   return new WeirError('CHECKPOINT_STORAGE_LOCK_LOST', `refused to write to the checkpoint storage: ${why}`, {

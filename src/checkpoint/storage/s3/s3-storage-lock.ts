@@ -7,6 +7,7 @@ import {
   type LockOwner,
   lockedError,
   lockLostError,
+  lockLostReason,
   newLockOwner,
   parseOwner,
   type StorageLock,
@@ -99,7 +100,7 @@ export class S3StorageLock implements StorageLock {
   /** The lock is someone else's (or gone): stop the heartbeat, tell the owner once; returns why. */
   #lose(holder: LockOwner | undefined): string {
     if (this.#lost !== undefined) return this.#lost;
-    const why = `the lock of checkpoint storage ${this.#where()} is no longer this process's (${holder === undefined ? 'it was deleted' : `now held by ${describeOwner(holder)}`})`;
+    const why = lockLostReason(`storage ${this.#where()}`, holder ?? 'gone');
     this.#lost = why;
     this.#released = true;
     clearInterval(this.#timer);
