@@ -1,10 +1,7 @@
-import { existsSync } from 'node:fs';
 import { Command } from 'commander';
-import type { CheckpointStorage } from '../../checkpoint/storage/checkpoint-storage.ts';
 import { type CheckpointSummary, CompletedCheckpointStore } from '../../checkpoint/storage/completed-checkpoint-store.ts';
 import { openCheckpointStorage } from '../../checkpoint/storage/open-checkpoint-storage.ts';
-import { isS3Url } from '../../checkpoint/storage/s3/s3-url.ts';
-import { WeirError } from '../../core/errors/weir-error.ts';
+import { existingStorage } from '../existing-storage.ts';
 
 /** `weir checkpoints list|show`: what a job's checkpoint folder holds. */
 export function checkpointsCommand(): Command {
@@ -68,13 +65,6 @@ export function checkpointsCommand(): Command {
     });
 
   return checkpoints;
-}
-
-function existingStorage(folder: string): CheckpointStorage {
-  if (!isS3Url(folder) && !existsSync(folder)) {
-    throw new WeirError('NO_CHECKPOINT_FOLDER', `${folder} does not exist`, { hint: "give the job's checkpointing.storage folder" });
-  }
-  return openCheckpointStorage(folder);
 }
 
 function summaryOf(entry: CheckpointSummary) {

@@ -1,12 +1,10 @@
-import { existsSync } from 'node:fs';
 import type { CheckpointStorage } from '../../checkpoint/storage/checkpoint-storage.ts';
 import { CompletedCheckpointStore } from '../../checkpoint/storage/completed-checkpoint-store.ts';
-import { openCheckpointStorage } from '../../checkpoint/storage/open-checkpoint-storage.ts';
-import { isS3Url } from '../../checkpoint/storage/s3/s3-url.ts';
 import { checkpointedCommittables } from '../../connectors/checkpointed-committables.ts';
 import type { KafkaCommittable, TransactionDriver } from '../../connectors/kafka/transaction-driver.ts';
 import { parseTransactionalId } from '../../connectors/kafka/transactional-id.ts';
 import { WeirError } from '../../core/errors/weir-error.ts';
+import { existingStorage } from '../existing-storage.ts';
 
 export interface PrefixCheckOptions {
   /** The transactional id prefix of a stopped job's exactly-once Kafka sink. */
@@ -74,15 +72,6 @@ export async function checkPrefixTransactions(driver: TransactionDriver, options
   } finally {
     lock?.release();
   }
-}
-
-function existingStorage(root: string): CheckpointStorage {
-  if (!isS3Url(root) && !existsSync(root)) {
-    throw new WeirError('NO_CHECKPOINT_FOLDER', `${root} does not exist`, {
-      hint: "give the job's checkpointing.storage (what `weir run` was given as --checkpoint-storage, or its config's)",
-    });
-  }
-  return openCheckpointStorage(root);
 }
 
 /** What the latest completed checkpoint or savepoint of the storage holds under the prefix (what a start restores and commits). */
