@@ -103,7 +103,10 @@ test('errors: a module without a job, a bad option value, no checkpoint folder, 
 
   const missing = await weir(['checkpoints', 'list', join(folder, 'nope')]);
   assert.equal(missing.code, 1);
-  assert.match(missing.stderr, /^weir: .*nope does not exist\nhint: give the job's checkpointing\.storage \(what `weir run` was given as --checkpoint-storage/m);
+  assert.match(
+    missing.stderr,
+    /^weir: .*nope does not exist\nhint: give the job's checkpointing\.storage \(what `weir run` was given as --checkpoint-storage/m,
+  );
 
   const noCheckpointing = await weir(['run', job], { KS_OUTPUT: join(folder, 'out') });
   assert.equal(noCheckpointing.code, 1);
