@@ -13,12 +13,13 @@ import { loadJob } from '../runtime/jobmaster/load-job.ts';
 import type { TaskMetricsSnapshot } from '../runtime/metrics/task-metrics.ts';
 import { planCluster } from './cluster-plan.ts';
 import { type ClusterStatus, readClusterStatus } from './cluster-status.ts';
-import { ClusterTask, type MemberRuntime, taskTransactionalId } from './cluster-task.ts';
+import { ClusterTask, type MemberRuntime } from './cluster-task.ts';
 import { ensureClusterTopics } from './cluster-topics.ts';
 import { GroupMembership } from './group-membership.ts';
 import type { Stage } from './stage-plan.ts';
 import { latestTaskCheckpoints, type TaskCheckpoint, taskCheckpointKey } from './task-checkpoint.ts';
 import { describeTaskTransactionTimeout, restoreReadTimeoutMs, taskTransactionTimeoutMs, timedOutByBroker } from './task-transaction-timeout.ts';
+import { legacyTaskTransactionalId, taskTransactionalId } from './task-transactional-id.ts';
 import { transactionTimedOut } from './transaction-timed-out.ts';
 
 /** The job and its settings, whose `cluster` (id, instanceId, sessionTimeout) makes this process a member. */
@@ -245,7 +246,19 @@ export class ClusterMember {
   async #startTasks(entries: TaskEntry[]): Promise<void> {
     const { driver, plan, bootstrap, connection } = this.#runtime;
     const opens = await Promise.all(
-      entries.map((entry) => driver.initTransaction(taskTransactionalId(this.#options.id, entry.stage, entry.task)).catch((error: unknown) => error as Error)),
+      entries.map(async (entry) => {
+        try {
+          // The id an older Weir gave the task is fenced too (a member not yet upgraded that owned it
+          // cannot commit after the task moved); nothing is written under it.
+          const [open] = await Promise.all([
+            driver.initTransaction(taskTransactionalId(this.#options.id, entry.stage, entry.task)),
+            driver.abortLingering(legacyTaskTransactionalId(this.#options.id, entry.stage, entry.task)),
+          ]);
+          return open;
+        } catch (error) {
+          return error as Error;
+        }
+      }),
     );
     let checkpoints: Map<string, TaskCheckpoint>;
     try {

@@ -50,11 +50,6 @@ export interface MemberRuntime {
   log: (line: string) => void;
 }
 
-/** The transactional id of a task: fixed for the job's life, so every new owner fences the old one. */
-export function taskTransactionalId(clusterId: string, stage: Stage, task: number): string {
-  return `weir-${clusterId}-${stage.uid}-${task}`;
-}
-
 /** A task's folder in the shared checkpoint storage, per owner (producer id and epoch): a zombie never writes where its successor does. */
 function taskStorageRoot(root: string, stage: Stage, task: number, open: OpenTransaction): string {
   const parts = ['tasks', `${stage.uid.replace(/[^A-Za-z0-9._-]+/g, '_')}-${task}`, `p${open.producerId}-e${open.producerEpoch}`];
