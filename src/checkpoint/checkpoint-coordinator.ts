@@ -29,6 +29,8 @@ export interface CheckpointCoordinatorOptions {
   firstCheckpointId: number;
   stats: CheckpointStatsTracker;
   log?: (line: string) => void;
+  /** The first back-off of a retried discard (doubling); tests make it short. */
+  retryDelayMs?: number;
 }
 
 /** Which tasks have acted on "checkpoint N complete" (their sinks committed what N holds), and who waits for all of them. */
@@ -76,7 +78,7 @@ export class CheckpointCoordinator {
     this.#options = options;
     this.#tasks = tasksOf(options.graph);
     this.#nextId = options.firstCheckpointId;
-    this.#cleaner = new CheckpointsCleaner(options.storage, options.log ?? (() => {}));
+    this.#cleaner = new CheckpointsCleaner(options.storage, options.log ?? (() => {}), options.retryDelayMs);
   }
 
   /** The latest checkpoint or savepoint completed in this job's life (a restart restores it). */
@@ -245,12 +247,12 @@ export class CheckpointCoordinator {
       await storage.commitMetadata(pending.location, metadata);
     } catch (error) {
       // Aborted meanwhile, its folder discarded under the write: whatever the write left goes too.
-      if (!this.#pending.has(pending.checkpointId)) this.#cleaner.discard(pending.location);
+      if (!this.#pending.has(pending.checkpointId)) this.#cleaner.discardAborted(pending.location);
       throw error;
     }
     if (!this.#pending.has(pending.checkpointId)) {
       // Aborted (expired) while its metadata was written: it must not stay behind as completed.
-      this.#cleaner.discard(pending.location);
+      this.#cleaner.discardAborted(pending.location);
       return;
     }
     this.#pending.delete(pending.checkpointId);

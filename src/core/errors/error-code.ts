@@ -93,6 +93,7 @@ export const ERROR_CODES = [
   'MAX_PARALLELISM_CHANGED',
   'UNKNOWN_OPERATOR_STATE',
   'CHECKPOINT_STORAGE_LOCK_LOST',
+  'ABORTED_CHECKPOINT_NOT_DISCARDED',
   // Running a job: tasks, workers, stop and cancel.
   'TASK_FAILED',
   'WORKER_EXITED',

@@ -65,11 +65,12 @@ export class RestartStrategy {
 }
 
 /**
- * Failures a restart cannot cure, so the job fails at once: lost data (DATA_LOSS), a record the
+ * Failures a restart cannot cure, so the job fails at once: lost data (DATA_LOSS), an aborted
+ * checkpoint's `_metadata` that could not be deleted (a restart would restore it), a record the
  * (synchronous, so deterministic) deserializer cannot read under the 'fail' policy, and an offset
  * the partition no longer holds under onOffsetOutOfRange 'fail'. Each restart would meet them again.
  */
-const NEVER_RESTART: ReadonlySet<string> = new Set(['DATA_LOSS', 'DESERIALIZATION_FAILED', 'OFFSET_OUT_OF_RANGE']);
+const NEVER_RESTART: ReadonlySet<string> = new Set(['DATA_LOSS', 'DESERIALIZATION_FAILED', 'OFFSET_OUT_OF_RANGE', 'ABORTED_CHECKPOINT_NOT_DISCARDED']);
 
 export function neverRestarts(error: unknown): boolean {
   return error instanceof WeirError && NEVER_RESTART.has(error.code);

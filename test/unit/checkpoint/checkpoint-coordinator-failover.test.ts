@@ -91,3 +91,51 @@ test('detached while a metadata write is in flight: settled() waits for the writ
   assert.equal(await storage.hasMetadata(location), false, 'and is discarded before settled() resolves');
   assert.equal(coordinator.latestCompleted?.checkpointId, 1, 'a restart restores checkpoint 1');
 });
+
+test('an aborted checkpoint whose metadata landed and cannot be discarded fails the job for good, naming the folder', async (t) => {
+  const root = (await tempStorage(t, 'weir-coordinator-failover-')).root;
+  let releaseWrite: () => void = () => {};
+  const held = new Promise<void>((resolve) => {
+    releaseWrite = resolve;
+  });
+  let discards = 0;
+  /** Checkpoint 1's metadata waits for releaseWrite(), then lands; every discard fails. */
+  class StuckStorage extends FileSystemCheckpointStorage {
+    override async commitMetadata(location: CheckpointLocation, metadata: CheckpointMetadata): Promise<void> {
+      await held;
+      await super.commitMetadata(location, metadata);
+    }
+    override async discard(): Promise<void> {
+      discards++;
+      throw new Error('the store is unreachable');
+    }
+  }
+  const storage = new StuckStorage(root);
+  const coordinator = new CheckpointCoordinator({
+    config: { interval: 60_000, mode: 'exactly-once', timeout: 10_000, minPause: 0, maxConcurrent: 1, tolerableFailures: 0, retained: 1, storage: root },
+    storage,
+    graph: GRAPH,
+    firstCheckpointId: 1,
+    stats: new CheckpointStatsTracker(),
+    retryDelayMs: 1,
+  });
+  const triggered: CheckpointLocation[] = [];
+  coordinator.attach(gateway(triggered));
+  const first = coordinator.triggerCheckpoint('checkpoint');
+  first.catch(() => {});
+  const location = triggered[0] as CheckpointLocation;
+  for (const task of TASKS) {
+    const handle = await storage.writeState(location, 'source', task.subtaskIndex, 'operator', new Uint8Array([task.subtaskIndex]));
+    coordinator.receiveAcknowledge(1, task, [{ uid: 'source', operator: handle }], 0, 1);
+  }
+  coordinator.detach('JOB_FAILOVER', new Error('a task failed'));
+  releaseWrite();
+  await assert.rejects(coordinator.settled(), (error: Error & { code?: string; hint?: string }) => {
+    assert.equal(error.code, 'ABORTED_CHECKPOINT_NOT_DISCARDED');
+    assert.match(error.message, /checkpoint 1 was aborted, but its _metadata .* could not be deleted/);
+    assert.match(String(error.hint), /delete .*chk-1/);
+    return true;
+  });
+  assert.ok(discards >= 3, `the discard was tried again (${discards} tries)`);
+  assert.equal(await storage.hasMetadata(location), true, 'the metadata is still there: the job must not restart onto it');
+});
