@@ -19,6 +19,7 @@
  *     once with its key's exact running count, or the run is void.
  */
 import type { ChildProcess } from 'node:child_process';
+import { appendFileSync } from 'node:fs';
 import { mkdir, rm, writeFile } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import { join, relative } from 'node:path';
@@ -226,6 +227,7 @@ async function runCase(entry: Case, index: number): Promise<CaseResult> {
       watcher.freshAfter = Date.now();
       await stopProcess(child, 'SIGKILL', 0);
       const restartedAt = Date.now();
+      appendFileSync(logFile, `[bench ${new Date(restartedAt).toISOString()}] killed with SIGKILL; started again\n`);
       child = startSystem(entry.system, settings, logFile);
       running = child;
       restartHook(child);

@@ -39,6 +39,9 @@ interface CommitTracking {
   waiters: { resolve: () => void; reject: (error: Error) => void }[];
 }
 
+/** How soon after an attempt's tasks run its first checkpoint is triggered (at most the interval). */
+export const FIRST_CHECKPOINT_DELAY_MS = 200;
+
 /** How many completed checkpoints keep their notification tracking (a waiter asks right after completion). */
 const TRACKED_COMMITS = 16;
 
@@ -90,10 +93,15 @@ export class CheckpointCoordinator {
     return this.#pending.size;
   }
 
-  /** An attempt's tasks run: checkpoints can be triggered; the interval counts from now. */
+  /**
+   * An attempt's tasks run: checkpoints can be triggered. The first one comes
+   * {@link FIRST_CHECKPOINT_DELAY_MS} from now (or the interval, if shorter), not a whole interval:
+   * what a restarted job read since its restore becomes visible within a second of its start.
+   */
   attach(gateway: CheckpointTaskGateway): void {
     this.#gateway = gateway;
-    this.#lastTriggerAt = Date.now();
+    const { interval } = this.#options.config;
+    this.#lastTriggerAt = Date.now() - interval + Math.min(interval, FIRST_CHECKPOINT_DELAY_MS);
     this.#consecutiveFailures = 0;
   }
 

@@ -504,3 +504,11 @@ test('the scheduler turned on while no attempt is attached (an early stop-with-s
   coordinator.startCheckpointScheduler(); // what the attempt does once its tasks run
   await until(() => gateway.triggered.length > 0, 'a periodic checkpoint', 5_000);
 });
+
+test('the first checkpoint of an attempt comes soon after its tasks run, not a whole interval later (a restart is visible within a second)', async (t) => {
+  const { coordinator, gateway } = await coordinatorWith(t, { attach: false, config: { interval: 60_000 } });
+  coordinator.attach(gateway);
+  coordinator.startCheckpointScheduler();
+  await until(() => gateway.triggered.length === 1, 'the first periodic trigger', 2000);
+  coordinator.stopCheckpointScheduler();
+});
