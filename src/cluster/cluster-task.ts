@@ -20,7 +20,8 @@ import type { TaskMetricsSnapshot } from '../runtime/metrics/task-metrics.ts';
 import { StreamTask } from '../runtime/tasks/stream-task.ts';
 import { earlierOwnerFolders, ownerOfFolder } from './earlier-owner-folders.ts';
 import { ExchangeChannelWriter, TransactionGateWriter } from './exchange-channel-writer.ts';
-import { ExchangeInput } from './exchange-input.ts';
+import { type ChannelMark, ExchangeInput } from './exchange-input.ts';
+import { exchangePurgeIntervalMs, purgeExchangeRecords } from './exchange-purge.ts';
 import type { Stage, StagePlan } from './stage-plan.ts';
 import { commitTaskCheckpoint, TASK_CHECKPOINT_VERSION, type TaskCheckpoint } from './task-checkpoint.ts';
 import { TaskOutput } from './task-output.ts';
@@ -81,7 +82,11 @@ export class ClusterTask {
   #storage!: CheckpointStorage;
   #timer: NodeJS.Timeout | undefined;
   #nextCheckpointId: number;
-  #pending: { id: number; location: CheckpointLocation; offsets: InputOffset[] | undefined } | undefined;
+  #pending: { id: number; location: CheckpointLocation; offsets: InputOffset[] | undefined; channels: ChannelMark[] | undefined } | undefined;
+  /** What the task had read and its watermark when the last checkpoint was triggered. */
+  #lastTrigger: { recordsIn: number; watermark: number } | undefined;
+  /** When this task last deleted the exchange records it has read (exchange-purge.ts). */
+  #purgedAt = 0;
   #previousLocation: CheckpointLocation | undefined;
   #completing: Promise<void> = Promise.resolve();
   #stopped = false;
@@ -201,6 +206,7 @@ export class ClusterTask {
         taskCount,
         deliver: (message) => this.#streamTask.deliver(message),
         onFailure: (error) => this.#fail(error),
+        marks: this.#restored?.channels?.map((mark) => ({ channel: mark.channel, watermark: mark.watermark ?? Number.NEGATIVE_INFINITY, idle: mark.idle })),
       });
       await this.#input.open();
     }
@@ -281,15 +287,23 @@ export class ClusterTask {
 
   #triggerCheckpoint(): void {
     if (this.#stopped || this.#pending !== undefined) return;
+    // An idle task commits nothing (Issue 35): no record came in since the last checkpoint was
+    // triggered, none went out, its watermark and its exchange frames' did not move, so its latest
+    // checkpoint record still holds. (A processing-time timer that only changes state is left to
+    // the next checkpoint that carries a change; a restore before it fires it again.)
+    const mark = { recordsIn: this.#streamTask.metrics.recordsIn, watermark: this.#streamTask.currentWatermark };
+    const last = this.#lastTrigger;
+    if (last !== undefined && this.latest !== undefined && last.recordsIn === mark.recordsIn && last.watermark === mark.watermark && this.#output.quiet) return;
+    this.#lastTrigger = mark;
     const id = this.#nextCheckpointId++;
     const location = this.#storage.checkpointLocation(id);
     if (this.#input === undefined) {
-      this.#pending = { id, location, offsets: undefined };
+      this.#pending = { id, location, offsets: undefined, channels: undefined };
       this.#streamTask.triggerCheckpoint(location);
       return;
     }
     // The barrier goes in behind everything read so far, on every channel: aligned at once.
-    this.#pending = { id, location, offsets: this.#input.positions(id) };
+    this.#pending = { id, location, offsets: this.#input.positions(id), channels: this.#input.marks() };
     for (let channel = 0; channel < this.#streamTask.env.inputChannels.length; channel++) this.#streamTask.deliver({ kind: 'barrier', channel, location });
   }
 
@@ -333,6 +347,15 @@ export class ClusterTask {
         ),
       },
       watermark: Number.isFinite(watermark) ? watermark : null,
+      ...(pending.channels === undefined
+        ? {}
+        : {
+            channels: pending.channels.map((mark) => ({
+              channel: mark.channel,
+              watermark: Number.isFinite(mark.watermark) ? mark.watermark : null,
+              idle: mark.idle,
+            })),
+          }),
       member: { memberId: owner.memberId, generationId: owner.generationId },
       completedAt: Date.now(),
     };
@@ -348,6 +371,10 @@ export class ClusterTask {
     const previous = this.#previousLocation;
     this.#previousLocation = pending.location;
     if (previous !== undefined) await this.#storage.discard(previous).catch(() => {});
+    if (pending.offsets !== undefined && Date.now() - this.#purgedAt >= exchangePurgeIntervalMs()) {
+      this.#purgedAt = Date.now();
+      void purgeExchangeRecords(this.#runtime.connections, pending.offsets).catch(() => {}); // again at the next purge
+    }
     if (this.completed % SWEEP_EVERY === 1) void this.#discardEarlierOwners();
   }
 

@@ -18,6 +18,9 @@ export class ExchangeChannelWriter extends ChannelWriter {
   readonly #from: number;
   #watermark = Number.NEGATIVE_INFINITY;
   #idle = false;
+  /** What the last watermark frame said (undefined: none written yet). */
+  #sealedWatermark: number | undefined;
+  #sealedIdle: boolean | undefined;
 
   constructor(output: TaskOutput, topic: string, partition: number, from: number) {
     super(partition, partition, 1, nothing, nothing);
@@ -25,7 +28,14 @@ export class ExchangeChannelWriter extends ChannelWriter {
     this.#topic = topic;
     this.#partition = partition;
     this.#from = from;
-    output.onSeal(() => output.write([{ topic, partition, value: encodeWatermarkFrame(from, this.#watermark, this.#idle) }]));
+    output.onSeal(
+      () => {
+        output.write([{ topic, partition, value: encodeWatermarkFrame(from, this.#watermark, this.#idle) }]);
+        this.#sealedWatermark = this.#watermark;
+        this.#sealedIdle = this.#idle;
+      },
+      () => this.#watermark !== this.#sealedWatermark || this.#idle !== this.#sealedIdle,
+    );
   }
 
   override get available(): boolean {

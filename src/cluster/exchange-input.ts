@@ -12,6 +12,13 @@ import { decodeFrame } from './exchange-frames.ts';
 const MAX_IN_FLIGHT = 8;
 const POLL_RECORDS = 256;
 
+/** What an upstream task's latest watermark frame said on a channel. */
+export interface ChannelMark {
+  channel: number;
+  watermark: number;
+  idle: boolean;
+}
+
 /** One exchange topic a task reads: its partition is the task's number; its upstream tasks are channels from `firstChannel` on. */
 export interface ExchangeInputPartition {
   topic: string;
@@ -33,6 +40,8 @@ export class ExchangeInput {
   readonly #partitions: readonly ExchangeInputPartition[];
   readonly #deliver: (message: ChannelMessage) => void;
   readonly #onFailure: (error: unknown) => void;
+  /** Per channel, what its latest watermark frame said: in the task's checkpoint, given back on restore. */
+  readonly #marks = new Map<number, ChannelMark>();
   #inFlight = 0;
   #stopped = false;
   #wake: (() => void) | undefined;
@@ -46,7 +55,10 @@ export class ExchangeInput {
     taskCount: number;
     deliver: (message: ChannelMessage) => void;
     onFailure: (error: unknown) => void;
+    /** The channels' marks of the restored checkpoint. */
+    marks?: readonly ChannelMark[];
   }) {
+    for (const mark of options.marks ?? []) this.#marks.set(mark.channel, mark);
     this.#partitions = options.partitions;
     this.#deliver = options.deliver;
     this.#onFailure = options.onFailure;
@@ -63,6 +75,9 @@ export class ExchangeInput {
   async open(): Promise<void> {
     const splits: KafkaSplit[] = this.#partitions.map((entry) => ({ topic: entry.topic, partition: entry.partition, offset: entry.offset ?? null, end: null }));
     await this.#reader.open(splits, splits);
+    // An upstream task that is idle writes no frames, so what its channel last said comes from the
+    // checkpoint: else the restored task would wait for it (held at its watermark) for ever.
+    for (const mark of this.#marks.values()) this.#deliverMark(mark);
     this.#loop = this.#run().catch((error: unknown) => {
       if (!this.#stopped) this.#onFailure(error);
     });
@@ -81,6 +96,20 @@ export class ExchangeInput {
       partition: split.partition,
       offset: split.offset ?? 0n,
     }));
+  }
+
+  /** What every channel's latest watermark frame said (read before the barrier it goes with). */
+  marks(): ChannelMark[] {
+    return [...this.#marks.values()].map((mark) => ({ ...mark }));
+  }
+
+  #deliverMark(mark: ChannelMark): void {
+    const { channel } = mark;
+    if (mark.idle) this.#deliver({ kind: 'watermark-status', channel, idle: true });
+    else {
+      this.#deliver({ kind: 'watermark-status', channel, idle: false });
+      if (mark.watermark > Number.NEGATIVE_INFINITY) this.#deliver({ kind: 'watermark', channel, watermark: mark.watermark });
+    }
   }
 
   async close(): Promise<void> {
@@ -113,11 +142,9 @@ export class ExchangeInput {
               : { kind: 'records', channel, records: frame.records, timestamps: frame.timestamps },
           );
         } else {
-          if (frame.idle) this.#deliver({ kind: 'watermark-status', channel, idle: true });
-          else {
-            this.#deliver({ kind: 'watermark-status', channel, idle: false });
-            if (frame.watermark > Number.NEGATIVE_INFINITY) this.#deliver({ kind: 'watermark', channel, watermark: frame.watermark });
-          }
+          const mark = { channel, watermark: frame.watermark, idle: frame.idle };
+          this.#marks.set(channel, mark);
+          this.#deliverMark(mark);
         }
       }
     }

@@ -37,6 +37,12 @@ const taskCheckpointSchema = z.object({
     .nullable(),
   /** The task's watermark at the checkpoint; null before the first. */
   watermark: z.number().nullable(),
+  /**
+   * A task behind exchanges: what each upstream channel's latest watermark frame said (watermark
+   * null: none yet), given back on restore, as an idle upstream task writes no more frames.
+   * Absent in records of older versions (their tasks wrote a frame every checkpoint).
+   */
+  channels: z.array(z.object({ channel: z.number().int().nonnegative(), watermark: z.number().nullable(), idle: z.boolean() })).optional(),
   /** Which member committed it, in which generation. */
   member: z.object({ memberId: z.string(), generationId: z.number().int() }),
   completedAt: z.number(),

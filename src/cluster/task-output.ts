@@ -42,6 +42,8 @@ export class TaskOutput implements TaskTransaction {
   readonly #onFailure: (error: unknown) => void;
   /** Called at each seal, before it: the exchange writers add their watermark frames. */
   readonly #beforeSeal: (() => void)[] = [];
+  /** Whether a seal hook has something new to write (an exchange writer's watermark moved). */
+  readonly #changed: (() => boolean)[] = [];
   #queued = 0;
   #pumping = false;
   #failure: unknown;
@@ -81,8 +83,14 @@ export class TaskOutput implements TaskTransaction {
     return this.#queued < HIGH_WATER && this.#failure === undefined;
   }
 
-  onSeal(hook: () => void): void {
+  onSeal(hook: () => void, changed?: () => boolean): void {
     this.#beforeSeal.push(hook);
+    if (changed !== undefined) this.#changed.push(changed);
+  }
+
+  /** Nothing written since the last seal, and no seal hook has anything new to write: a checkpoint now would carry no change. */
+  get quiet(): boolean {
+    return this.written === 0 && !this.#changed.some((changed) => changed());
   }
 
   write(records: TaskRecord[]): void {

@@ -54,3 +54,15 @@ test('the latest checkpoint of each task is its last record; a tombstone drops i
   assert.equal(latest.get('sum/0')?.checkpointId, 2);
   assert.equal(latest.has('sum/1'), false);
 });
+
+test("a task behind exchanges keeps its channels' last watermark frames in its checkpoint; a record without them still reads", () => {
+  const withChannels: TaskCheckpoint = {
+    ...checkpoint(1, 4, '10'),
+    channels: [
+      { channel: 0, watermark: 1_700_000_000_000, idle: false },
+      { channel: 1, watermark: null, idle: true },
+    ],
+  };
+  assert.deepEqual(decodeTaskCheckpoint(encodeTaskCheckpoint(withChannels), 'here').channels, withChannels.channels);
+  assert.equal(decodeTaskCheckpoint(encodeTaskCheckpoint(checkpoint(1, 4, '10')), 'here').channels, undefined);
+});

@@ -71,3 +71,26 @@ test('a failed send fails the task and every waiting checkpoint', async () => {
   assert.equal(failures.length, 1);
   assert.equal(output.available, false);
 });
+
+test('quiet: nothing written since the last seal and no seal hook with news (an idle task skips its checkpoint)', () => {
+  const { driver } = fakeDriver();
+  const output = new TaskOutput(driver, open(1), 'b:9092', { onAvailable: () => {}, onFailure: (error) => assert.fail(String(error)) });
+  let watermark = 0;
+  let sealed = -1;
+  output.onSeal(
+    () => {
+      output.write([record(`watermark ${watermark}`)]);
+      sealed = watermark;
+    },
+    () => watermark !== sealed,
+  );
+  assert.equal(output.quiet, false, 'the first watermark frame is news');
+  output.seal(1);
+  assert.equal(output.quiet, true, 'after the seal: nothing new');
+  watermark = 5;
+  assert.equal(output.quiet, false, 'a moved watermark is news');
+  output.seal(2);
+  assert.equal(output.quiet, true);
+  output.write([record('a')]);
+  assert.equal(output.quiet, false, 'a record is news');
+});
