@@ -7,35 +7,13 @@
  * by one that restores from the checkpoints and ends with every output exact.
  */
 import assert from 'node:assert/strict';
-import { randomBytes } from 'node:crypto';
-import { mkdtemp, rm } from 'node:fs/promises';
-import { tmpdir } from 'node:os';
-import { join } from 'node:path';
-import { after, test } from 'node:test';
+import { test } from 'node:test';
 import { setTimeout as sleep } from 'node:timers/promises';
 import { Admin } from '@platformatic/kafka';
 import { formatBootstrap } from '../../../src/connectors/kafka/kafka-connection-options.ts';
-import type { Payment } from '../../fixtures/jobs/cluster-job.ts';
-import {
-  auditClusterOutputs,
-  BASE_TS,
-  closers,
-  clusterJobTopics,
-  producePayments,
-  startClusterMember,
-  stopMember,
-  totalsAtLeast,
-  withMemberLogs,
-} from '../../harness/cluster-job.ts';
+import { auditClusterOutputs, BASE_TS, closers, producePayments, totalsAtLeast, withMemberLogs } from '../../harness/cluster-job.ts';
+import { clusterTest, payment } from '../../harness/cluster-test.ts';
 import { testBrokers } from '../../harness/kafka.ts';
-import type { WeirRun } from '../../harness/weir-run.ts';
-
-const cleanups: (() => Promise<void>)[] = [];
-after(async () => {
-  for (const cleanup of cleanups.reverse()) await cleanup().catch(() => {});
-});
-
-const payment = (seq: number): Payment => ({ seq, account: `a${seq % 40}`, amount: (seq % 7) + 1, ts: BASE_TS + seq * 5 });
 
 /** Per exchange topic of the cluster, the sum of its partitions' earliest offsets (what was deleted). */
 async function deletedFromExchanges(cluster: string): Promise<Map<string, bigint>> {
@@ -53,18 +31,8 @@ async function deletedFromExchanges(cluster: string): Promise<Map<string, bigint
 }
 
 test('committed exchange records are deleted, and a restore after the purge is exact', { timeout: 300_000 }, async () => {
-  const topics = await clusterJobTopics();
-  cleanups.push(topics.remove);
-  const storage = await mkdtemp(join(tmpdir(), 'weir-cluster-purge-'));
-  cleanups.push(() => rm(storage, { recursive: true, force: true }));
-  const cluster = `weir-test-purge-${randomBytes(4).toString('hex')}`;
-  const members: WeirRun[] = [];
-  const member = () => {
-    const run = startClusterMember({ cluster, storage, topics, interval: '300ms', env: { WEIR_EXCHANGE_PURGE_INTERVAL_MS: '0' } });
-    members.push(run);
-    cleanups.push(() => stopMember(run));
-    return run;
-  };
+  const { cluster, topics, members, member: start } = await clusterTest('purge');
+  const member = () => start({ interval: '300ms', env: { WEIR_EXCHANGE_PURGE_INTERVAL_MS: '0' } });
   await withMemberLogs(members, async () => {
     const first = Array.from({ length: 2000 }, (_, seq) => payment(seq));
     await producePayments(topics.input, first);

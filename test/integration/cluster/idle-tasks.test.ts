@@ -6,51 +6,22 @@
  * grow. New input afterwards is processed and checkpointed again, and the outputs audit exact.
  */
 import assert from 'node:assert/strict';
-import { randomBytes } from 'node:crypto';
-import { mkdtemp, rm } from 'node:fs/promises';
-import { tmpdir } from 'node:os';
-import { join } from 'node:path';
-import { after, test } from 'node:test';
+import { test } from 'node:test';
 import { setTimeout as sleep } from 'node:timers/promises';
 import { clusterTopicName } from '../../../src/cluster/stage-plan.ts';
 import { readTopic } from '../../../src/connectors/kafka/topic-reader.ts';
-import type { Payment } from '../../fixtures/jobs/cluster-job.ts';
-import {
-  auditClusterOutputs,
-  BASE_TS,
-  closers,
-  clusterJobTopics,
-  producePayments,
-  startClusterMember,
-  stopMember,
-  totalsAtLeast,
-  withMemberLogs,
-} from '../../harness/cluster-job.ts';
+import { auditClusterOutputs, BASE_TS, closers, producePayments, totalsAtLeast, withMemberLogs } from '../../harness/cluster-job.ts';
+import { clusterTest, payment } from '../../harness/cluster-test.ts';
 import { testBrokers } from '../../harness/kafka.ts';
-import type { WeirRun } from '../../harness/weir-run.ts';
-
-const cleanups: (() => Promise<void>)[] = [];
-after(async () => {
-  for (const cleanup of cleanups.reverse()) await cleanup().catch(() => {});
-});
-
-const payment = (seq: number): Payment => ({ seq, account: `a${seq % 40}`, amount: (seq % 7) + 1, ts: BASE_TS + seq * 5 });
 
 test('an idle cluster job commits no transactions; input that comes later is checkpointed again', { timeout: 300_000 }, async () => {
-  const topics = await clusterJobTopics();
-  cleanups.push(topics.remove);
-  const storage = await mkdtemp(join(tmpdir(), 'weir-cluster-idle-'));
-  cleanups.push(() => rm(storage, { recursive: true, force: true }));
-  const cluster = `weir-test-idle-${randomBytes(4).toString('hex')}`;
+  const { cluster, topics, members, member } = await clusterTest('idle');
   const checkpointTopic = clusterTopicName(cluster, 'checkpoints');
   const checkpointRecords = async () => (await readTopic({ bootstrap: testBrokers(), topic: checkpointTopic })).length;
-  const members: WeirRun[] = [];
   await withMemberLogs(members, async () => {
     const first = Array.from({ length: 1000 }, (_, seq) => payment(seq));
     await producePayments(topics.input, first);
-    const run = startClusterMember({ cluster, storage, topics, interval: '300ms' });
-    members.push(run);
-    cleanups.push(() => stopMember(run));
+    const run = member({ interval: '300ms' });
     await run.waitFor(/generation \d+, \d+ tasks/, 120_000);
     await totalsAtLeast(topics, first.length);
     await sleep(2000); // every task checkpoints past the input (its watermark frames included)

@@ -1,0 +1,53 @@
+/** The scaffolding of a cluster-mode test: its cleanups, the test job's topics, a storage folder, a cluster id and its members. */
+import { randomBytes } from 'node:crypto';
+import { mkdtemp, rm } from 'node:fs/promises';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import { after } from 'node:test';
+import type { Payment } from '../fixtures/jobs/cluster-job.ts';
+import { BASE_TS, type ClusterJobTopics, clusterJobTopics, startClusterMember, stopMember } from './cluster-job.ts';
+import type { WeirRun } from './weir-run.ts';
+
+const cleanups: (() => Promise<void>)[] = [];
+after(async () => {
+  for (const cleanup of cleanups.reverse()) await cleanup().catch(() => {});
+});
+
+/** Runs after the test file's tests, the last registered first. */
+export function cleanUpAfter(cleanup: () => Promise<void>): void {
+  cleanups.push(cleanup);
+}
+
+/** Payment `seq` of 40 accounts over every partition. */
+export const payment = (seq: number): Payment => ({ seq, account: `a${seq % 40}`, amount: (seq % 7) + 1, ts: BASE_TS + seq * 5 });
+
+export interface ClusterTest {
+  cluster: string;
+  topics: ClusterJobTopics;
+  storage: string;
+  /** Every member started, for withMemberLogs. */
+  members: WeirRun[];
+  /** Starts a member of the cluster (killed after the test). */
+  member(options?: { interval?: string; env?: Record<string, string>; args?: string[] }): WeirRun;
+}
+
+/** Fresh topics, storage and cluster id (`weir-test-<name>-<random>`), all removed after the test. */
+export async function clusterTest(name: string, cluster = `weir-test-${name}-${randomBytes(4).toString('hex')}`): Promise<ClusterTest> {
+  const topics = await clusterJobTopics();
+  cleanUpAfter(topics.remove);
+  const storage = await mkdtemp(join(tmpdir(), `weir-cluster-${name}-`));
+  cleanUpAfter(() => rm(storage, { recursive: true, force: true }));
+  const members: WeirRun[] = [];
+  return {
+    cluster,
+    topics,
+    storage,
+    members,
+    member: (options = {}) => {
+      const run = startClusterMember({ cluster, storage, topics, interval: options.interval ?? '500ms', env: options.env, args: options.args });
+      members.push(run);
+      cleanUpAfter(() => stopMember(run));
+      return run;
+    },
+  };
+}
