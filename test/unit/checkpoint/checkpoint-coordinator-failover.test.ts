@@ -35,6 +35,21 @@ const gateway = (triggered: CheckpointLocation[]): CheckpointTaskGateway => ({
   failJob: () => {},
 });
 
+/** A coordinator over `storage` (checkpoints every minute: only the test triggers), attached to a gateway that records the triggers. */
+function attached(storage: FileSystemCheckpointStorage, root: string): { coordinator: CheckpointCoordinator; triggered: CheckpointLocation[] } {
+  const coordinator = new CheckpointCoordinator({
+    config: { interval: 60_000, mode: 'exactly-once', timeout: 10_000, minPause: 0, maxConcurrent: 1, tolerableFailures: 0, retained: 1, storage: root },
+    storage,
+    graph: GRAPH,
+    firstCheckpointId: 1,
+    stats: new CheckpointStatsTracker(),
+    retryDelayMs: 1,
+  });
+  const triggered: CheckpointLocation[] = [];
+  coordinator.attach(gateway(triggered));
+  return { coordinator, triggered };
+}
+
 test('detached while a metadata write is in flight: settled() waits for the write and the discard; the checkpoint never stays restorable', async (t) => {
   const root = (await tempStorage(t, 'weir-coordinator-failover-')).root;
   let releaseWrite: () => void = () => {};
@@ -51,15 +66,7 @@ test('detached while a metadata write is in flight: settled() waits for the writ
     }
   }
   const storage = new HeldMetadataStorage(root);
-  const coordinator = new CheckpointCoordinator({
-    config: { interval: 60_000, mode: 'exactly-once', timeout: 10_000, minPause: 0, maxConcurrent: 1, tolerableFailures: 0, retained: 1, storage: root },
-    storage,
-    graph: GRAPH,
-    firstCheckpointId: 1,
-    stats: new CheckpointStatsTracker(),
-  });
-  const triggered: CheckpointLocation[] = [];
-  coordinator.attach(gateway(triggered));
+  const { coordinator, triggered } = attached(storage, root);
   const acknowledgeAll = async (location: CheckpointLocation) => {
     for (const task of TASKS) {
       const handle = await storage.writeState(location, 'source', task.subtaskIndex, 'operator', new Uint8Array([task.subtaskIndex]));
@@ -111,16 +118,7 @@ test('an aborted checkpoint whose metadata landed and cannot be discarded fails 
     }
   }
   const storage = new StuckStorage(root);
-  const coordinator = new CheckpointCoordinator({
-    config: { interval: 60_000, mode: 'exactly-once', timeout: 10_000, minPause: 0, maxConcurrent: 1, tolerableFailures: 0, retained: 1, storage: root },
-    storage,
-    graph: GRAPH,
-    firstCheckpointId: 1,
-    stats: new CheckpointStatsTracker(),
-    retryDelayMs: 1,
-  });
-  const triggered: CheckpointLocation[] = [];
-  coordinator.attach(gateway(triggered));
+  const { coordinator, triggered } = attached(storage, root);
   const first = coordinator.triggerCheckpoint('checkpoint');
   first.catch(() => {});
   const location = triggered[0] as CheckpointLocation;
