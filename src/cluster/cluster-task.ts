@@ -1,10 +1,9 @@
-import { basename, join } from 'node:path';
 import type { ConnectionOptions } from '@platformatic/kafka';
+import { FIRST_CHECKPOINT_DELAY_MS } from '../checkpoint/checkpoint-coordinator.ts';
 import type { OperatorSubtaskState } from '../checkpoint/operator-subtask-state.ts';
 import type { CheckpointLocation } from '../checkpoint/storage/checkpoint-location.ts';
 import type { CheckpointStorage } from '../checkpoint/storage/checkpoint-storage.ts';
 import { openCheckpointStorage } from '../checkpoint/storage/open-checkpoint-storage.ts';
-import { isS3Url } from '../checkpoint/storage/s3/s3-url.ts';
 import type { ClusterConnections } from '../connectors/kafka/cluster-connections.ts';
 import { type BrokerAddress, formatBootstrap } from '../connectors/kafka/kafka-connection-options.ts';
 import type { InputOffset, OffsetsOwner, OpenTransaction, TransactionDriver } from '../connectors/kafka/transaction-driver.ts';
@@ -18,15 +17,14 @@ import type { FromWorker } from '../runtime/deployment/worker-messages.ts';
 import { RecordWriter } from '../runtime/io/record-writer.ts';
 import type { TaskMetricsSnapshot } from '../runtime/metrics/task-metrics.ts';
 import { StreamTask } from '../runtime/tasks/stream-task.ts';
-import { earlierOwnerFolders, ownerOfFolder } from './earlier-owner-folders.ts';
 import { ExchangeChannelWriter, TransactionGateWriter } from './exchange-channel-writer.ts';
 import { type ChannelMark, ExchangeInput } from './exchange-input.ts';
 import { exchangePurgeIntervalMs, purgeExchangeRecords } from './exchange-purge.ts';
 import type { Stage, StagePlan } from './stage-plan.ts';
 import { commitTaskCheckpoint, TASK_CHECKPOINT_VERSION, type TaskCheckpoint } from './task-checkpoint.ts';
 import { TaskOutput } from './task-output.ts';
+import { discardEarlierOwners, taskStorageRoot } from './task-storage.ts';
 
-/** An owner's folder in a task's folder (taskStorageRoot). */
 /** Earlier owners' folders are swept at this owner's first commit, and again every this many. */
 const SWEEP_EVERY = 100;
 
@@ -49,12 +47,6 @@ export interface MemberRuntime {
   /** The member in the group now (its generation), for the offsets each checkpoint commits. */
   owner: () => OffsetsOwner;
   log: (line: string) => void;
-}
-
-/** A task's folder in the shared checkpoint storage, per owner (producer id and epoch): a zombie never writes where its successor does. */
-function taskStorageRoot(root: string, stage: Stage, task: number, open: OpenTransaction): string {
-  const parts = ['tasks', `${stage.uid.replace(/[^A-Za-z0-9._-]+/g, '_')}-${task}`, `p${open.producerId}-e${open.producerEpoch}`];
-  return isS3Url(root) ? [root.replace(/\/+$/, ''), ...parts].join('/') : join(root, ...parts);
 }
 
 /**
@@ -212,7 +204,18 @@ export class ClusterTask {
     }
     if (this.#stopped) return;
     this.#streamTask.start();
-    this.#timer = setInterval(() => this.#triggerCheckpoint(), config.checkpointing.interval);
+    // The first checkpoint soon after the start, as the coordinator's (a task that moved has its
+    // output visible at once), then one every interval.
+    const { interval } = config.checkpointing;
+    this.#timer = setTimeout(
+      () => {
+        if (this.#stopped) return;
+        this.#triggerCheckpoint();
+        this.#timer = setInterval(() => this.#triggerCheckpoint(), interval);
+        this.#timer.unref();
+      },
+      Math.min(interval, FIRST_CHECKPOINT_DELAY_MS),
+    );
     this.#timer.unref();
   }
 
@@ -226,34 +229,6 @@ export class ClusterTask {
     await this.#streamTask?.close().catch(() => {});
     await this.#completing.catch(() => {});
     if (this.#output !== undefined) await this.#runtime.driver.abort(this.#output.transaction).catch(() => {});
-  }
-
-  /**
-   * Deletes what the task's earlier owners left in the storage: the owner folders of the task with
-   * an older epoch than this owner's (all fenced once this owner committed, so nothing they hold is
-   * referenced); never a newer owner's, so a zombie that wakes after its task moved deletes nothing
-   * the live owner needs. Best effort: what is left now (a folder that would not delete) or written
-   * later (a zombie that wakes) goes at a later sweep, or with the next owner.
-   */
-  async #discardEarlierOwners(): Promise<void> {
-    try {
-      const mine = ownerOfFolder(basename(this.#storage.root));
-      if (mine === undefined) return;
-      const roots = await this.#storage.neighbours();
-      const earlierNames = new Set(
-        earlierOwnerFolders(
-          roots.map((root) => basename(root)),
-          mine,
-        ),
-      );
-      for (const root of roots) {
-        if (!earlierNames.has(basename(root))) continue;
-        const earlier = openCheckpointStorage(root);
-        for (const entry of await earlier.listLocations('checkpoint')) await earlier.discard(entry).catch(() => {});
-      }
-    } catch {
-      // left for a later sweep, or for whoever empties the storage
-    }
   }
 
   /** Its metrics as a subtask of its stage's vertex (the dashboard's operators, rates and watermarks). */
@@ -375,7 +350,7 @@ export class ClusterTask {
       this.#purgedAt = Date.now();
       void purgeExchangeRecords(this.#runtime.connections, pending.offsets).catch(() => {}); // again at the next purge
     }
-    if (this.completed % SWEEP_EVERY === 1) void this.#discardEarlierOwners();
+    if (this.completed % SWEEP_EVERY === 1) void discardEarlierOwners(this.#storage);
   }
 
   #fail(error: unknown): void {
