@@ -9,6 +9,7 @@ import type { MetricCounter } from '../../core/metrics/metric-group.ts';
 import { keyHash } from '../../state/key-group-range-assignment.ts';
 import { ClusterConnections, type TopicInfo } from './cluster-connections.ts';
 import { recordErrorPolicy } from './dead-letter-sink.ts';
+import { decodeNextBatch, type FetchedQueue } from './fetched-queue.ts';
 import { type BrokerAddress, formatBootstrap } from './kafka-connection-options.ts';
 import { resolveKafkaConnection } from './kafka-default-connection.ts';
 import { loadAdmin } from './kafka-protocol.ts';
@@ -16,7 +17,7 @@ import type { ParsedKafkaSourceOptions } from './kafka-source-options.ts';
 import type { KafkaSplit } from './kafka-split.ts';
 import { OFFSET_OUT_OF_RANGE, resolveOutOfRange } from './offset-out-of-range.ts';
 import { EARLIEST_OFFSET, fetchPartitions, type IsolationLevel, LATEST_OFFSET, listOffsets, type TopicRecord } from './partition-fetcher.ts';
-import { decodeRecords, type FetchedBatch } from './record-batch-reader.ts';
+import { resolveStartingOffsets } from './resolve-starting-offsets.ts';
 import { subscribedTopics } from './subscribed-topics.ts';
 
 const RETRIABLE_FETCH_ERRORS = new Set([3, 5, 6, 7, 74, 75, 100]); // unknown partition, leader not available, not leader, timeout, fenced/unknown leader epoch, unknown topic id
@@ -80,7 +81,10 @@ export class KafkaSourceReader<T> implements SourceReader<T, KafkaSplit> {
     for (const split of [...allSplits, ...splits]) this.#known.add(`${split.topic}:${split.partition}`);
     this.#nextDiscovery = Date.now() + this.#discoveryMs;
     await this.#refreshMetadata();
-    await this.#resolveStartingOffsets();
+    await resolveStartingOffsets(this.#connections, this.#topics, this.#splits, this.#options, {
+      bootstrap: this.#bootstrap,
+      connection: this.#connection,
+    });
     for (const split of this.#splits) {
       if (split.end !== undefined) continue;
       const info = this.#topics.get(split.topic) as TopicInfo;
@@ -279,50 +283,6 @@ export class KafkaSourceReader<T> implements SourceReader<T, KafkaSplit> {
     for (const topic of new Set(this.#splits.map((split) => split.topic))) this.#topics.set(topic, await this.#connections.topic(topic));
   }
 
-  async #resolveStartingOffsets(): Promise<void> {
-    const unresolved = this.#splits.filter((split) => split.offset === null);
-    if (unresolved.length === 0) return;
-    const starting = this.#options.startingOffsets;
-    let committed = new Map<string, bigint>();
-    if (typeof starting === 'object' && 'committed' in starting) committed = await this.#committedOffsets();
-    for (const split of unresolved) {
-      const info = this.#topics.get(split.topic) as TopicInfo;
-      const partitions = info.partitions.filter((entry) => entry.partition === split.partition);
-      const list = async (timestamp: bigint) =>
-        (await listOffsets(this.#connections, info, partitions, this.#isolation, timestamp)).get(split.partition) as bigint;
-      const key = `${split.topic}:${split.partition}`;
-      if (starting === 'earliest') split.offset = await list(EARLIEST_OFFSET);
-      else if (starting === 'latest') split.offset = await list(LATEST_OFFSET);
-      else if ('committed' in starting)
-        split.offset = committed.get(key) ?? (await list(starting.committed.fallback === 'latest' ? LATEST_OFFSET : EARLIEST_OFFSET));
-      else if ('timestamp' in starting) {
-        const offset = await list(BigInt(starting.timestamp));
-        split.offset = offset >= 0n ? offset : await list(LATEST_OFFSET); // no record that late: start at the end
-      } else {
-        const explicit = starting.offsets[key];
-        split.offset = explicit !== undefined ? BigInt(explicit) : await list(starting.fallback === 'latest' ? LATEST_OFFSET : EARLIEST_OFFSET);
-      }
-    }
-  }
-
-  async #committedOffsets(): Promise<Map<string, bigint>> {
-    const groupId = this.#options.groupId as string; // parseKafkaSourceOptions requires it with { committed }
-    const admin = new (await loadAdmin())({ clientId: 'weir-source-offsets', bootstrapBrokers: [formatBootstrap(this.#bootstrap)], ...this.#connection });
-    try {
-      const groups = await admin.listConsumerGroupOffsets({ groups: [groupId] });
-      const offsets = new Map<string, bigint>();
-      for (const group of groups) {
-        for (const topic of group.topics) {
-          for (const partition of topic.partitions)
-            if (partition.committedOffset >= 0n) offsets.set(`${topic.name}:${partition.partitionIndex}`, partition.committedOffset);
-        }
-      }
-      return offsets;
-    } finally {
-      await admin.close().catch(() => {});
-    }
-  }
-
   /** The deserializer threw on `record`: fail naming where it is and its first bytes, skip it (counted), or send it to the dead-letter topic. */
   #onDeserializationError(error: unknown, record: TopicRecord): void {
     const policy = this.#errorPolicy;
@@ -400,40 +360,4 @@ export class KafkaSourceReader<T> implements SourceReader<T, KafkaSplit> {
     await sleep(200);
     await this.#refreshMetadata().catch(() => {});
   }
-}
-
-/**
- * A split's part of one fetch: its visible batches, decoded one at a time as records are emitted
- * (the Java consumer's CompletedFetch), so a record lives from its batch's turn to its emission
- * and what waits is the fetch's bytes, not objects.
- */
-interface FetchedQueue {
-  batches: FetchedBatch[];
-  nextBatch: number;
-  fetchOffset: bigint;
-  /** A bounded split's end: records from it on are not the source's. */
-  end: bigint | null;
-  /** The batch being emitted, decoded. */
-  records: TopicRecord[];
-  next: number;
-  nextOffset: bigint;
-}
-
-/** Decodes the queue's next batches until one has records for the split; false when none is left. */
-function decodeNextBatch(queue: FetchedQueue, split: KafkaSplit): boolean {
-  queue.records = [];
-  queue.next = 0;
-  while (queue.records.length === 0 && queue.nextBatch < queue.batches.length) {
-    const batch = queue.batches[queue.nextBatch++] as FetchedBatch;
-    decodeRecords(batch, split.topic, split.partition, queue.fetchOffset, queue.records);
-    if (queue.end !== null) {
-      const end = queue.end;
-      const past = queue.records.findIndex((record) => record.offset >= end);
-      if (past >= 0) {
-        queue.records.length = past;
-        queue.nextBatch = queue.batches.length; // nothing after it is the split's
-      }
-    }
-  }
-  return queue.records.length > 0;
 }

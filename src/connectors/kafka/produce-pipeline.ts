@@ -6,11 +6,12 @@ import { BATCH_BYTES_LIMIT, RecordAccumulator } from './record-accumulator.ts';
 import type { BatchProducer, EncodedBatch } from './record-batch-builder.ts';
 
 /**
- * The most produce requests of one transaction sent since the oldest one not acknowledged, that
- * one included. A broker keeps the last five batches of each producer and partition to recognize a
- * retried one (Kafka's max.in.flight.requests.per.connection limit under idempotence): a retry
- * after a lost answer with more batches of its partition written after it is refused
- * (OUT_OF_ORDER_SEQUENCE_NUMBER) instead of recognized.
+ * The most produce requests of one transaction carrying a partition sent since the oldest such one
+ * not acknowledged, that one included; also the most requests in flight in all. A broker keeps the
+ * last five batches of each producer and partition to recognize a retried one (Kafka's
+ * max.in.flight.requests.per.connection limit under idempotence): a retry after a lost answer with
+ * more batches of its partition written after it is refused (OUT_OF_ORDER_SEQUENCE_NUMBER) instead
+ * of recognized.
  */
 export const MAX_PRODUCE_IN_FLIGHT = 5;
 
@@ -30,25 +31,26 @@ export const COALESCE_BYTES = 256 * 1024;
  * Java producer's in-flight batches), kept within the broker's window of duplicates. A broker
  * keeps the last five batches of each producer and partition: a retried batch among them is
  * answered with its first append (a duplicate, a success), one older than them is refused
- * (OUT_OF_ORDER_SEQUENCE_NUMBER, for good). So a request goes out only while fewer than
- * {@link MAX_PRODUCE_IN_FLIGHT} requests were sent since the oldest one not acknowledged, itself
- * included: whatever answer is lost, at most four later batches of a partition are ahead of the
- * batch retried. (Counting only the requests in flight is not enough: while the oldest waits for
- * its answer, the ones after it are acknowledged and newer ones go out past the window.)
+ * (OUT_OF_ORDER_SEQUENCE_NUMBER, for good). So a partition's next batch goes out only while fewer
+ * than {@link MAX_PRODUCE_IN_FLIGHT} requests carrying the partition were sent since its oldest
+ * one not acknowledged, that one included: whatever answer is lost, at most four later batches of
+ * the partition are ahead of the batch retried. (Counting only the requests in flight is not
+ * enough: while the oldest waits for its answer, the ones after it are acknowledged and newer ones
+ * go out past the window.) At most {@link MAX_PRODUCE_IN_FLIGHT} requests are in flight in all
+ * (the Java producer's max.in.flight.requests.per.connection), which bounds the bytes they hold.
  *
  * Each request carries its partitions' sequence numbers, so the broker appends a partition's
  * batches in order or refuses the out-of-order one. A request that fails is retried only after
- * every request sent before it has completed, and while any request waits for or runs its retry,
- * no new request goes out (the pipeline is muted, as the Java producer mutes a partition whose
- * batch is retried): the retries resend the failed requests in sequence order, one at a time, and
- * one refused as out of order (because one before it was lost) succeeds once that one is in. An
- * answer of DUPLICATE_SEQUENCE_NUMBER alone means the broker has the batches: a success. The first
- * failure no retry cures fails the pipeline: every later send and {@link flush} throws it, and the
- * transaction can only be aborted.
+ * every request sent before it has completed, and while it waits for or runs its retry, its
+ * partitions are muted: no new batch of theirs goes out (as the Java producer mutes a partition
+ * whose batch is retried), while the other partitions' batches keep going out. The retries resend
+ * the failed requests in sequence order, one at a time, and one refused as out of order (because
+ * one before it was lost) succeeds once that one is in. An answer of DUPLICATE_SEQUENCE_NUMBER
+ * alone means the broker has the batches: a success. The first failure no retry cures fails the
+ * pipeline: every later send and {@link flush} throws it, and the transaction can only be aborted.
  *
- * The window and the mute span the whole pipeline, not each partition: the pipeline sees requests,
- * not their batches, and a request carries one batch of every partition of a leader that has
- * records, so nearly every request holds a batch of the partition retried anyway.
+ * The held batches of a muted or full partition stay held ({@link takeHeld} passes over them),
+ * so a request carries only partitions with room.
  */
 export class ProducePipeline {
   readonly #limit: number;
@@ -57,15 +59,18 @@ export class ProducePipeline {
   /** Settles once every request so far has completed or failed for good. */
   #tail: Promise<void> = Promise.resolve();
   #failure: { error: unknown } | undefined;
-  /** The index the next request sent gets. */
-  #next = 0;
-  /** The oldest request not completed (acknowledged or failed for good); #next when none. */
-  #oldest = 0;
-  /** The requests after #oldest that have completed. */
-  readonly #completed = new Set<number>();
-  /** The requests whose attempt failed and whose retry has not completed: while any, no new request goes out. */
+  /** The requests sent and not completed (acknowledged or failed for good). */
+  #inFlight = 0;
+  /** The requests whose attempt failed and whose retry has not completed. */
   #retrying = 0;
-  /** Wakes those waiting in {@link reserve} when a request completes or fails. */
+  /** Per partition ("topic:partition"): its window of requests and whether it is muted. */
+  readonly #partitions = new Map<string, PartitionWindow>();
+  /** Whether a partition may have another batch sent now (not muted, its window not full). */
+  readonly #ready = (partition: string): boolean => {
+    const window = this.#partitions.get(partition);
+    return window === undefined || (window.retrying === 0 && window.requests.length < this.#limit);
+  };
+  /** Wakes those waiting in {@link reserve} or {@link waitForChange} when a request completes or fails. */
   #wake: (() => void) | undefined;
   #changed: Promise<void> | undefined;
 
@@ -74,34 +79,47 @@ export class ProducePipeline {
   }
 
   /**
-   * Whether another request may be sent now: no retry is pending, and fewer than the limit were
-   * sent since the oldest request not acknowledged (the broker's window of duplicates).
+   * Whether a request carrying these partitions may be sent now: fewer than the limit are in
+   * flight, and none of the partitions is muted or has the limit of requests sent since its
+   * oldest one not acknowledged (the broker's window of duplicates).
    */
-  get hasRoom(): boolean {
-    return this.#retrying === 0 && this.#next - this.#oldest < this.#limit;
+  canSend(partitions: readonly string[]): boolean {
+    if (this.#inFlight >= this.#limit) return false;
+    for (const partition of partitions) if (!this.#ready(partition)) return false;
+    return true;
   }
 
-  /** The requests sent and not completed yet, from the oldest not acknowledged to the newest (at most the limit). */
-  get window(): number {
-    return this.#next - this.#oldest;
+  /** The requests sent and not completed. */
+  get inFlight(): number {
+    return this.#inFlight;
   }
 
-  /** Whether a failed request waits for or runs its retry (no new request goes out meanwhile). */
+  /** A partition's requests, from its oldest not acknowledged to its newest (at most the limit). */
+  windowOf(partition: string): number {
+    return this.#partitions.get(partition)?.requests.length ?? 0;
+  }
+
+  /** Whether any failed request waits for or runs its retry. */
   get muted(): boolean {
     return this.#retrying > 0;
   }
 
+  /** Whether a failed request carrying this partition waits for or runs its retry (no new batch of it goes out meanwhile). */
+  isMuted(partition: string): boolean {
+    return (this.#partitions.get(partition)?.retrying ?? 0) > 0;
+  }
+
   /**
-   * Whether the records held should go out now: when {@link COALESCE_BYTES} are held and there
-   * is room, and when a request's worth (BATCH_BYTES_LIMIT) is held, even if that means waiting
-   * for room ({@link reserve}), so what is held stays bounded. Otherwise they wait for a later
-   * write or the flush.
+   * Whether the records held should go out now: when {@link COALESCE_BYTES} are held, a request
+   * may go out, and a partition held has room; and when a request's worth (BATCH_BYTES_LIMIT) is
+   * held, even if that means waiting for room ({@link waitForChange}), so what is held stays
+   * bounded. Otherwise they wait for a later write or the flush.
    */
   get shouldSendHeld(): boolean {
     const held = this.#held.bytes;
     if (held === 0) return false;
     if (held >= BATCH_BYTES_LIMIT) return true;
-    return held >= COALESCE_BYTES && this.hasRoom;
+    return held >= COALESCE_BYTES && this.#inFlight < this.#limit && this.#held.hasReady(this.#ready);
   }
 
   /** Keeps records to send later (in order, after those held before), encoded into their partitions' batches at once. */
@@ -115,53 +133,71 @@ export class ProducePipeline {
   }
 
   /**
-   * Takes the oldest batches held, up to about `maxBytes` (at least one), sealed for `producer`
-   * with their partitions' next sequences (moved past them); none when none are held.
+   * Takes the oldest batches held of the partitions that may send now, up to about `maxBytes` (at
+   * least one), sealed for `producer` with their partitions' next sequences (moved past them); none
+   * when none are held or every partition held waits (muted, or its window full): then
+   * {@link waitForChange}. The batches taken must be sent ({@link send}) before the next take.
    */
   takeHeld(maxBytes: number, producer: BatchProducer, sequences?: NumericMap): EncodedBatch[] {
-    return this.#held.take(maxBytes, producer, sequences);
+    return this.#held.take(maxBytes, producer, sequences, this.#ready);
   }
 
-  /** Waits until another request may be sent ({@link hasRoom}); throws the pipeline's failure, if it has one. */
-  async reserve(): Promise<void> {
+  /** Waits until a request carrying these partitions may be sent ({@link canSend}); throws the pipeline's failure, if it has one. */
+  async reserve(partitions: readonly string[]): Promise<void> {
     this.throwIfFailed();
-    while (!this.hasRoom) {
-      this.#changed ??= new Promise<void>((resolve) => {
-        this.#wake = resolve;
-      });
-      await this.#changed;
-      this.throwIfFailed();
-    }
+    while (!this.canSend(partitions)) await this.waitForChange();
+  }
+
+  /** Waits until a request completes, fails or ends its retry; throws the pipeline's failure, if it has one. */
+  async waitForChange(): Promise<void> {
+    this.throwIfFailed();
+    this.#changed ??= new Promise<void>((resolve) => {
+      this.#wake = resolve;
+    });
+    await this.#changed;
+    this.throwIfFailed();
   }
 
   /**
-   * Sends a request now (`attempt`), without waiting for its answer; the caller has waited in
-   * {@link reserve}. When it fails, `retry` runs once the requests before it have completed (the
-   * caller's retry loop: backoff, routes forgotten, a deadline, starting with a new attempt), and
-   * no other request goes out until it has completed.
+   * Sends a request carrying a batch of each of `partitions` ("topic:partition") now (`attempt`),
+   * without waiting for its answer; the caller has waited in {@link reserve}. When it fails,
+   * `retry` runs once the requests before it have completed (the caller's retry loop: backoff,
+   * routes forgotten, a deadline, starting with a new attempt), and no other batch of its
+   * partitions goes out until it has completed.
    */
-  send(attempt: () => Promise<unknown>, retry: () => Promise<unknown>): void {
-    const index = this.#next++;
+  send(partitions: readonly string[], attempt: () => Promise<unknown>, retry: () => Promise<unknown>): void {
+    const request: SentRequest = { done: false };
+    const windows: PartitionWindow[] = [];
+    for (const partition of partitions) {
+      let window = this.#partitions.get(partition);
+      if (window === undefined) {
+        window = { requests: [], retrying: 0 };
+        this.#partitions.set(partition, window);
+      }
+      window.requests.push(request);
+      windows.push(window);
+    }
+    this.#inFlight++;
     const before = this.#tail;
     const completed = attempt().then(
       () => {},
       async (error: unknown) => {
         if (isDuplicate(error)) return; // the broker has these batches already
-        this.#retrying++;
+        this.#mute(windows, 1);
         try {
           await before;
           this.throwIfFailed(); // one before it failed for good: the transaction is lost anyway
           await retryUntilDone(retry);
         } finally {
-          this.#retrying--;
+          this.#mute(windows, -1);
         }
       },
     );
     const settled = completed.then(
-      () => this.#complete(index),
+      () => this.#complete(request, windows),
       (error: unknown) => {
         this.#failure ??= { error };
-        this.#complete(index);
+        this.#complete(request, windows);
       },
     );
     this.#tail = Promise.all([before, settled]).then(() => {});
@@ -182,19 +218,36 @@ export class ProducePipeline {
     if (this.#failure !== undefined) throw this.#failure.error;
   }
 
-  /** Request `index` is acknowledged (or failed for good): the window moves past the oldest ones completed. */
-  #complete(index: number): void {
-    if (index === this.#oldest) {
-      this.#oldest++;
-      while (this.#completed.delete(this.#oldest)) this.#oldest++;
-    } else {
-      this.#completed.add(index);
+  #mute(windows: readonly PartitionWindow[], by: 1 | -1): void {
+    this.#retrying += by;
+    for (const window of windows) window.retrying += by;
+  }
+
+  /** A request is acknowledged (or failed for good): each of its partitions' windows moves past its oldest requests completed. */
+  #complete(request: SentRequest, windows: readonly PartitionWindow[]): void {
+    request.done = true;
+    this.#inFlight--;
+    for (const window of windows) {
+      let passed = 0;
+      while (passed < window.requests.length && (window.requests[passed] as SentRequest).done) passed++;
+      if (passed > 0) window.requests.splice(0, passed);
     }
     const wake = this.#wake;
     this.#wake = undefined;
     this.#changed = undefined;
     wake?.();
   }
+}
+
+/** A request sent, until it is acknowledged or fails for good. */
+interface SentRequest {
+  done: boolean;
+}
+
+/** A partition's requests from its oldest one not completed to its newest, and how many of them wait for or run a retry. */
+interface PartitionWindow {
+  requests: SentRequest[];
+  retrying: number;
 }
 
 /**

@@ -61,27 +61,43 @@ export class RecordAccumulator {
   /**
    * Seals and takes the oldest batches, up to `maxBytes` in all (at least one; none when none are
    * held) and one per partition, each with its partition's next sequence from `sequences`
-   * ("topic:partition", moved past its records; -1 without).
+   * ("topic:partition", moved past its records; -1 without). With `ready`, the batches of a
+   * partition it refuses ("topic:partition") are passed over and stay, in their order, for a later
+   * take (the Java producer's drain skipping a muted partition).
    */
-  take(maxBytes: number, producer: BatchProducer, sequences?: NumericMap): EncodedBatch[] {
+  take(maxBytes: number, producer: BatchProducer, sequences?: NumericMap, ready?: (partition: string) => boolean): EncodedBatch[] {
     const taken: EncodedBatch[] = [];
     let bytes = 0;
-    let count = 0;
     const seen = new Set<string>();
-    while (count < this.#batches.length) {
-      const builder = this.#batches[count] as RecordBatchBuilder;
+    /** The batches passed over (their partitions not ready): they stay. */
+    const kept: RecordBatchBuilder[] = [];
+    const passedOver = new Set<string>();
+    let next = 0;
+    for (; next < this.#batches.length; next++) {
+      const builder = this.#batches[next] as RecordBatchBuilder;
       const key = `${builder.topic}:${builder.partition}`;
-      if (count > 0 && (bytes + builder.bytes > maxBytes || seen.has(key))) break;
+      if (ready !== undefined && (passedOver.has(key) || !ready(key))) {
+        passedOver.add(key);
+        kept.push(builder);
+        continue;
+      }
+      if (taken.length > 0 && (bytes + builder.bytes > maxBytes || seen.has(key))) break;
       seen.add(key);
       const open = this.#open.get(builder.topic);
       if (open !== undefined && open[builder.partition] === builder) open[builder.partition] = undefined;
       taken.push(builder.seal(producer, sequences === undefined ? -1 : sequences.postIncrement(key, builder.count, 0)));
       bytes += builder.bytes;
-      count++;
     }
-    this.#batches = count === this.#batches.length ? [] : this.#batches.slice(count);
+    const rest = next === this.#batches.length ? [] : this.#batches.slice(next);
+    this.#batches = kept.length === 0 ? rest : kept.concat(rest);
     this.#bytes -= bytes;
     return taken;
+  }
+
+  /** Whether any batch held belongs to a partition `ready` accepts ("topic:partition"). */
+  hasReady(ready: (partition: string) => boolean): boolean {
+    for (const builder of this.#batches) if (ready(`${builder.topic}:${builder.partition}`)) return true;
+    return false;
   }
 
   #openBatch(open: (RecordBatchBuilder | undefined)[], topic: string, partition: number): RecordBatchBuilder {

@@ -16,6 +16,7 @@ import {
   NumericMap,
   txnOffsetCommitV4,
 } from './kafka-protocol.ts';
+import type { InputOffset, OffsetsOwner } from './offsets-owner.ts';
 import { PartitionLeaders } from './partition-leaders.ts';
 import { ProducePipeline } from './produce-pipeline.ts';
 import { produceRequest } from './produce-request.ts';
@@ -27,25 +28,12 @@ import { parseTransactionalId } from './transactional-id.ts';
 export { fencedOr } from './fenced-or.ts';
 // Kept here too: every importer of the driver's types and helpers goes on importing them from the driver.
 export { committableOf, type KafkaCommittable, type OpenTransaction, TRANSACTION_PROTOCOL } from './kafka-committable.ts';
+export type { InputOffset, OffsetsOwner } from './offsets-owner.ts';
 export type { TransactionDescription } from './transaction-description.ts';
 
 const GROUP_KEY_TYPE = 0;
 const TRANSACTION_KEY_TYPE = 1;
 
-/** The consumer group member whose input offsets a transaction commits (KIP-447: the group's coordinator refuses a member of an older generation). */
-export interface OffsetsOwner {
-  groupId: string;
-  generationId: number;
-  memberId: string;
-  groupInstanceId: string | null;
-}
-
-/** An input position: the next offset to read. */
-export interface InputOffset {
-  topic: string;
-  partition: number;
-  offset: bigint;
-}
 const ACKS_ALL = -1;
 
 export interface TransactionDriverOptions {
@@ -150,22 +138,26 @@ export class TransactionDriver {
   }
 
   /**
-   * Sends up to a request's worth of the batches held, one request per leader. The batches are
-   * sealed as they are taken, with their partitions' next sequence numbers (moved on), so the
+   * Sends up to a request's worth of the batches held, one request per leader, of the partitions
+   * with room (a partition whose batch is retried, or with a full window, keeps its batches held
+   * while the others' go out); waits for an answer when no partition held has room. The batches
+   * are sealed as they are taken, with their partitions' next sequence numbers (moved on), so the
    * requests in flight follow each other; a request in flight (which may be retried) holds its
    * batches' bytes.
    */
   async #sendHeld(transaction: OpenTransaction, pipeline: ProducePipeline): Promise<void> {
     const { transactionalId, producerId, producerEpoch } = transaction;
     const chunk = pipeline.takeHeld(BATCH_BYTES_LIMIT, { transactionalId, producerId, producerEpoch }, transaction.sequences);
+    if (chunk.length === 0) return pipeline.waitForChange();
     const byLeader = await this.#retry('Metadata for the leaders', () => this.#leaders.groupByLeader(chunk));
     for (const [leader, batches] of byLeader) {
-      await pipeline.reserve();
+      const partitions = batches.map((batch) => `${batch.topic}:${batch.partition}`);
+      await pipeline.reserve(partitions);
       // A retry resends the same batches (same producer id, epoch and sequences: the broker keeps no duplicate) to the leaders of now.
       const attempt = this.#leaders.sendToLeaders(leader, batches, async (current, routed) =>
         produceRequest.async(await this.#connections.node(current), ACKS_ALL, 30_000, routed, transactionalId),
       );
-      pipeline.send(attempt, () => {
+      pipeline.send(partitions, attempt, () => {
         this.#forgetRoutes();
         return this.#retry(`Produce for "${transactionalId}"`, attempt);
       });
@@ -331,13 +323,24 @@ export class TransactionDriver {
     return [...ids].sort();
   }
 
-  /** What the coordinators know of these transactional ids (DescribeTransactions): state, producer, start time, partitions. */
+  /**
+   * What the coordinators know of these transactional ids (DescribeTransactions): state, producer,
+   * start time, partitions. An id its coordinator does not know (TRANSACTIONAL_ID_NOT_FOUND: never
+   * used, or expired after transactional.id.expiration.ms) has nothing open: it is left out.
+   */
   async describeTransactions(ids: readonly string[]): Promise<TransactionDescription[]> {
     const descriptions: TransactionDescription[] = [];
     for (const id of ids) {
-      const response = await this.#retry(`DescribeTransactions for "${id}"`, async () => describeTransactionsV0.api.async(await this.#coordinator(id), [id]));
+      const response = await this.#retry(`DescribeTransactions for "${id}"`, async () =>
+        describeTransactionsV0.api.async(await this.#coordinator(id), [id]).catch((error: unknown) => {
+          // The client throws on any error code in the answer; an unknown id alone is no failure.
+          const errorIds = kafkaErrorIds(error);
+          if (errorIds.length > 0 && errorIds.every((errorId) => errorId === 'TRANSACTIONAL_ID_NOT_FOUND')) return { transactionStates: [] };
+          throw error;
+        }),
+      );
       for (const state of response.transactionStates) {
-        if (state.errorCode !== 0) continue; // TRANSACTIONAL_ID_NOT_FOUND: nothing there
+        if (state.errorCode !== 0) continue; // not reached: the client throws on an error code
         descriptions.push({
           transactionalId: state.transactionalId,
           state: state.transactionState,

@@ -28,6 +28,8 @@ const tick = () => new Promise((done) => setImmediate(done));
 const settle = async () => {
   for (let i = 0; i < 20; i++) await tick();
 };
+/** The partition the requests of the first tests carry. */
+const P = ['t:0'];
 
 test('an answer lost on the way back: later requests stay within the broker window, none goes out during the retry, and the retry is a duplicate', async () => {
   const partition = new FakePartition();
@@ -50,15 +52,15 @@ test('an answer lost on the way back: later requests stay within the broker wind
   let maxWindow = 0;
   const writing = (async () => {
     for (let sequence = 0; sequence < REQUESTS; sequence++) {
-      await pipeline.reserve();
-      pipeline.send(attempt(sequence, false), attempt(sequence, true));
-      maxWindow = Math.max(maxWindow, pipeline.window);
+      await pipeline.reserve(P);
+      pipeline.send(P, attempt(sequence, false), attempt(sequence, true));
+      maxWindow = Math.max(maxWindow, pipeline.windowOf('t:0'));
     }
   })();
   await settle();
   assert.deepEqual(sent, ['0', '1', '2', '3', '4', '5', '6'], 'while request 2 has no answer, at most four go out after it');
-  assert.equal(pipeline.window, WINDOW);
-  assert.equal(pipeline.hasRoom, false);
+  assert.equal(pipeline.windowOf('t:0'), WINDOW);
+  assert.equal(pipeline.canSend(P), false);
   timeOut?.();
   await writing;
   await pipeline.flush();
@@ -78,6 +80,7 @@ test('while a failed request waits for its retry, no new request goes out; the r
   let failFirst: (() => void) | undefined;
   // Request 0 is lost before the broker (never written); 1 and 2 are refused as out of order behind it.
   pipeline.send(
+    P,
     () =>
       new Promise((_, reject) => {
         failFirst = () => reject(Object.assign(new Error('connection reset'), { code: 'ECONNRESET' }));
@@ -89,6 +92,7 @@ test('while a failed request waits for its retry, no new request goes out; the r
   );
   for (const sequence of [1, 2]) {
     pipeline.send(
+      P,
       async () => {
         events.push(`${sequence}`);
         partition.append(sequence);
@@ -101,9 +105,10 @@ test('while a failed request waits for its retry, no new request goes out; the r
   }
   await settle();
   assert.equal(pipeline.muted, true, 'requests 1 and 2 were refused and wait for their retries');
-  assert.equal(pipeline.hasRoom, false);
+  assert.equal(pipeline.isMuted('t:0'), true);
+  assert.equal(pipeline.canSend(P), false);
   let reserved = false;
-  const third = pipeline.reserve().then(() => {
+  const third = pipeline.reserve(P).then(() => {
     reserved = true;
   });
   await settle();
@@ -124,16 +129,19 @@ test('DUPLICATE_SEQUENCE_NUMBER alone is a success; mixed with another error it 
   const pipeline = new ProducePipeline();
   let retried = false;
   pipeline.send(
+    P,
     () => Promise.reject(duplicate),
     async () => {
       retried = true;
     },
   );
   pipeline.send(
+    P,
     () => Promise.reject(Object.assign(new Error('timed out'), { code: 'PLT_KFK_TIMEOUT' })),
     () => Promise.reject(duplicate),
   );
   await pipeline.flush();
   assert.equal(retried, false, 'an answer of DUPLICATE_SEQUENCE_NUMBER needs no retry');
-  assert.equal(pipeline.window, 0);
+  assert.equal(pipeline.windowOf('t:0'), 0);
+  assert.equal(pipeline.inFlight, 0);
 });

@@ -17,14 +17,17 @@ function deferred() {
 }
 
 const tick = () => new Promise((done) => setImmediate(done));
+/** The partition every request of these tests carries. */
+const P = ['t:0'];
 
 test('requests go out at once, up to the limit counted from the oldest not acknowledged; reserve waits for room', async () => {
   const pipeline = new ProducePipeline(2);
   const answers = [deferred(), deferred(), deferred()];
   const sent: number[] = [];
   for (const index of [0, 1]) {
-    await pipeline.reserve();
+    await pipeline.reserve(P);
     pipeline.send(
+      P,
       () => {
         sent.push(index);
         return answers[index]?.promise as Promise<void>;
@@ -34,7 +37,7 @@ test('requests go out at once, up to the limit counted from the oldest not ackno
   }
   assert.deepEqual(sent, [0, 1]);
   let reserved = false;
-  const third = pipeline.reserve().then(() => {
+  const third = pipeline.reserve(P).then(() => {
     reserved = true;
   });
   await tick();
@@ -54,10 +57,12 @@ test('a failed request is retried only after every request before it completed, 
   const events: string[] = [];
   const first = deferred();
   pipeline.send(
+    P,
     () => first.promise.then(() => void events.push('first acknowledged')),
     async () => {},
   );
   pipeline.send(
+    P,
     () => Promise.reject(new Error('OUT_OF_ORDER_SEQUENCE_NUMBER')),
     async () => void events.push('second retried'),
   );
@@ -77,11 +82,13 @@ test('a failure no retry cures fails the pipeline: later sends, flush and reserv
   const pipeline = new ProducePipeline();
   const fatal = new Error('PRODUCER_FENCED');
   pipeline.send(
+    P,
     () => Promise.reject(fatal),
     () => Promise.reject(fatal),
   );
   let laterRetried = false;
   pipeline.send(
+    P,
     () => Promise.reject(new Error('OUT_OF_ORDER_SEQUENCE_NUMBER')),
     async () => {
       laterRetried = true;
@@ -89,7 +96,7 @@ test('a failure no retry cures fails the pipeline: later sends, flush and reserv
   );
   await assert.rejects(pipeline.flush(), fatal);
   assert.equal(laterRetried, false, 'no retry after an earlier request failed for good');
-  await assert.rejects(pipeline.reserve(), fatal);
+  await assert.rejects(pipeline.reserve(P), fatal);
   assert.throws(() => pipeline.throwIfFailed(), fatal);
   await pipeline.settle();
 });
@@ -110,7 +117,7 @@ test('records held while the pipeline is full are encoded at once and go out tog
   assert.deepEqual(firstBytes(pipeline.takeHeld(10, {})), [3], 'at least one batch, however large');
   assert.deepEqual(firstBytes(pipeline.takeHeld(1000, {})), [4]);
   assert.deepEqual(pipeline.takeHeld(1000, {}), []);
-  assert.equal(pipeline.hasRoom, true);
+  assert.equal(pipeline.canSend(['out:0']), true);
 });
 
 test('held records gather until COALESCE_BYTES, whether or not a request is in flight, and a full request waits for room', async () => {
@@ -125,6 +132,7 @@ test('held records gather until COALESCE_BYTES, whether or not a request is in f
   const answers = [deferred(), deferred()];
   for (const answer of answers)
     pipeline.send(
+      P,
       () => answer.promise,
       async () => {},
     );
@@ -136,6 +144,7 @@ test('held records gather until COALESCE_BYTES, whether or not a request is in f
   pipeline.hold([record(COALESCE_BYTES)]);
   assert.equal(pipeline.shouldSendHeld, true, 'COALESCE_BYTES held, and room for a second request');
   pipeline.send(
+    P,
     () => new Promise(() => {}),
     async () => {},
   );
