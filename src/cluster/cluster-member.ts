@@ -1,6 +1,7 @@
 import { setTimeout as sleep } from 'node:timers/promises';
 import { ClusterConnections } from '../connectors/kafka/cluster-connections.ts';
 import { resolveKafkaConnection } from '../connectors/kafka/kafka-default-connection.ts';
+import { hasKafkaError } from '../connectors/kafka/kafka-error-ids.ts';
 import { brokerTransactionMaxTimeout } from '../connectors/kafka/kafka-preflight.ts';
 import { readTopic } from '../connectors/kafka/topic-reader.ts';
 import { type OpenTransaction, TransactionDriver } from '../connectors/kafka/transaction-driver.ts';
@@ -43,6 +44,8 @@ interface TaskEntry {
   failures: number;
   /** The producer (id and epoch) its current run writes with: every transaction of the run has them. */
   producer: Pick<OpenTransaction, 'transactionalId' | 'producerId' | 'producerEpoch'> | undefined;
+  /** The group generation its latest commit carried (KIP-447): a commit the group refuses was refused for that generation. */
+  committedWith: number | undefined;
 }
 
 /**
@@ -194,6 +197,12 @@ export class ClusterMember {
     return readClusterStatus(this.#runtime.connections, this.#runtime.bootstrap, this.#options.id);
   }
 
+  /** Why this member is not ready now (readiness answers 503 with it), else undefined: it is out of its group until it has joined again. */
+  notReady(): string | undefined {
+    if (this.#membership.inGroup) return undefined;
+    return `this member is not in the group of cluster "${this.#options.id}" (joining${this.#membership.generation < 0 ? '' : ' again'})`;
+  }
+
   /** The cluster's id. */
   get id(): string {
     return this.#options.id;
@@ -220,7 +229,17 @@ export class ClusterMember {
     const starting: TaskEntry[] = [];
     for (const global of assigned) {
       const { stage, task } = this.#tasks[global] as { stage: Stage; task: number };
-      const entry: TaskEntry = { global, stage, task, run: undefined, revoked: false, fenced: false, failures: 0, producer: undefined };
+      const entry: TaskEntry = {
+        global,
+        stage,
+        task,
+        run: undefined,
+        revoked: false,
+        fenced: false,
+        failures: 0,
+        producer: undefined,
+        committedWith: undefined,
+      };
       this.#entries.set(global, entry);
       starting.push(entry);
     }
@@ -278,7 +297,7 @@ export class ClusterMember {
         if (entry.revoked || this.#closed) return;
         entry.producer = open;
         const restored = checkpoints.get(taskCheckpointKey(entry.stage.uid, entry.task));
-        const run = new ClusterTask(this.#runtime, entry.stage, entry.task, restored, (error) => this.#taskFailed(entry, error));
+        const run = new ClusterTask(this.#taskRuntime(entry), entry.stage, entry.task, restored, (error) => this.#taskFailed(entry, error));
         entry.run = run;
         try {
           await run.start(open);
@@ -296,12 +315,25 @@ export class ClusterMember {
     );
   }
 
+  /** The member's runtime as one task sees it: the generation each of its commits carries is noted on its entry. */
+  #taskRuntime(entry: TaskEntry): MemberRuntime {
+    const runtime = this.#runtime;
+    return {
+      ...runtime,
+      owner: () => {
+        const owner = runtime.owner();
+        entry.committedWith = owner.generationId;
+        return owner;
+      },
+    };
+  }
+
   /**
    * A task fenced by the group rather than by a newer owner (its commit carried the generation a
-   * rebalance was replacing: ILLEGAL_GENERATION) is still this member's once the new generation
-   * keeps it here: it starts again then. One fenced by a newer owner is revoked by that generation
-   * instead. Should no new generation come within two session timeouts, the group still says it
-   * is ours: it starts again too.
+   * rebalance was replacing: ILLEGAL_GENERATION) is still this member's once a generation newer
+   * than `generation` keeps it here (at once when the member holds one already): it starts again
+   * then. One fenced by a newer owner is revoked by that generation instead. Should no new
+   * generation come within two session timeouts, the group still says it is ours: it starts again too.
    */
   async #restartWhenSettled(entry: TaskEntry, generation: number): Promise<void> {
     const deadline = Date.now() + 2 * this.#options.sessionTimeout;
@@ -322,7 +354,13 @@ export class ClusterMember {
     if (this.failures.length > 100) this.failures.shift();
     if (error instanceof WeirError && error.code === 'TASK_FENCED') {
       entry.fenced = true;
-      void this.#onFenced(entry, error, this.#membership.generation);
+      // The group refused its commit (ILLEGAL_GENERATION: a rebalance replaced the generation it
+      // carried): a newer generation than that one settles it, even one this member holds already
+      // (it kept the task there while the commit was under way). A producer fenced by a newer
+      // owner waits for a generation newer than the member's.
+      const current = this.#membership.generation;
+      const byGroup = hasKafkaError(error, 'ILLEGAL_GENERATION', 'UNKNOWN_MEMBER_ID');
+      void this.#onFenced(entry, error, byGroup ? Math.min(entry.committedWith ?? current, current) : current, byGroup);
       return;
     }
     this.#restartLater(entry, message);
@@ -335,10 +373,10 @@ export class ClusterMember {
    * transaction the broker timed out (transaction-timed-out.ts) starts again from its latest
    * checkpoint at once, said loudly: nobody else will start it.
    */
-  async #onFenced(entry: TaskEntry, error: WeirError, generation: number): Promise<void> {
+  async #onFenced(entry: TaskEntry, error: WeirError, generation: number, byGroup: boolean): Promise<void> {
     const producer = entry.producer;
     const owned = () => this.#membership.tasks.includes(entry.global) && this.#entries.get(entry.global) === entry && !entry.revoked && !this.#closed;
-    const timedOut = producer !== undefined && owned() && (await transactionTimedOut(this.#runtime.driver, producer).catch(() => false));
+    const timedOut = !byGroup && producer !== undefined && owned() && (await transactionTimedOut(this.#runtime.driver, producer).catch(() => false));
     if (timedOut && owned() && entry.fenced) {
       entry.fenced = false;
       const cause = timedOutByBroker(`${entry.stage.uid} task ${entry.task}`, this.#runtime.driver.transactionTimeoutMs, error);
@@ -346,7 +384,11 @@ export class ClusterMember {
       this.#restartLater(entry, `${cause.message}. ${cause.hint}`);
       return;
     }
-    this.#runtime.log(`${entry.stage.uid} task ${entry.task} was fenced (${error.message}); it waits for the group's next assignment`);
+    this.#runtime.log(
+      byGroup && this.#membership.generation > generation
+        ? `${entry.stage.uid} task ${entry.task} was fenced (${error.message}); its commit carried generation ${generation}, and it is still this member's in generation ${this.#membership.generation}: it starts again from its latest checkpoint`
+        : `${entry.stage.uid} task ${entry.task} was fenced (${error.message}); it waits for the group's next assignment`,
+    );
     await this.#restartWhenSettled(entry, generation);
   }
 

@@ -4,7 +4,7 @@ import { describeGroupsV5 } from '../connectors/kafka/kafka-protocol.ts';
 import { LATEST_OFFSET, listOffsets } from '../connectors/kafka/partition-fetcher.ts';
 import { readTopic } from '../connectors/kafka/topic-reader.ts';
 import { WeirError } from '../core/errors/weir-error.ts';
-import { groupCoordinator } from './group-coordinator.ts';
+import { withGroupCoordinator } from './find-group-coordinator.ts';
 import { decodeAssignment, decodeMemberMetadata, MEMBER_PROTOCOL_TYPE } from './member-protocol.ts';
 import { clusterTopicName } from './stage-plan.ts';
 import { latestTaskCheckpoints, type TaskCheckpoint } from './task-checkpoint.ts';
@@ -25,6 +25,7 @@ export interface ClusterStatus {
   cluster: string;
   /** The group's state (Stable, PreparingRebalance, CompletingRebalance, Empty, Dead). */
   state: string;
+  /** The generation of the assignment the members hold (DescribeGroups does not tell it: the leader writes it into every assignment); undefined without one. */
   generation: number | undefined;
   members: { id: string; memberId: string; clientHost: string; tasks: string[] }[];
   tasks: ClusterTaskStatus[];
@@ -38,7 +39,7 @@ export interface ClusterStatus {
  * read_committed) and its lag (its checkpointed offsets against its input's last stable offsets).
  */
 export async function readClusterStatus(connections: ClusterConnections, bootstrap: readonly BrokerAddress[], cluster: string): Promise<ClusterStatus> {
-  const group = (await describeGroupsV5.api.async(await groupCoordinator(connections, cluster), [cluster], false)).groups[0];
+  const group = (await withGroupCoordinator(connections, cluster, (coordinator) => describeGroupsV5.api.async(coordinator, [cluster], false))).groups[0];
   if (group === undefined || group.errorCode !== 0) {
     throw new WeirError('CLUSTER_MEMBERSHIP_FAILED', `cannot describe the group of cluster "${cluster}" (error ${group?.errorCode})`, { fault: 'external' });
   }
@@ -56,7 +57,8 @@ export async function readClusterStatus(connections: ClusterConnections, bootstr
     const metadata = member.memberMetadata.length > 0 ? decodeMemberMetadata(member.memberMetadata, id) : undefined;
     if (metadata?.taskNames !== undefined && metadata.taskNames.length > names.length) names = metadata.taskNames;
     const assignment = member.memberAssignment.length > 0 ? decodeAssignment(member.memberAssignment, id) : undefined;
-    if (assignment !== undefined) generation = Math.max(generation ?? -1, assignment.generation);
+    // The leader writes the generation into each assignment (a leader of Weir before that wrote -1: unknown).
+    if (assignment !== undefined && assignment.generation >= 0) generation = Math.max(generation ?? 0, assignment.generation);
     for (const task of assignment?.tasks ?? []) owners.set(task, id);
     return { id, memberId: member.memberId, clientHost: member.clientHost, tasks: assignment?.tasks ?? [] };
   });

@@ -2,9 +2,10 @@ import { hostname } from 'node:os';
 import { setTimeout as sleep } from 'node:timers/promises';
 import type { Connection } from '@platformatic/kafka';
 import type { ClusterConnections } from '../connectors/kafka/cluster-connections.ts';
-import { hasKafkaError } from '../connectors/kafka/kafka-error-ids.ts';
-import { findCoordinatorV6, heartbeatV4, joinGroupV9, leaveGroupV5, syncGroupV5 } from '../connectors/kafka/kafka-protocol.ts';
+import { hasKafkaError, kafkaErrorIds } from '../connectors/kafka/kafka-error-ids.ts';
+import { heartbeatV4, joinGroupV9, leaveGroupV5, syncGroupV5 } from '../connectors/kafka/kafka-protocol.ts';
 import { WeirError } from '../core/errors/weir-error.ts';
+import { findGroupCoordinator } from './find-group-coordinator.ts';
 import {
   decodeAssignment,
   decodeMemberMetadata,
@@ -17,8 +18,8 @@ import {
 } from './member-protocol.ts';
 import { assignTasks } from './task-assignor.ts';
 
-const GROUP_KEY_TYPE = 0;
-const COORDINATOR_ERRORS = ['NOT_COORDINATOR', 'COORDINATOR_NOT_AVAILABLE', 'COORDINATOR_LOAD_IN_PROGRESS'];
+/** What a member answers by joining again (a rebalance, or it is out of the group): the first at once, repeated ones after a back-off. */
+const REJOIN_ERRORS = ['REBALANCE_IN_PROGRESS', 'UNKNOWN_MEMBER_ID', 'ILLEGAL_GENERATION'];
 /** What no retry mends: the membership ends (the others go on). */
 const FATAL = new Set<string>(['CLUSTER_INSTANCE_ID_IN_USE', 'CLUSTER_TASK_COUNT_MISMATCH', 'CLUSTER_PROTOCOL_MISMATCH']);
 
@@ -66,6 +67,8 @@ export class GroupMembership {
   readonly #log: (line: string) => void;
   #memberId = '';
   #generation = -1;
+  /** In the group: its latest SyncGroup holds, and nothing since said it is out. */
+  #inGroup = false;
   #tasks: number[] = [];
   /** Who owned what after the last assignment this member received (the next assignment starts from it). */
   #owners: Record<string, number[]> = {};
@@ -100,6 +103,15 @@ export class GroupMembership {
     return this.#memberId;
   }
 
+  /**
+   * Whether this member is in the group now: false before its first assignment, and from the
+   * moment it learns it is out (its session expired: paused or cut off) or gives its tasks up (no
+   * coordinator for a whole session timeout) until it has joined again. What readiness reports.
+   */
+  get inGroup(): boolean {
+    return this.#inGroup && !this.#closed;
+  }
+
   start(): void {
     this.#loop ??= this.#run();
   }
@@ -118,33 +130,44 @@ export class GroupMembership {
     }
   }
 
+  /**
+   * Joins, heartbeats, and joins again, until closed. A rebalance or the news that this member is
+   * out of the group is answered by joining again at once; an error that repeats before a join
+   * succeeds (or any other error) waits first, 100 ms doubling to 5 s, and says so, as Kafka's
+   * consumer backs off (retry.backoff.ms up to retry.backoff.max.ms).
+   */
   async #run(): Promise<void> {
-    let backoff = 100;
+    let failures = 0;
     while (!this.#closed) {
       try {
         await this.#joinAndSync();
-        backoff = 100;
+        failures = 0;
         await this.#heartbeatUntilRebalance();
       } catch (error) {
         if (error instanceof WeirError && FATAL.has(error.code)) {
           this.#closed = true;
+          this.#inGroup = false;
           await this.#change([], this.#generation, {});
           this.#fatal?.(error);
           return;
         }
-        if (hasKafkaError(error, ...COORDINATOR_ERRORS) || !hasKafkaError(error, 'REBALANCE_IN_PROGRESS')) this.#coordinator = undefined;
+        const rejoin = hasKafkaError(error, ...REJOIN_ERRORS);
+        // Only a coordinator that moved, is not there or cannot be reached is looked up again.
+        if (!rejoin) this.#coordinator = undefined;
         if (hasKafkaError(error, 'UNKNOWN_MEMBER_ID', 'ILLEGAL_GENERATION')) await this.#outOfGroup(error);
-        else if (Date.now() - this.#lastContact > this.#options.sessionTimeoutMs && this.#tasks.length > 0) {
+        else if (Date.now() - this.#lastContact > this.#options.sessionTimeoutMs && (this.#tasks.length > 0 || this.#inGroup)) {
           this.#log(
-            `cluster ${this.#options.groupId}: no answer from the group coordinator for a whole session timeout; giving up tasks ${this.#tasks.join(', ')}`,
+            `cluster ${this.#options.groupId}: no answer from the group coordinator for a whole session timeout; giving up tasks ${this.#tasks.join(', ') || '(none)'}`,
           );
+          this.#inGroup = false;
           await this.#change([], this.#generation, {});
         }
-        if (!hasKafkaError(error, 'REBALANCE_IN_PROGRESS', 'UNKNOWN_MEMBER_ID', 'ILLEGAL_GENERATION')) {
-          this.#log(`cluster ${this.#options.groupId}: ${error instanceof Error ? error.message : String(error)}; retrying`);
-          await this.#pause(backoff);
-          backoff = Math.min(backoff * 2, 5_000);
-        }
+        failures++;
+        if (this.#closed || (rejoin && failures === 1)) continue;
+        const delay = Math.min(5_000, 100 * 2 ** Math.min(failures - 1, 6));
+        const what = rejoin ? `cannot join again (${kafkaErrorIds(error).find((id) => REJOIN_ERRORS.includes(id))})` : describe(error);
+        this.#log(`cluster ${this.#options.groupId}: ${what}; retrying in ${delay} ms`);
+        await this.#pause(delay);
       }
     }
   }
@@ -192,7 +215,7 @@ export class GroupMembership {
     this.#lastContact = Date.now();
     const assignments =
       join.leader === join.memberId && !join.skipAssignment
-        ? this.#assign(join.members).map(([memberId, assignment]) => ({ memberId, assignment: encodeAssignment(assignment) }))
+        ? this.#assign(join.members, join.generationId).map(([memberId, assignment]) => ({ memberId, assignment: encodeAssignment(assignment) }))
         : [];
     const sync = await syncGroupV5.api
       .async(coordinator, groupId, join.generationId, join.memberId, instanceId ?? null, MEMBER_PROTOCOL_TYPE, MEMBER_PROTOCOL, assignments)
@@ -203,11 +226,12 @@ export class GroupMembership {
     this.#lastContact = Date.now();
     const assignment = decodeAssignment(sync.assignment, join.memberId);
     this.#owners = assignment.owners;
+    this.#inGroup = true;
     await this.#change(assignment.tasks, join.generationId, assignment.owners);
   }
 
   /** The leader's assignment: every member's share, sticky, and each member told every owner. */
-  #assign(members: { memberId: string; groupInstanceId?: string | null; metadata: Buffer }[]): [string, MemberAssignment][] {
+  #assign(members: { memberId: string; groupInstanceId?: string | null; metadata: Buffer }[], generation: number): [string, MemberAssignment][] {
     const decoded = members.map((member) => ({ ...member, info: decodeMemberMetadata(member.metadata, member.groupInstanceId ?? member.memberId) }));
     const names = this.#options.taskNames?.join('\n');
     const other = decoded.find(
@@ -232,7 +256,7 @@ export class GroupMembership {
     );
     const owners: Record<string, number[]> = {};
     for (const member of decoded) owners[member.groupInstanceId ?? member.memberId] = tasks.get(member.memberId) ?? [];
-    return decoded.map((member) => [member.memberId, { version: MEMBER_PROTOCOL_VERSION, generation: -1, tasks: tasks.get(member.memberId) ?? [], owners }]);
+    return decoded.map((member) => [member.memberId, { version: MEMBER_PROTOCOL_VERSION, generation, tasks: tasks.get(member.memberId) ?? [], owners }]);
   }
 
   async #heartbeatUntilRebalance(): Promise<void> {
@@ -250,15 +274,23 @@ export class GroupMembership {
     }
   }
 
-  /** The coordinator says this member is no longer in the group: every task is gone already. */
+  /**
+   * The coordinator says this member is no longer in the group: every task is gone already. As
+   * Kafka's consumer does, UNKNOWN_MEMBER_ID forgets the member id, so the member joins again as a
+   * new one: a static member under the same instance id (the coordinator dropped both when its
+   * session expired, and would answer its old member id UNKNOWN_MEMBER_ID for ever);
+   * ILLEGAL_GENERATION keeps it (the member is known, its generation is not).
+   */
   async #outOfGroup(error: unknown): Promise<void> {
-    if (this.#tasks.length > 0) {
+    const unknown = hasKafkaError(error, 'UNKNOWN_MEMBER_ID');
+    if (this.#tasks.length > 0 || this.#inGroup) {
       this.#log(
-        `cluster ${this.#options.groupId}: this member is out of the group (${hasKafkaError(error, 'UNKNOWN_MEMBER_ID') ? 'UNKNOWN_MEMBER_ID' : 'ILLEGAL_GENERATION'}: paused or cut off past the session timeout); giving up tasks ${this.#tasks.join(', ')} and joining again`,
+        `cluster ${this.#options.groupId}: this member is out of the group (${unknown ? 'UNKNOWN_MEMBER_ID' : 'ILLEGAL_GENERATION'}: paused or cut off past the session timeout, or a rebalance went on without it); giving up tasks ${this.#tasks.join(', ') || '(none)'} and joining again${this.#options.instanceId === undefined ? '' : ` under instance id "${this.#options.instanceId}"`}`,
       );
     }
+    this.#inGroup = false;
     await this.#change([], this.#generation, {});
-    if (this.#options.instanceId === undefined && hasKafkaError(error, 'UNKNOWN_MEMBER_ID')) this.#memberId = '';
+    if (unknown) this.#memberId = '';
   }
 
   async #change(tasks: number[], generation: number, owners: Record<string, number[]>): Promise<void> {
@@ -273,17 +305,12 @@ export class GroupMembership {
     await this.#options.onChange({ assigned, revoked, tasks: [...tasks], generation, owners });
   }
 
+  /** The group's coordinator: one still loading is waited for up to a session timeout, then the error says so (and the member retries). */
   async #coordinatorConnection(): Promise<Connection> {
-    if (this.#coordinator !== undefined) return this.#coordinator;
-    const response = await findCoordinatorV6.api.async(await this.#connections.any(), GROUP_KEY_TYPE, [this.#options.groupId]);
-    const found = response.coordinators[0];
-    if (found === undefined || found.errorCode !== 0) {
-      throw new WeirError('CLUSTER_MEMBERSHIP_FAILED', `no group coordinator for cluster "${this.#options.groupId}" yet (error ${found?.errorCode})`, {
-        fault: 'external',
-        retriable: true,
-      });
-    }
-    this.#coordinator = await this.#connections.node(found.nodeId);
+    this.#coordinator ??= await findGroupCoordinator(this.#connections, this.#options.groupId, {
+      waitMs: this.#options.sessionTimeoutMs,
+      log: (line) => this.#log(`cluster ${this.#options.groupId}: ${line}`),
+    });
     return this.#coordinator;
   }
 
@@ -301,4 +328,10 @@ export class GroupMembership {
       { hint: 'give every member its own instance id (a StatefulSet pod name, or the host name)', fault: 'user', cause },
     );
   }
+}
+
+function describe(error: unknown): string {
+  if (!(error instanceof Error)) return String(error);
+  const ids = kafkaErrorIds(error);
+  return ids.length > 0 && !ids.some((id) => error.message.includes(id)) ? `${error.message} (${[...new Set(ids)].join(', ')})` : error.message;
 }

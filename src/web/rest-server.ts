@@ -18,8 +18,12 @@ export interface RestServerOptions {
 
 export interface RestServer {
   url: string;
-  /** The job to serve: until then /api answers 503 and /health/ready says it is loading. `cluster`: a cluster member's view of its cluster, at GET /api/cluster. */
-  attach(client: JobClient, options?: { cluster?: () => Promise<unknown> }): void;
+  /**
+   * The job to serve: until then /api answers 503 and /health/ready says it is loading. `cluster`:
+   * a cluster member's view of its cluster, at GET /api/cluster. `notReady`: why a running job is
+   * not ready now (a cluster member out of its group), else undefined.
+   */
+  attach(client: JobClient, options?: { cluster?: () => Promise<unknown>; notReady?: () => string | undefined }): void;
   close(): Promise<void>;
 }
 
@@ -44,7 +48,7 @@ const ROUTES_HINT =
  *   GET  /metrics          Prometheus text format
  *   GET  /health           liveness: 200 while the process serves
  *   GET  /health/ready     readiness: 200 while the job's tasks run, 503 otherwise (loading,
- *                          starting, restarting, ended)
+ *                          starting, restarting, ended; a cluster member out of its group)
  *
  * Requests are checked first ({@link guardRequest}): cross-site POSTs are refused, and with a
  * token /api and /metrics need it.
@@ -56,6 +60,7 @@ export async function startRestServer(options: RestServerOptions): Promise<RestS
   let history: JobHistory | undefined;
   let sampler: NodeJS.Timeout | undefined;
   let cluster: (() => Promise<unknown>) | undefined;
+  let notReady: (() => string | undefined) | undefined;
 
   const routes: Record<string, (client: JobClient, request: IncomingMessage) => Promise<[number, unknown]>> = {
     'GET /api/job': async (job) => {
@@ -117,7 +122,9 @@ export async function startRestServer(options: RestServerOptions): Promise<RestS
       }
       if (request.method === 'GET' && path === '/health/ready') {
         const state = client?.status().state ?? 'loading';
-        send(response, state === 'running' ? 200 : 503, { status: state === 'running' ? 'UP' : 'DOWN', state });
+        const reason = state === 'running' ? notReady?.() : undefined;
+        const ready = state === 'running' && reason === undefined;
+        send(response, ready ? 200 : 503, { status: ready ? 'UP' : 'DOWN', state, ...(reason === undefined ? {} : { reason }) });
         return;
       }
       if (request.method === 'GET' && path === '/metrics') {
@@ -159,6 +166,7 @@ export async function startRestServer(options: RestServerOptions): Promise<RestS
     attach: (job, attachOptions) => {
       client = job;
       cluster = attachOptions?.cluster;
+      notReady = attachOptions?.notReady;
       metrics = createPrometheusMetrics(job.graph.jobName);
       // A sample a second of the job's last minutes, for the dashboard's charts.
       history = new JobHistory();

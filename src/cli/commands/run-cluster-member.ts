@@ -35,7 +35,7 @@ export async function runClusterMember(options: ClusterMemberOptions, server: Re
       member,
       left.promise.catch(() => {}),
     ),
-    { cluster: () => member.clusterStatus() },
+    { cluster: () => member.clusterStatus(), notReady: () => member.notReady() },
   );
   try {
     await left.promise;
