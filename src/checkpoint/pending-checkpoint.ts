@@ -1,3 +1,4 @@
+import { channelStateHead } from '../graph/channel-state-uid.ts';
 import type { JobGraph } from '../graph/job-graph.ts';
 import type { CompletedCheckpoint } from './completed-checkpoint.ts';
 import type { OperatorSubtaskState } from './operator-subtask-state.ts';
@@ -87,6 +88,7 @@ export class PendingCheckpoint {
         .sort((a, b) => a.subtaskIndex - b.subtaskIndex);
       return { uid: node.uid, name: node.name, parallelism: vertex?.parallelism ?? 1, subtasks };
     });
+    operators.push(...channelStateOf(graph, acknowledged));
     return {
       version: 1,
       kind: this.kind,
@@ -109,4 +111,30 @@ export class PendingCheckpoint {
     clearTimeout(this.#timeout);
     this.#reject(error);
   }
+}
+
+/**
+ * The channel state an unaligned checkpoint's tasks acknowledged (records in flight on their
+ * input channels), one entry per task whose subtasks wrote some: its uid names the task's head
+ * operator (channel-state-uid.ts), its parallelism is the task's.
+ */
+function channelStateOf(graph: JobGraph, acknowledged: { task: TaskId; operators: OperatorSubtaskState[] }[]): OperatorStateMetadata[] {
+  const byUid = new Map<string, OperatorStateMetadata>();
+  for (const ack of acknowledged) {
+    for (const entry of ack.operators) {
+      const head = channelStateHead(entry.uid);
+      if (head === undefined || entry.operator === undefined) continue;
+      let state = byUid.get(entry.uid);
+      if (state === undefined) {
+        const vertex = graph.vertices[ack.task.vertexId];
+        const name = graph.nodes.find((node) => node.uid === head)?.name ?? head;
+        state = { uid: entry.uid, name: `in-flight records into ${name}`, parallelism: vertex?.parallelism ?? 1, subtasks: [] };
+        byUid.set(entry.uid, state);
+      }
+      state.subtasks.push({ subtaskIndex: ack.task.subtaskIndex, operator: entry.operator });
+    }
+  }
+  const states = [...byUid.values()];
+  for (const state of states) state.subtasks.sort((a, b) => a.subtaskIndex - b.subtaskIndex);
+  return states;
 }

@@ -1,6 +1,7 @@
 import type { EnvironmentConfig } from '../core/config/environment-config.ts';
 import { WeirError } from '../core/errors/weir-error.ts';
 import { checkParallelism } from '../state/key-group-range-assignment.ts';
+import { CHANNEL_STATE_UID_SUFFIX, channelStateHead } from './channel-state-uid.ts';
 import type { Partitioning, StreamGraph } from './stream-graph.ts';
 
 /** A chain of operators that run in one task, calling each other directly (Flink's JobVertex). */
@@ -52,6 +53,15 @@ export function buildJobGraph(jobName: string, graph: StreamGraph, config: Envir
     const parallelism = parallelismOf[index] as number;
     checkParallelism(parallelism, config.maxParallelism, `parallelism of operator "${node.name}"`);
     const uid = node.uid === '' ? `${node.kind === 'source' || node.kind === 'sink' ? node.kind : node.name}-${node.id}` : node.uid;
+    if (channelStateHead(uid) !== undefined) {
+      throw new WeirError(
+        'INVALID_UID',
+        `operator "${node.name}" has uid "${uid}", which ends in "${CHANNEL_STATE_UID_SUFFIX}": that suffix names the records in flight an unaligned checkpoint stores`,
+        {
+          hint: `give the operator a uid that does not end in "${CHANNEL_STATE_UID_SUFFIX}"`,
+        },
+      );
+    }
     const clash = uids.get(uid);
     if (clash !== undefined) {
       throw new WeirError('DUPLICATE_UID', `operators "${clash}" and "${node.name}" have the same uid "${uid}"`, { hint: 'give every operator a unique uid' });

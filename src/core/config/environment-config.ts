@@ -42,6 +42,16 @@ export const checkpointingSchema = z
       .describe(
         "Checkpoint failures in a row the job tolerates; one more fails the job, which then restarts as `restartStrategy` allows. Only failures of a checkpoint itself count (it expired, a task could not snapshot or write its state, the metadata could not be written), never one a newer checkpoint made moot or the job's own stop or restart caused, nor a savepoint's (its caller hears of it).",
       ),
+    unaligned: z.boolean().optional().meta({
+      defaultText: 'false',
+      description:
+        "Unaligned checkpoints (Flink's FLIP-76), for jobs under back pressure: a checkpoint that could not align within `alignedCheckpointTimeout` goes unaligned, so its barrier overtakes the records queued in each task's input channels; those records are stored in the checkpoint as its channel state (in-flight records, per subtask and input channel) and replayed into the task before new input on restore, so the job stays exactly-once and a checkpoint no longer waits for the back pressure to clear. Needs `mode` exactly-once. Savepoints (and a stop's savepoint) are always aligned. A checkpoint that holds channel state restores only at the parallelism it was taken with: to rescale, take a savepoint and start from it.",
+    }),
+    alignedCheckpointTimeout: duration('checkpointing.alignedCheckpointTimeout').optional().meta({
+      defaultText: '0 (unaligned from the first barrier)',
+      description:
+        "With `unaligned`: how long a checkpoint stays aligned (Flink's execution.checkpointing.aligned-checkpoint-timeout), counted from its trigger; a task whose barriers of it have not all been processed by then switches it to unaligned. 0: unaligned from the first barrier. Without `unaligned` it has no effect.",
+    }),
     retained: positiveInt
       .default(1)
       .describe('How many completed checkpoints are kept on disk; older ones are deleted when a new one completes. Savepoints are never deleted.'),
@@ -52,7 +62,17 @@ export const checkpointingSchema = z
         'Where this job keeps its checkpoints: a folder, or `s3://<bucket>/<prefix>` (S3 or an S3-compatible store, configured as the AWS SDK is: AWS_REGION, AWS_ENDPOINT_URL, the credential chain). `chk-<N>/` per checkpoint, `savepoints/` (docs/checkpoint-storage.md). A new run resumes from its latest completed checkpoint (or a newer savepoint).',
       ),
   })
-  .strict();
+  .strict()
+  .superRefine((config, context) => {
+    if (config.unaligned && config.mode === 'at-least-once') {
+      context.addIssue({
+        code: 'custom',
+        path: ['unaligned'],
+        message:
+          'unaligned checkpoints need mode exactly-once (at-least-once takes no alignment for them to skip); set checkpointing.mode to exactly-once or drop checkpointing.unaligned',
+      });
+    }
+  });
 
 export const restartStrategySchema = z.discriminatedUnion('type', [
   z

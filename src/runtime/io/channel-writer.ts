@@ -1,6 +1,7 @@
 import type { CheckpointLocation } from '../../checkpoint/storage/checkpoint-location.ts';
 import { BatchSizeDebloater, type DebloatOptions } from './batch-size-debloater.ts';
 import type { ChannelMessage } from './channel-message.ts';
+import type { CheckpointOptions } from './checkpointing/checkpoint-options.ts';
 
 /** Sends channel messages to wherever the channel's other end runs (another worker, or this one). */
 export type ChannelTransport = (message: ChannelMessage) => void;
@@ -85,8 +86,8 @@ export class ChannelWriter {
   }
 
   /** Barriers, watermarks, watermark statuses and end-of-data need no credit: they are small, and must never wait behind it. */
-  sendBarrier(location: CheckpointLocation): void {
-    this.#send({ kind: 'barrier', channel: this.id, location });
+  sendBarrier(location: CheckpointLocation, options?: CheckpointOptions): void {
+    this.#send(options === undefined ? { kind: 'barrier', channel: this.id, location } : { kind: 'barrier', channel: this.id, location, options });
   }
 
   sendWatermark(watermark: number): void {

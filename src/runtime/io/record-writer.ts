@@ -3,6 +3,7 @@ import type { KeySelector } from '../../core/functions/key-selector.ts';
 import type { Partitioning } from '../../graph/stream-graph.ts';
 import { assignToKeyGroup, computeOperatorIndexForKeyGroup, validateStateKey } from '../../state/key-group-range-assignment.ts';
 import type { ChannelWriter } from './channel-writer.ts';
+import type { CheckpointOptions } from './checkpointing/checkpoint-options.ts';
 
 /**
  * The sending side of one job edge of a subtask (Flink's RecordWriter with its partitioner): splits
@@ -116,8 +117,8 @@ export class RecordWriter {
     }
   }
 
-  broadcastBarrier(location: CheckpointLocation): void {
-    for (const writer of this.writers) writer.sendBarrier(location);
+  broadcastBarrier(location: CheckpointLocation, options?: CheckpointOptions): void {
+    for (const writer of this.writers) writer.sendBarrier(location, options);
   }
 
   broadcastWatermark(watermark: number): void {

@@ -1,3 +1,4 @@
+import { channelStateHead } from '../../graph/channel-state-uid.ts';
 import type { CompletedCheckpoint } from '../../checkpoint/completed-checkpoint.ts';
 import type { CheckpointStorage, StoredCheckpointMetadata } from '../../checkpoint/storage/checkpoint-storage.ts';
 import { CompletedCheckpointStore } from '../../checkpoint/storage/completed-checkpoint-store.ts';
@@ -79,10 +80,45 @@ function validateRestore(graph: JobGraph, restored: StoredCheckpointMetadata): v
   const uids = new Set(graph.nodes.map((node) => node.uid));
   for (const operator of restored.operators) {
     const hasState = operator.subtasks.some((subtask) => subtask.keyed !== undefined || subtask.operator !== undefined);
+    // Channel state (an unaligned checkpoint's records in flight) belongs to the task its head operator heads.
+    const head = channelStateHead(operator.uid);
+    if (hasState && head !== undefined && uids.has(head)) continue;
     if (hasState && !uids.has(operator.uid)) {
       throw new WeirError('UNKNOWN_OPERATOR_STATE', `${what} holds state of operator uid "${operator.uid}" (${operator.name}), which the job does not have`, {
         hint: 'give the operator that owns this state the same uid again, or start with --fresh to drop all state',
       });
     }
   }
+  refuseRescaledChannelState(graph, restored, what);
+}
+
+/**
+ * An unaligned checkpoint holds the records that were in flight between tasks, per channel of the
+ * parallelism it was taken at; Weir does not redistribute them (Flink does, for some exchanges), so
+ * it restores only at that parallelism, every operator's. A savepoint is aligned: rescaling goes
+ * through one.
+ */
+function refuseRescaledChannelState(graph: JobGraph, restored: StoredCheckpointMetadata, what: string): void {
+  const withChannelState = restored.operators.filter(
+    (operator) => channelStateHead(operator.uid) !== undefined && operator.subtasks.some((subtask) => subtask.operator !== undefined),
+  );
+  if (withChannelState.length === 0) return;
+  const parallelismOf = new Map<string, number>();
+  for (const vertex of graph.vertices)
+    for (const nodeId of vertex.nodeIds) parallelismOf.set(graph.nodes.find((node) => node.id === nodeId)?.uid ?? '', vertex.parallelism);
+  const changed: string[] = [];
+  for (const operator of restored.operators) {
+    if (channelStateHead(operator.uid) !== undefined) continue;
+    const now = parallelismOf.get(operator.uid);
+    if (now !== undefined && now !== operator.parallelism) changed.push(`"${operator.name}" ${operator.parallelism} -> ${now}`);
+  }
+  if (changed.length === 0) return;
+  const tasks = withChannelState.map((operator) => operator.name).join(', ');
+  throw new WeirError(
+    'INVALID_PARALLELISM',
+    `${what} is an unaligned checkpoint: it holds records that were in flight between tasks (${tasks}), which restore only at the parallelism it was taken with, and the job's parallelism changed (${changed.join(', ')})`,
+    {
+      hint: `start the job at its old parallelism (it restores this checkpoint), take a savepoint (\`weir savepoint\`, or \`weir stop --savepoint\`: savepoints are always aligned, they hold no records in flight), then start it at the new parallelism with --from-savepoint <that savepoint>`,
+    },
+  );
 }

@@ -3,6 +3,7 @@ import { WeirError } from '../../core/errors/weir-error.ts';
 import type { StreamOperator } from '../../core/operator/stream-operator.ts';
 import type { HeapKeyedStateBackend } from '../../state/heap-keyed-state-backend.ts';
 import type { OperatorStateBackend } from '../../state/operator-state-backend.ts';
+import type { CheckpointOptions } from '../io/checkpointing/checkpoint-options.ts';
 import type { RecordWriter } from '../io/record-writer.ts';
 import type { TaskMetrics } from '../metrics/task-metrics.ts';
 import { isThenable } from './is-thenable.ts';
@@ -219,8 +220,9 @@ export class OperatorChain {
     }
   }
 
-  broadcastBarrier(location: CheckpointLocation): void {
-    for (const writer of this.#writers) writer.broadcastBarrier(location);
+  /** The barrier goes to every output, with its options (an unaligned checkpoint's barrier overtakes nothing here: a channel has no output queue). */
+  broadcastBarrier(location: CheckpointLocation, options?: CheckpointOptions): void {
+    for (const writer of this.#writers) writer.broadcastBarrier(location, options);
   }
 
   async close(): Promise<void> {

@@ -60,6 +60,19 @@ export class StreamTaskStateInitializer {
     return backend;
   }
 
+  /**
+   * The channel state file of this subtask stored under `uid` in the restored checkpoint (an
+   * unaligned one's records in flight), or undefined. It is read only at the parallelism it was
+   * taken with (the restore refuses a rescale), so the subtask reads its own.
+   */
+  async channelState(uid: string): Promise<Uint8Array | undefined> {
+    const { subtaskIndex, restore, storage } = this.#options;
+    const restored = restore?.operators.find((operator) => operator.uid === uid);
+    if (restore === undefined || restored === undefined || storage === undefined) return undefined;
+    const handle = restored.subtasks.find((subtask) => subtask.subtaskIndex === subtaskIndex)?.operator;
+    return handle === undefined ? undefined : this.#reader(storage).readState(restore.folder, handle);
+  }
+
   async operatorStateBackend(uid: string): Promise<OperatorStateBackend> {
     const { parallelism, subtaskIndex, restore, storage } = this.#options;
     const restored = restore?.operators.find((operator) => operator.uid === uid);

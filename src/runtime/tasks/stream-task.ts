@@ -6,12 +6,15 @@ import type { Sink } from '../../core/connector/sink.ts';
 import { withUserCodeLocation } from '../../core/errors/user-code-location.ts';
 import { WeirError } from '../../core/errors/weir-error.ts';
 import type { OperatorContext, StreamOperator } from '../../core/operator/stream-operator.ts';
+import { channelStateUid } from '../../graph/channel-state-uid.ts';
 import type { JobVertex } from '../../graph/job-graph.ts';
 import type { StreamGraph } from '../../graph/stream-graph.ts';
 import type { RestoreInfo } from '../deployment/restore-info.ts';
 import type { FromWorker } from '../deployment/worker-messages.ts';
 import type { ChannelMessage } from '../io/channel-message.ts';
+import { readChannelState } from '../io/checkpointing/channel-state-reader.ts';
 import { CheckpointBarrierTracker } from '../io/checkpointing/checkpoint-barrier-tracker.ts';
+import { checkpointOptionsFor } from '../io/checkpointing/checkpoint-options.ts';
 import { SingleCheckpointBarrierHandler } from '../io/checkpointing/single-checkpoint-barrier-handler.ts';
 import type { RecordWriter } from '../io/record-writer.ts';
 import { TaskMetrics } from '../metrics/task-metrics.ts';
@@ -57,7 +60,8 @@ export interface TaskEnvironment {
  * the {@link MailboxProcessor} (one loop: mails first, then input, none while an output has no
  * credit), the {@link OperatorChain}, its input (a {@link StreamTaskSourceInput} for a source, else
  * a {@link StreamTaskNetworkInput} with its barrier handler: aligned for exactly-once, a tracker for
- * at-least-once), the {@link SubtaskCheckpointCoordinator} (snapshot, barrier, write, acknowledge),
+ * at-least-once; with `checkpointing.unaligned` the aligned one switches a checkpoint to unaligned,
+ * whose channel state a restore replays before new input), the {@link SubtaskCheckpointCoordinator} (snapshot, barrier, write, acknowledge),
  * the {@link StreamTaskStateInitializer} (state restored on open) and the
  * {@link ProcessingTimeService}.
  *
@@ -97,17 +101,21 @@ export class StreamTask {
     this.#timers = new ProcessingTimeService((operatorIndex) => this.#mailbox.put({ kind: 'processing-time', operatorIndex }));
     if (!env.vertex.isSource) {
       const channels = env.inputChannels.length;
+      const checkpointing = env.config.checkpointing;
       this.#networkInput = new StreamTaskNetworkInput({
         inputChannels: env.inputChannels,
         inputIndexOf: env.inputIndexOf,
         chain: this.#chain,
-        barrierHandler:
-          env.config.checkpointing?.mode === 'at-least-once' ? new CheckpointBarrierTracker(channels) : new SingleCheckpointBarrierHandler(channels),
+        barrierHandler: checkpointing?.mode === 'at-least-once' ? new CheckpointBarrierTracker(channels) : new SingleCheckpointBarrierHandler(channels),
         metrics: this.metrics,
         returnCredit: env.returnCredit,
-        checkpointState: (location, alignmentMs) => this.#checkpoints.checkpointState(location, alignmentMs),
+        checkpointState: (location, alignmentMs, options, channelState) => this.#checkpoints.checkpointState(location, alignmentMs, options, channelState),
         abortCheckpoint: (checkpointId, failure) => this.#checkpoints.abortCheckpoint(checkpointId, failure),
         onEndOfInput: () => this.#endInput(),
+        unaligned:
+          checkpointing?.unaligned === true
+            ? { channelStateUid: this.#channelStateUid, runInLoop: (action) => this.#mailbox.put({ kind: 'operator', action }) }
+            : undefined,
       });
     }
     this.#mailbox = new MailboxProcessor({
@@ -186,6 +194,18 @@ export class StreamTask {
       const opened = operator.open(context);
       if (isThenable(opened)) await opened;
     }
+    // An unaligned checkpoint's records in flight on this task's channels: replayed before any new input.
+    const network = this.#networkInput;
+    const channelState = network === undefined ? undefined : await state.channelState(this.#channelStateUid);
+    if (network !== undefined && channelState !== undefined) {
+      const what = `${env.restore?.kind ?? 'checkpoint'} ${env.restore?.checkpointId} for ${this.name}`;
+      network.recover(readChannelState(channelState, env.inputChannels, (channel) => env.inputIndexOf?.get(channel) ?? 0, what));
+    }
+  }
+
+  /** The uid this task's channel state is stored under (its head operator's, with a suffix). */
+  get #channelStateUid(): string {
+    return channelStateUid(this.env.uids[this.env.vertex.nodeIds[0] as number] as string);
   }
 
   /** A source task's splits as its latest checkpoint took them (cluster mode names their offsets in its checkpoint record). */
@@ -230,6 +250,7 @@ export class StreamTask {
   async close(): Promise<void> {
     this.#mailbox.close();
     this.#timers.close();
+    this.#networkInput?.close();
     await this.#chain.close();
     await this.#sourceInput?.close();
   }
@@ -239,13 +260,15 @@ export class StreamTask {
       case 'trigger-checkpoint': {
         const source = this.#sourceInput;
         if (source === undefined) return; // only sources are triggered; the others follow the barriers
-        await source.triggerCheckpoint(mail.location, mail.stop, () => this.#checkpoints.checkpointState(mail.location, 0));
+        const options = checkpointOptionsFor(this.env.config.checkpointing, mail.location, Date.now());
+        await source.triggerCheckpoint(mail.location, mail.stop, () => this.#checkpoints.checkpointState(mail.location, 0, options));
         return;
       }
       case 'notify-checkpoint-complete':
         await this.#checkpoints.notifyCheckpointComplete(mail.checkpointId);
         return;
       case 'notify-checkpoint-aborted':
+        this.#networkInput?.checkpointAborted(mail.checkpointId);
         await this.#checkpoints.notifyCheckpointAborted(mail.checkpointId);
         return;
       case 'processing-time':

@@ -4,6 +4,8 @@ import type { CheckpointLocation } from '../../checkpoint/storage/checkpoint-loc
 import type { CheckpointStorage } from '../../checkpoint/storage/checkpoint-storage.ts';
 import { WeirError } from '../../core/errors/weir-error.ts';
 import type { FromWorker } from '../deployment/worker-messages.ts';
+import type { ChannelStateResult } from '../io/checkpointing/checkpoint-barrier-handler.ts';
+import type { CheckpointOptions } from '../io/checkpointing/checkpoint-options.ts';
 import { isThenable } from './is-thenable.ts';
 import type { OperatorChain, OperatorStateHolder } from './operator-chain.ts';
 
@@ -35,7 +37,8 @@ interface StateSnapshot {
  * A task's part of a checkpoint (Flink's SubtaskCheckpointCoordinator). As the barrier passes: the
  * operators' snapshot hooks run (a two-phase-commit sink pre-commits), the state backends take
  * their snapshots, and the barrier goes downstream; then, while records flow again, the state files
- * are written and the task acknowledges with their handles. A failure of the synchronous part
+ * are written and the task acknowledges with their handles (an unaligned checkpoint's with its
+ * channel state, once complete). A failure of the synchronous part
  * declines the checkpoint with CHECKPOINT_DECLINED, of the writing with CHECKPOINT_ASYNC_EXCEPTION;
  * the barrier goes downstream either way, so nothing waits for it. "Checkpoint N complete" and
  * "aborted" go to the operators (and a source's reader), and the coordinator hears when the task
@@ -48,7 +51,18 @@ export class SubtaskCheckpointCoordinator {
     this.#options = options;
   }
 
-  async checkpointState(location: CheckpointLocation, alignmentMs: number): Promise<void> {
+  /**
+   * `options`: the barrier's, forwarded with it. `channelState` (an unaligned checkpoint): the
+   * records the barrier overtook, complete once it has arrived on every channel; the acknowledgement
+   * waits for it and includes its file (none when nothing was in flight), or is not sent when the
+   * checkpoint was given up on this task meanwhile (the barrier handler declined it).
+   */
+  async checkpointState(
+    location: CheckpointLocation,
+    alignmentMs: number,
+    options?: CheckpointOptions,
+    channelState?: Promise<ChannelStateResult>,
+  ): Promise<void> {
     const { chain, stateHolders } = this.#options;
     const id = location.checkpointId;
     const snapshots: StateSnapshot[] = [];
@@ -63,12 +77,12 @@ export class SubtaskCheckpointCoordinator {
       }
     } catch (error) {
       this.decline(id, 'CHECKPOINT_DECLINED', error);
-      chain.broadcastBarrier(location);
+      chain.broadcastBarrier(location, options);
       return;
     }
-    chain.broadcastBarrier(location);
+    chain.broadcastBarrier(location, options);
     // The asynchronous part: write the state files while records flow again.
-    this.#writeAndAcknowledge(location, snapshots, alignmentMs).catch((error: unknown) => this.decline(id, 'CHECKPOINT_ASYNC_EXCEPTION', error));
+    this.#writeAndAcknowledge(location, snapshots, alignmentMs, channelState).catch((error: unknown) => this.decline(id, 'CHECKPOINT_ASYNC_EXCEPTION', error));
   }
 
   /** Gives up a checkpoint on this task: the coordinator hears why (the barrier handler's aborts). */
@@ -97,7 +111,12 @@ export class SubtaskCheckpointCoordinator {
     }
   }
 
-  async #writeAndAcknowledge(location: CheckpointLocation, snapshots: StateSnapshot[], alignmentMs: number): Promise<void> {
+  async #writeAndAcknowledge(
+    location: CheckpointLocation,
+    snapshots: StateSnapshot[],
+    alignmentMs: number,
+    channelState: Promise<ChannelStateResult> | undefined,
+  ): Promise<void> {
     const { storage, vertexId, subtaskIndex, toMaster } = this.#options;
     if (storage === undefined) throw new WeirError('NO_CHECKPOINT_STORAGE', 'checkpointing has no storage folder', { fault: 'internal' });
     const operators: OperatorSubtaskState[] = [];
@@ -113,6 +132,14 @@ export class SubtaskCheckpointCoordinator {
         bytes += snapshot.operator.byteLength;
       }
       operators.push(state);
+    }
+    if (channelState !== undefined) {
+      const channels = await channelState;
+      if (channels.kind === 'aborted') return; // declined on this task already, or aborted by the coordinator
+      if (channels.bytes !== undefined) {
+        operators.push({ uid: channels.uid, operator: await storage.writeState(location, channels.uid, subtaskIndex, 'operator', channels.bytes) });
+        bytes += channels.bytes.byteLength;
+      }
     }
     toMaster({ type: 'ack', checkpointId: location.checkpointId, vertexId, subtaskIndex, operators, alignmentMs, bytes });
   }

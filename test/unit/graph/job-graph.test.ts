@@ -117,3 +117,16 @@ test('a side output is never chained: its edge leaves the operator that emits it
     ],
   );
 });
+
+test('a uid ending in the channel-state suffix is refused (it would collide with an unaligned checkpoint’s in-flight records)', () => {
+  const env = new StreamExecutionEnvironment();
+  env.fromSource(dataGenSource({ count: 10 }), { uid: 'gen' }).sinkTo(discardingSink<DataGenRecord>(), { uid: 'out#channel-state' });
+  assert.throws(
+    () => buildJobGraph('test', env.graph, config),
+    (error: Error & { code?: string }) => {
+      assert.equal(error.code, 'INVALID_UID');
+      assert.match(error.message, /"out#channel-state".*#channel-state/);
+      return true;
+    },
+  );
+});

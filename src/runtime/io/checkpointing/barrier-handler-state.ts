@@ -1,5 +1,6 @@
 import type { CheckpointLocation } from '../../../checkpoint/storage/checkpoint-location.ts';
 import type { BarrierHandlerController } from './checkpoint-barrier-handler.ts';
+import type { CheckpointOptions } from './checkpoint-options.ts';
 
 /**
  * A state of the aligned barrier handler (Flink's BarrierHandlerState): each barrier moves it to
@@ -10,7 +11,12 @@ export interface BarrierHandlerState {
   readonly name: 'WaitingForFirstBarrier' | 'CollectingBarriers';
   /** The checkpoint being aligned, if any. */
   readonly checkpointId: number | undefined;
-  barrierReceived(controller: BarrierHandlerController, channel: number, location: CheckpointLocation): Promise<BarrierHandlerState>;
+  barrierReceived(
+    controller: BarrierHandlerController,
+    channel: number,
+    location: CheckpointLocation,
+    options: CheckpointOptions | undefined,
+  ): Promise<BarrierHandlerState>;
 }
 
 /** No alignment in progress: the next barrier starts one (or completes it at once with one channel). */
@@ -23,8 +29,13 @@ export class WaitingForFirstBarrier implements BarrierHandlerState {
     this.#channels = channels;
   }
 
-  barrierReceived(controller: BarrierHandlerController, channel: number, location: CheckpointLocation): Promise<BarrierHandlerState> {
-    return new CollectingBarriers(this.#channels, location, Date.now()).barrierReceived(controller, channel, location);
+  barrierReceived(
+    controller: BarrierHandlerController,
+    channel: number,
+    location: CheckpointLocation,
+    options: CheckpointOptions | undefined,
+  ): Promise<BarrierHandlerState> {
+    return new CollectingBarriers(this.#channels, location, Date.now()).barrierReceived(controller, channel, location, options);
   }
 }
 
@@ -46,13 +57,18 @@ export class CollectingBarriers implements BarrierHandlerState {
     return this.location.checkpointId;
   }
 
-  async barrierReceived(controller: BarrierHandlerController, channel: number, location: CheckpointLocation): Promise<BarrierHandlerState> {
+  async barrierReceived(
+    controller: BarrierHandlerController,
+    channel: number,
+    location: CheckpointLocation,
+    options: CheckpointOptions | undefined,
+  ): Promise<BarrierHandlerState> {
     this.#received.add(channel);
     if (this.#received.size < this.#channels) {
       controller.blockChannel(channel);
       return this;
     }
-    await controller.triggerCheckpoint(location, Date.now() - this.startedAt);
+    await controller.triggerCheckpoint(location, Date.now() - this.startedAt, options);
     controller.resumeAllChannels();
     return new WaitingForFirstBarrier(this.#channels);
   }

@@ -1,5 +1,6 @@
 import type { CheckpointLocation } from '../../../checkpoint/storage/checkpoint-location.ts';
 import type { BarrierHandlerController, CheckpointBarrierHandler } from './checkpoint-barrier-handler.ts';
+import type { CheckpointOptions } from './checkpoint-options.ts';
 
 /**
  * Barriers without alignment, for at-least-once (Flink's CheckpointBarrierTracker): nothing is
@@ -21,7 +22,7 @@ export class CheckpointBarrierTracker implements CheckpointBarrierHandler {
     return [...this.#counting.keys()].sort((a, b) => a - b);
   }
 
-  async processBarrier(channel: number, location: CheckpointLocation, controller: BarrierHandlerController): Promise<void> {
+  async processBarrier(channel: number, location: CheckpointLocation, controller: BarrierHandlerController, options?: CheckpointOptions): Promise<void> {
     const id = location.checkpointId;
     if (id <= this.#latestTaken) return;
     let counting = this.#counting.get(id);
@@ -33,6 +34,6 @@ export class CheckpointBarrierTracker implements CheckpointBarrierHandler {
     if (counting.received.size < this.#channels) return;
     for (const older of this.#counting.keys()) if (older <= id) this.#counting.delete(older);
     this.#latestTaken = id;
-    await controller.triggerCheckpoint(location, 0);
+    await controller.triggerCheckpoint(location, 0, options);
   }
 }
