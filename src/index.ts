@@ -51,6 +51,8 @@ export type { KafkaSourceOptions, OffsetOutOfRangePolicy, StartingOffsets } from
 export { keyGroupOf, keyGroupPartitioner } from './connectors/kafka/key-group-partitioner.ts';
 export type { TopicRecord } from './connectors/kafka/partition-fetcher.ts';
 export { type ReadTopicOptions, readTopic } from './connectors/kafka/topic-reader.ts';
+export { postgresSink } from './connectors/postgres/postgres-sink.ts';
+export type { PostgresRow, PostgresSinkOptions } from './connectors/postgres/postgres-sink-options.ts';
 export { dataLoss, type TwoPhaseCommitLogic, twoPhaseCommitSink } from './connectors/two-phase-commit-sink.ts';
 export type { EnvironmentConfigInput as JobConfig } from './core/config/environment-config.ts';
 export type { DeliveryGuarantee, Sink } from './core/connector/sink.ts';

@@ -1,0 +1,279 @@
+import pg from 'pg';
+import { WeirError } from '../../core/errors/weir-error.ts';
+import { processLog } from '../../core/logging/pino-logger.ts';
+import type { OperatorContext } from '../../core/operator/stream-operator.ts';
+import { dataLoss, type RecoveryContext, type TwoPhaseCommitLogic } from '../two-phase-commit-sink.ts';
+import { postgresFailure, SQLSTATE, sqlStateOf } from './postgres-errors.ts';
+import { defaultGidPrefix, gidLiteral, parseGid, preparedTransactionGid } from './postgres-gid.ts';
+import type { ParsedPostgresSinkOptions, PostgresRow } from './postgres-sink-options.ts';
+import { InsertStatements } from './postgres-statements.ts';
+
+/** A transaction of the sink: open on the writing connection once a row was written. */
+export interface PostgresTransaction {
+  began: boolean;
+  rows: number;
+}
+
+/** What the checkpoint holds of a prepared transaction: its gid, and its transaction id to tell "committed" from "lost" when the gid is gone. */
+export interface PostgresCommittable {
+  gid: string;
+  /** pg_current_xact_id() of the transaction (xid8 as text: epoch-qualified, never wraps). */
+  xid: string;
+}
+
+/**
+ * The PostgreSQL sink's two-phase-commit logic (run by TwoPhaseCommitSinkOperator): one database
+ * transaction per subtask per checkpoint on the subtask's writing connection, rows written with
+ * multi-row INSERTs, `PREPARE TRANSACTION '<prefix>-<subtask>-<checkpoint>'` at the barrier (the
+ * rows durable, invisible, the connection free for the next transaction), `COMMIT PREPARED` on a
+ * second connection when the checkpoint completes (COMMIT PREPARED cannot run inside the next
+ * transaction).
+ *
+ * A prepared transaction keeps its row locks until COMMIT PREPARED, and the commit runs on the
+ * task's own loop after the checkpoint completes: a statement of the next transaction that waited on
+ * those locks (an upsert of the same key) would block the loop, so the commit could never run. So
+ * no row is sent while a transaction this subtask prepared is not yet committed: rows that arrive
+ * meanwhile are held in memory and sent once the commit is done. A barrier that finds rows held
+ * behind a transaction still prepared (its checkpoint was aborted, or its completion is late) fails
+ * the task: the restart commits what the restored checkpoint holds and rolls back the rest.
+ *
+ * A commit is idempotent: a gid no longer prepared was committed before, unless its transaction
+ * id says it was rolled back (then the data is gone: DATA_LOSS, never skipped). After a restore
+ * every other prepared transaction of this sink's prefix that this subtask is responsible for is a
+ * crashed run's: rolled back.
+ */
+export class ExactlyOncePostgresWriter<T, R extends PostgresRow> implements TwoPhaseCommitLogic<T, PostgresTransaction, PostgresCommittable> {
+  readonly #options: ParsedPostgresSinkOptions<T, R>;
+  readonly #statements: InsertStatements;
+  #writer: pg.Client | undefined;
+  #committer: pg.Client | undefined;
+  #prefix = '';
+  #subtaskIndex = 0;
+  #where = 'postgres sink';
+  /** The gids this subtask prepared and has not committed yet, and the rows held back behind them. */
+  readonly #prepared = new Set<string>();
+  #held: PostgresRow[] = [];
+  #current: PostgresTransaction | undefined;
+  /** When the transaction being written began (the `transactionAge` gauge). */
+  #openSince: number | undefined;
+  /** The statements of the latest batch, still running while the task goes on (handled: awaited by the next write and the barrier). */
+  #inFlight: Promise<unknown> | undefined;
+
+  constructor(options: ParsedPostgresSinkOptions<T, R>) {
+    this.#options = options;
+    this.#statements = new InsertStatements(options.table, options.columns, options.mode === 'upsert' ? options.key : undefined, options.batchSize);
+  }
+
+  async open(context: OperatorContext): Promise<void> {
+    this.#prefix = this.#options.gidPrefix ?? defaultGidPrefix(context.jobName, context.uid);
+    this.#subtaskIndex = context.subtaskIndex;
+    this.#where = `postgres sink "${context.uid}" (subtask ${context.subtaskIndex})`;
+    const applicationName = `weir ${this.#prefix}-${context.subtaskIndex}`.slice(0, 63);
+    this.#writer = await this.#connect(applicationName);
+    this.#committer = await this.#connect(`${applicationName.slice(0, 56)} commit`);
+    context.metrics.gauge(`transactionAge/${context.subtaskIndex}/oldestMs`, () => (this.#openSince === undefined ? 0 : Date.now() - this.#openSince));
+  }
+
+  async #connect(applicationName: string): Promise<pg.Client> {
+    const client = new pg.Client({
+      ...(this.#options.connectionString === undefined ? {} : { connectionString: this.#options.connectionString }),
+      application_name: applicationName,
+    });
+    // A connection lost between requests must not crash the process: the next request fails the task.
+    client.on('error', () => {});
+    try {
+      await client.connect();
+    } catch (error) {
+      await client.end().catch(() => {});
+      throw postgresFailure(this.#where, 'connecting to PostgreSQL', error);
+    }
+    return client;
+  }
+
+  beginTransaction(): PostgresTransaction {
+    this.#current = { began: false, rows: 0 }; // BEGIN waits for the first row: empty transactions cost nothing
+    return this.#current;
+  }
+
+  async write(transaction: PostgresTransaction, batch: T[]): Promise<void> {
+    if (batch.length === 0) return;
+    const rows = new Array<PostgresRow>(batch.length);
+    for (let i = 0; i < batch.length; i++) rows[i] = this.#options.toRow(batch[i] as T);
+    if (this.#prepared.size > 0) {
+      for (const row of rows) this.#held.push(row); // behind the prepared transaction's locks: sent after its commit
+      return;
+    }
+    await this.#send(transaction, this.#takeHeld(rows));
+  }
+
+  /** The held rows, then these. */
+  #takeHeld(rows: PostgresRow[]): PostgresRow[] {
+    if (this.#held.length === 0) return rows;
+    const all = this.#held;
+    this.#held = [];
+    for (const row of rows) all.push(row);
+    return all;
+  }
+
+  async #send(transaction: PostgresTransaction, rows: PostgresRow[]): Promise<void> {
+    if (rows.length === 0) return;
+    // One batch in flight: the previous one's statements must have succeeded before more are sent.
+    await this.#settle('writing rows');
+    const writer = this.#writer as pg.Client;
+    const sent: Promise<unknown>[] = [];
+    if (!transaction.began) {
+      sent.push(writer.query('BEGIN'));
+      transaction.began = true;
+      this.#openSince = Date.now();
+    }
+    for (const statement of this.#statements.statements(rows)) {
+      sent.push(writer.query(statement.name === undefined ? { text: statement.text, values: statement.values } : statement));
+    }
+    transaction.rows += rows.length;
+    const inFlight = Promise.all(sent);
+    inFlight.catch(() => {});
+    this.#inFlight = inFlight;
+  }
+
+  async #settle(what: string): Promise<void> {
+    const inFlight = this.#inFlight;
+    this.#inFlight = undefined;
+    if (inFlight === undefined) return;
+    try {
+      await inFlight;
+    } catch (error) {
+      throw postgresFailure(this.#where, what, error);
+    }
+  }
+
+  async preCommit(transaction: PostgresTransaction, checkpointId: number): Promise<PostgresCommittable | null> {
+    if (this.#held.length > 0) {
+      if (this.#prepared.size > 0) {
+        throw new WeirError(
+          'TASK_FAILED',
+          `${this.#where}: checkpoint ${checkpointId}'s barrier came while the transaction ${[...this.#prepared].join(', ')} is still prepared (its checkpoint was aborted, or its completion is late); the ${this.#held.length} rows since cannot be written before it commits (a prepared transaction keeps its row locks)`,
+          {
+            fault: 'external',
+            retriable: true,
+            hint: 'the job restarts from its latest checkpoint, which commits or rolls back what is prepared; frequent: look for why checkpoints are aborted (timeouts, declines)',
+          },
+        );
+      }
+      await this.#send(transaction, this.#takeHeld([]));
+    }
+    await this.#settle('writing rows');
+    if (!transaction.began) return null; // never checkpoint an empty transaction
+    const gid = preparedTransactionGid(this.#prefix, this.#subtaskIndex, checkpointId);
+    try {
+      // One round trip: the transaction's id (to tell committed from lost later), then PREPARE.
+      const results = (await (this.#writer as pg.Client).query(
+        `SELECT pg_current_xact_id()::text AS xid; PREPARE TRANSACTION ${gidLiteral(gid)}`,
+      )) as unknown as pg.QueryResult<{ xid: string }>[];
+      transaction.began = false;
+      this.#openSince = undefined;
+      this.#prepared.add(gid);
+      const xid = results[0]?.rows[0]?.xid;
+      if (xid === undefined) throw new Error('no transaction id returned');
+      return { gid, xid };
+    } catch (error) {
+      if (sqlStateOf(error) === SQLSTATE.notInPrerequisiteState) {
+        throw postgresFailure(this.#where, `PREPARE TRANSACTION (is max_prepared_transactions 0? set it above 0 and restart PostgreSQL)`, error);
+      }
+      throw postgresFailure(this.#where, `PREPARE TRANSACTION ${gid}`, error);
+    }
+  }
+
+  async commit(committable: PostgresCommittable): Promise<void> {
+    const committer = this.#committer as pg.Client;
+    try {
+      await committer.query(`COMMIT PREPARED ${gidLiteral(committable.gid)}`);
+    } catch (error) {
+      if (sqlStateOf(error) !== SQLSTATE.undefinedObject) throw postgresFailure(this.#where, `COMMIT PREPARED ${committable.gid}`, error);
+      await this.#checkCommitted(committable);
+    }
+    this.#prepared.delete(committable.gid);
+  }
+
+  /** After the commits up to this checkpoint: the rows held behind them go out, into the transaction being written. */
+  async notifyCheckpointComplete(): Promise<void> {
+    if (this.#prepared.size === 0 && this.#held.length > 0 && this.#current !== undefined) await this.#send(this.#current, this.#takeHeld([]));
+  }
+
+  /** The gid is not prepared (any more): committed before (a repeat), or rolled back (the data is lost). */
+  async #checkCommitted(committable: PostgresCommittable): Promise<void> {
+    const committer = this.#committer as pg.Client;
+    let status: string | null;
+    try {
+      const result = await committer.query<{ status: string | null }>('SELECT pg_xact_status($1::xid8) AS status', [committable.xid]);
+      status = result.rows[0]?.status ?? null;
+    } catch (error) {
+      throw postgresFailure(this.#where, `checking whether transaction ${committable.xid} (${committable.gid}) committed`, error);
+    }
+    if (status === 'committed') return;
+    if (status === 'aborted') {
+      throw dataLoss(
+        `${this.#where}: prepared transaction ${committable.gid} (transaction ${committable.xid}) was rolled back before its checkpoint's commit: its rows are lost`,
+        'something other than this job rolled it back (ROLLBACK PREPARED by hand or by another job with the same gidPrefix): give each job its own gidPrefix; the rows must be written again (restore from an earlier checkpoint or replay)',
+      );
+    }
+    // 'in progress' (someone else is committing it right now) or unknown (too old to tell): not lost as far as can be told.
+    processLog().warn(
+      `${this.#where}: prepared transaction ${committable.gid} is gone and its transaction ${committable.xid} is ${status ?? 'too old to tell'}: taken as committed`,
+    );
+  }
+
+  async abort(transaction: PostgresTransaction): Promise<void> {
+    this.#held = [];
+    if (!transaction.began) return;
+    transaction.began = false;
+    this.#openSince = undefined;
+    const inFlight = this.#inFlight;
+    this.#inFlight = undefined;
+    await inFlight?.catch(() => {});
+    await (this.#writer as pg.Client).query('ROLLBACK').catch(() => {}); // a lost connection rolls back by itself
+  }
+
+  isEmpty(transaction: PostgresTransaction): boolean {
+    return !transaction.began && this.#held.length === 0;
+  }
+
+  async abortLingering(context: RecoveryContext<PostgresCommittable>): Promise<number> {
+    // Every prepared transaction of this sink's prefix, in this database, that this subtask is
+    // responsible for (old subtask s with s % parallelism === this one) and that the restored
+    // checkpoint does not hold is a crashed run's: prepared for a checkpoint that never completed.
+    // Gids of other sinks whose prefix merely starts with this one are not ours (parseGid).
+    const held = new Set(context.allRestoredCommittables.map((committable) => committable.gid));
+    const committer = this.#committer as pg.Client;
+    let gids: string[];
+    try {
+      const result = await committer.query<{ gid: string }>(
+        'SELECT gid FROM pg_prepared_xacts WHERE database = current_database() AND left(gid, length($1)) = $1 ORDER BY gid',
+        [`${this.#prefix}-`],
+      );
+      gids = result.rows.map((row) => row.gid);
+    } catch (error) {
+      throw postgresFailure(this.#where, 'listing prepared transactions (pg_prepared_xacts)', error);
+    }
+    let aborted = 0;
+    for (const gid of gids) {
+      const parts = parseGid(this.#prefix, gid);
+      if (parts === undefined || parts.subtask % context.parallelism !== context.subtaskIndex || held.has(gid)) continue;
+      try {
+        await committer.query(`ROLLBACK PREPARED ${gidLiteral(gid)}`);
+        aborted++;
+      } catch (error) {
+        if (sqlStateOf(error) === SQLSTATE.undefinedObject) continue; // ended meanwhile by another subtask's recovery
+        throw postgresFailure(this.#where, `ROLLBACK PREPARED ${gid}`, error);
+      }
+    }
+    if (aborted > 0) processLog().info(`${this.#where}: rolled back ${aborted} lingering prepared transaction(s) under "${this.#prefix}"`);
+    return aborted;
+  }
+
+  async close(): Promise<void> {
+    const clients = [this.#writer, this.#committer];
+    this.#writer = undefined;
+    this.#committer = undefined;
+    await Promise.all(clients.map((client) => client?.end().catch(() => {})));
+  }
+}

@@ -1,0 +1,75 @@
+import { createHash } from 'node:crypto';
+
+/**
+ * The global ids (gids) of the PostgreSQL sink's prepared transactions:
+ * `<prefix>-<subtask>-<checkpoint id>`, built here and parsed here, one way. The prefix is the
+ * sink's `gidPrefix`, by default `weir-<job name>-<sink uid>`.
+ *
+ * A gid names its prefix exactly: it ends in `-<digits>-<digits>`, so what is left before those two
+ * parts is the prefix; two sinks conflict only when their prefixes are equal. Gids are unique in the
+ * whole PostgreSQL server (not per database) and at most {@link MAX_GID_LENGTH} bytes long.
+ */
+
+/** PostgreSQL's longest gid: GIDSIZE (200 bytes) less its terminating zero byte. */
+export const MAX_GID_LENGTH = 199;
+
+/** The longest prefix: room is left for `-<subtask>-<checkpoint id>` at their largest. */
+export const MAX_GID_PREFIX_LENGTH = 150;
+
+/** How much of the job name and of the sink uid a default prefix shows (a hash tells longer names apart). */
+const NAME_PART_LENGTH = 60;
+
+/** The characters of a prefix: gids are written into SQL as literals, so nothing that needs quoting. */
+export const GID_PREFIX_PATTERN = /^[A-Za-z0-9._-]+$/;
+
+/** Where a gid of a sink belongs: the subtask that prepared it and the checkpoint whose barrier did. */
+export interface GidParts {
+  subtask: number;
+  checkpointId: number;
+}
+
+/** The gid of a subtask's transaction of one checkpoint: `<prefix>-<subtask>-<checkpoint id>`. */
+export function preparedTransactionGid(prefix: string, subtask: number, checkpointId: number): string {
+  return `${prefix}-${subtask}-${checkpointId}`;
+}
+
+/**
+ * The subtask and checkpoint of a gid of this prefix, or undefined when the gid does not follow
+ * `<prefix>-<subtask>-<checkpoint id>` exactly: a gid of another sink whose prefix merely starts
+ * with this one (`<prefix>-x-0-3`, `<prefix>-1-0-3`) is not one of ours.
+ */
+export function parseGid(prefix: string, gid: string): GidParts | undefined {
+  if (!gid.startsWith(`${prefix}-`)) return undefined;
+  const match = /^(\d+)-(\d+)$/.exec(gid.slice(prefix.length + 1));
+  if (match === null) return undefined;
+  const subtask = Number(match[1]);
+  const checkpointId = Number(match[2]);
+  return Number.isSafeInteger(subtask) && Number.isSafeInteger(checkpointId) ? { subtask, checkpointId } : undefined;
+}
+
+/**
+ * The default gid prefix, one per (job name, sink uid) and never the same for two of them:
+ * `weir-<job name>-<sink uid>` when the job name has no `-`, both are made of `A-Z a-z 0-9 . _ -`
+ * only and neither is longer than 60 characters (then the first `-` after `weir-` ends the job
+ * name, so the prefix says which pair it is); otherwise `weir-<job>-<uid>-h<12 hex>`, the names
+ * reduced to those characters and to 60 of them for readability, followed by a hash of the two
+ * original names (so jobs `a b` and `a-b`, or job `a-b` with uid `x` and job `a` with uid `b-x`,
+ * get different prefixes).
+ */
+export function defaultGidPrefix(jobName: string, sinkUid: string): string {
+  const job = readable(jobName);
+  const uid = readable(sinkUid);
+  if (job === jobName && uid === sinkUid && !jobName.includes('-')) return `weir-${job}-${uid}`;
+  const hash = createHash('sha256').update(jobName).update('\0').update(sinkUid).digest('hex').slice(0, 12);
+  return `weir-${job}-${uid}-h${hash}`;
+}
+
+function readable(name: string): string {
+  return name.replace(/[^A-Za-z0-9._-]+/g, '-').slice(0, NAME_PART_LENGTH);
+}
+
+/** A gid as an SQL string literal: PREPARE TRANSACTION, COMMIT PREPARED and ROLLBACK PREPARED take no parameters. */
+export function gidLiteral(gid: string): string {
+  // The prefix pattern leaves nothing to quote; doubled quotes keep any text a literal regardless.
+  return `'${gid.replaceAll("'", "''")}'`;
+}

@@ -1,0 +1,106 @@
+/**
+ * The PostgreSQL sink against a real PostgreSQL (test/harness/postgres-server.ts): generator ->
+ * keyed running sum -> postgresSink append (sum_events) and upsert (sum_totals), parallelism 2
+ * over two worker threads, checkpoints every 100 ms, under SIGKILLs of the job's process, one of
+ * them between "checkpoint complete" (its metadata durable) and COMMIT PREPARED. The tables, read
+ * back, must hold every input exactly once, upserts at their last values, and nothing may stay
+ * prepared once the job has ended.
+ */
+import assert from 'node:assert/strict';
+import { mkdtemp, rm } from 'node:fs/promises';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import { after, before, describe, test } from 'node:test';
+import { setTimeout as sleep } from 'node:timers/promises';
+import { defaultGidPrefix, preparedTransactionGid } from '../../../src/connectors/postgres/postgres-gid.ts';
+import { POSTGRES_KEYED_SUM_TABLES } from '../../fixtures/jobs/postgres-keyed-sum-job.ts';
+import { startJobProcess } from '../../harness/job-process.ts';
+import { auditPostgresKeyedSum } from '../../harness/postgres-keyed-sum-audit.ts';
+import { type PostgresTestServer, startPostgres } from '../../harness/postgres-server.ts';
+
+const jobModule = join(import.meta.dirname, '..', '..', 'fixtures', 'jobs', 'postgres-keyed-sum-job.ts');
+const configFor = (folder: string, restartStrategy: object = { type: 'fixed-delay', attempts: 3, delay: 100 }) => ({
+  parallelism: 2,
+  workers: 2,
+  checkpointing: { interval: '100ms', mode: 'exactly-once', storage: join(folder, 'checkpoints') },
+  restartStrategy,
+});
+
+describe('postgresSink: exactly-once into a real PostgreSQL', () => {
+  let server: PostgresTestServer;
+  const folders: string[] = [];
+  before(async () => {
+    server = await startPostgres({ maxPreparedTransactions: 20 });
+  });
+  after(async () => {
+    await server?.stop();
+    for (const folder of folders) await rm(folder, { recursive: true, force: true });
+  });
+  const freshTables = async () => {
+    // What an earlier failed test left prepared would hold its locks on the tables.
+    for (const { gid } of await server.query<{ gid: string }>('SELECT gid FROM pg_prepared_xacts')) await server.query(`ROLLBACK PREPARED '${gid}'`);
+    await server.query('DROP TABLE IF EXISTS sum_events, sum_totals');
+    for (const statement of POSTGRES_KEYED_SUM_TABLES) await server.query(statement);
+    const folder = await mkdtemp(join(tmpdir(), 'weir-pg-eo-'));
+    folders.push(folder);
+    return folder;
+  };
+  const prepared = async () => (await server.query<{ gid: string }>('SELECT gid FROM pg_prepared_xacts ORDER BY gid')).map((row) => row.gid);
+
+  test('SIGKILL between "checkpoint complete" and COMMIT PREPARED, then at random moments: the restarts commit what the checkpoint holds, roll back the rest; tables exact', async () => {
+    const folder = await freshTables();
+    const count = 30_000;
+    const env = { PGS_URL: server.connectionString, PGS_COUNT: String(count), PGS_RATE: '15000' };
+    const config = configFor(folder);
+
+    // The crash right after checkpoint 4's metadata is durable, before any sink was told to commit.
+    const faulted = startJobProcess(jobModule, config, { ...env, WEIR_FAULT: 'after-checkpoint-metadata:>=4' });
+    const faultExit = await faulted.exit;
+    assert.equal(faultExit.signal, 'SIGKILL', faulted.stderr);
+    const killedAt = Number(/killing the process at after-checkpoint-metadata of checkpoint (\d+)/.exec(faulted.stderr)?.[1]);
+    assert.ok(killedAt >= 4, faulted.stderr);
+    // The completed checkpoint's transactions are prepared, not committed: both sinks, both subtasks.
+    const left = await prepared();
+    for (const sink of ['events', 'totals']) {
+      for (const subtask of [0, 1]) {
+        const gid = preparedTransactionGid(defaultGidPrefix('postgres-keyed-sum', sink), subtask, killedAt);
+        assert.ok(left.includes(gid), `${gid} prepared after the kill: ${left.join(', ')}`);
+      }
+    }
+
+    let kills = 1;
+    // The first kill early, while the restart recovers (commits what the checkpoint holds, rolls back the rest).
+    for (const delay of [150, 400 + Math.floor(Math.random() * 800), 400 + Math.floor(Math.random() * 800)]) {
+      const run = startJobProcess(jobModule, config, env);
+      await sleep(delay);
+      run.child.kill('SIGKILL');
+      if ((await run.exit).signal === 'SIGKILL') kills++;
+    }
+    assert.ok(kills >= 3, `killed ${kills} times`);
+
+    const last = startJobProcess(jobModule, config, env);
+    const exit = await last.exit;
+    assert.equal(exit.code, 0, last.stderr);
+    assert.match(last.stderr, /starting job "postgres-keyed-sum" from checkpoint \d+/);
+    assert.deepEqual(await auditPostgresKeyedSum(server, count), { rows: count, duplicates: 0, missing: 0, wrongSums: 0, wrongTotals: [] });
+    assert.deepEqual(await prepared(), [], 'nothing stays prepared after the job finished');
+  });
+
+  test('a job that fails for good right after a checkpoint completed: its end commits what that checkpoint holds and rolls back the rest; nothing stays prepared', async () => {
+    const folder = await freshTables();
+    const env = { PGS_URL: server.connectionString, PGS_COUNT: '200000', PGS_RATE: '20000', WEIR_FAULT: 'after-checkpoint-metadata:5:fail' };
+    const run = startJobProcess(jobModule, configFor(folder, { type: 'none' }), env);
+    const exit = await run.exit;
+    assert.equal(exit.code, 1, run.stderr);
+    assert.match(run.stderr, /injected failure at after-checkpoint-metadata of checkpoint 5/);
+    assert.deepEqual(await prepared(), [], 'nothing stays prepared after the job failed');
+    // Checkpoint 5 completed before any sink heard of it: the job's end committed its transactions.
+    // What is there is a consistent prefix of the input: no duplicates, exact running sums.
+    const audit = await auditPostgresKeyedSum(server, 200_000);
+    assert.ok(audit.rows > 0, 'the completed checkpoints were committed');
+    assert.equal(audit.duplicates, 0);
+    assert.equal(audit.wrongSums, 0);
+    const [last] = await server.query<{ seq: string }>('SELECT max(seq) AS seq FROM sum_events');
+    assert.ok(Number(last?.seq) < 200_000 - 1, 'the job failed before its end');
+  });
+});
