@@ -1,9 +1,11 @@
 import type { MetricCounter, OperatorMetricGroup } from '../core/metrics/metric-group.ts';
 import type { OperatorContext, StreamOperator } from '../core/operator/stream-operator.ts';
 import type { StreamEdge, StreamNode } from '../graph/stream-graph.ts';
+import { AsyncWaitOperator } from '../runtime/operators/async-wait-operator.ts';
 import { HeapKeyedStateBackend } from '../state/heap-keyed-state-backend.ts';
 import { computeKeyGroupRangeForOperatorIndex } from '../state/key-group-range-assignment.ts';
 import { OperatorStateBackend } from '../state/operator-state-backend.ts';
+import { DriverTimers } from './driver-timers.ts';
 
 /** What a node sends on, as the driver routes it: records (main output or a side output's tag) or a watermark. */
 export interface NodeOutput {
@@ -21,7 +23,8 @@ export interface NodeSnapshot {
 
 /**
  * One node of the job in the test driver: its operator (for an operator node), its keyed and
- * operator state, its metrics, the processing times it asked for and its inputs' watermarks.
+ * operator state, its metrics, the processing times it asked for (and an async I/O operator's
+ * timers) and its inputs' watermarks.
  */
 export class DriverNode {
   readonly node: StreamNode;
@@ -33,6 +36,8 @@ export class DriverNode {
   readonly gauges = new Map<string, () => number>();
   /** Processing times the operator asked to be called at. */
   readonly timerRequests = new Set<number>();
+  /** An async I/O operator's timeouts and retry delays, on the driver's clock. */
+  readonly asyncTimers: DriverTimers | undefined;
   /** The watermark of each input edge, and the node's own: their minimum. */
   readonly inputWatermarks = new Map<StreamEdge, number>();
   watermark = Number.NEGATIVE_INFINITY;
@@ -44,6 +49,10 @@ export class DriverNode {
     this.node = node;
     this.uid = uid;
     this.operator = node.kind === 'operator' ? node.createOperator() : undefined;
+    if (this.operator instanceof AsyncWaitOperator) {
+      this.asyncTimers = new DriverTimers(options.clock);
+      this.operator.useTimers(this.asyncTimers);
+    }
     const { maxParallelism, restore } = options;
     this.keyed = options.keyed
       ? new HeapKeyedStateBackend({

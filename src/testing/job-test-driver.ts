@@ -8,6 +8,7 @@ import type { StreamGraph, StreamNode } from '../graph/stream-graph.ts';
 import { AsyncWaitOperator } from '../runtime/operators/async-wait-operator.ts';
 import { compositeKeySelector } from '../state/composite-key.ts';
 import { DriverNode, type NodeOutput, type NodeSnapshot } from './driver-node.ts';
+import { type EventLoopResources, eventLoopBusierThan, eventLoopResources } from './event-loop-activity.ts';
 
 /** What {@link JobTestDriver.snapshot} gives: every operator's state by uid (format version 1), for {@link JobTestDriver.create}'s `restore`. */
 export interface JobTestSnapshot {
@@ -50,18 +51,34 @@ export class JobTestDriver {
   readonly #name: string;
   readonly #graph: StreamGraph;
   readonly #nodes: DriverNode[];
-  readonly #mails: (() => Promise<void>)[] = [];
+  /** The async I/O operators, whose calls in flight the driver waits for. */
+  readonly #asyncOperators: AsyncWaitOperator<unknown, unknown>[];
   /** The driver's processing time, shared with the state backends' TTL clocks. */
   readonly #clock: { now: number };
+  /** What kept the event loop alive before the job opened: a call in flight is waited for while there is more. */
+  readonly #baseline: EventLoopResources;
+  /**
+   * The job's loop (a task's mailbox): input, watermarks, the end of input, processing-time
+   * callbacks and the operators' mails run one after the other, each to its end, on this chain.
+   */
+  #loop: Promise<void> = Promise.resolve();
+  /** Work on the loop not finished; more than 0 after a call returned: held up on driver time (an async operator full, or ending its queue). */
+  #queued = 0;
+  /** Work finished on the loop so far (how the driver sees it move). */
+  #finished = 0;
+  /** The first error of the loop's work, for the driver call that waits on it (or the next one). */
+  #failure: { error: unknown } | undefined;
   #checkpointId: number;
   #ended = false;
 
-  private constructor(name: string, graph: StreamGraph, nodes: DriverNode[], clock: { now: number }, checkpointId: number) {
+  private constructor(name: string, graph: StreamGraph, nodes: DriverNode[], clock: { now: number }, checkpointId: number, baseline: EventLoopResources) {
     this.#name = name;
     this.#graph = graph;
     this.#nodes = nodes;
+    this.#asyncOperators = nodes.flatMap((node) => (node.operator instanceof AsyncWaitOperator ? [node.operator] : []));
     this.#clock = clock;
     this.#checkpointId = checkpointId;
+    this.#baseline = baseline;
   }
 
   static async create(job: Job, options: JobTestDriverOptions = {}): Promise<JobTestDriver> {
@@ -73,6 +90,7 @@ export class JobTestDriver {
         hint: 'restore a snapshot this version of Weir took',
       });
     }
+    const baseline = eventLoopResources();
     // The job's plan as `weir run` makes it: its uids (by which snapshots are restored) and its checks.
     const plan = buildJobGraph(job.name, graph, config);
     const clock = { now: options.startTime ?? 0 };
@@ -81,7 +99,7 @@ export class JobTestDriver {
       const keyed = graph.inputsOf(node.id).some((edge) => edge.partitioning === 'hash') || (node.kind === 'operator' && node.reinterpretedKeyed === true);
       return new DriverNode(node, uid, { keyed, maxParallelism: config.maxParallelism, restore: restore?.operators.get(uid), clock: () => clock.now });
     });
-    const driver = new JobTestDriver(job.name, graph, nodes, clock, restore?.checkpointId ?? 0);
+    const driver = new JobTestDriver(job.name, graph, nodes, clock, restore?.checkpointId ?? 0, baseline);
     for (const node of nodes) await node.open(job.name, config.maxParallelism, restore?.checkpointId, driver.#output);
     await driver.#settle();
     return driver;
@@ -95,7 +113,10 @@ export class JobTestDriver {
   /**
    * Records into the source `source` (its uid or name), in order. Their event time is `timestamps[i]`,
    * or else what the source's watermark strategy's timestamp assigner gives; none without either.
-   * Resolves once they and whatever they set off (async I/O results too) have gone through the job.
+   * Resolves once they and whatever they set off (async I/O results too) have gone through the job,
+   * or once what is left waits on the driver's processing time: an async call whose answer nothing
+   * in the process is working on (it waits for its timeout), a retry's delay, or records held back
+   * by a full async operator; those go on when {@link advanceProcessingTime} passes their times.
    */
   async pipeInput<T>(source: string, records: readonly T[], timestamps?: readonly number[]): Promise<void> {
     const node = this.#find(source, 'source');
@@ -107,30 +128,48 @@ export class JobTestDriver {
     }
     const assigner = node.node.watermarkStrategy?.timestampAssigner;
     const stamps = timestamps ?? (assigner === undefined ? undefined : records.map((record) => assigner(record as never, undefined)));
-    await this.#send(node, [...records], stamps === undefined ? undefined : [...stamps], undefined);
+    const batch = [...records];
+    const batchStamps = stamps === undefined ? undefined : [...stamps];
+    this.#enqueue(() => this.#send(node, batch, batchStamps, undefined));
     await this.#settle();
   }
 
   /** Event time reaches `watermark` at the source `source` (its uid or name), or at every source: windows and event-time timers up to it fire. */
   async advanceWatermark(watermark: number, source?: string): Promise<void> {
     const sources = source === undefined ? this.#nodes.filter((node) => node.node.kind === 'source') : [this.#find(source, 'source')];
-    for (const node of sources) await this.#watermark(node, watermark);
+    this.#enqueue(async () => {
+      for (const node of sources) await this.#watermark(node, watermark);
+    });
     await this.#settle();
   }
 
-  /** Moves processing time forward by `milliseconds`, firing every processing-time timer and window that falls due, in time order. */
+  /**
+   * Moves processing time forward by `milliseconds`, firing every processing-time timer and window
+   * that falls due, in time order, and async I/O's timeouts and retries.
+   */
   async advanceProcessingTime(milliseconds: number): Promise<void> {
     const target = this.#clock.now + milliseconds;
     for (;;) {
-      let due: { node: DriverNode; time: number } | undefined;
+      let due: number | undefined;
       for (const node of this.#nodes) {
-        for (const time of node.timerRequests) if (time <= target && (due === undefined || time < due.time)) due = { node, time };
+        for (const time of node.timerRequests) if (time <= target && (due === undefined || time < due)) due = time;
+        const next = node.asyncTimers?.nextDue;
+        if (next !== undefined && next <= target && (due === undefined || next < due)) due = next;
       }
       if (due === undefined) break;
-      this.#clock.now = Math.max(this.#clock.now, due.time);
-      for (const time of [...due.node.timerRequests]) if (time <= this.#clock.now) due.node.timerRequests.delete(time);
+      this.#clock.now = Math.max(this.#clock.now, due);
       const now = this.#clock.now;
-      await due.node.call(this.#output, (operator) => operator.onProcessingTime(now));
+      for (const node of this.#nodes) {
+        // Async timeouts and retries fire at once, as real timers do; the operators' callbacks run on the job's loop.
+        node.asyncTimers?.fire(now);
+        let called = false;
+        for (const time of [...node.timerRequests]) {
+          if (time > now) continue;
+          node.timerRequests.delete(time);
+          called = true;
+        }
+        if (called) this.#enqueue(() => node.call(this.#output, (operator) => operator.onProcessingTime(now)));
+      }
       await this.#settle();
     }
     this.#clock.now = target;
@@ -140,11 +179,14 @@ export class JobTestDriver {
   async endInput(): Promise<void> {
     if (this.#ended) return;
     this.#ended = true;
-    await this.advanceWatermark(Number.POSITIVE_INFINITY);
+    const sources = this.#nodes.filter((node) => node.node.kind === 'source');
+    this.#enqueue(async () => {
+      for (const node of sources) await this.#watermark(node, Number.POSITIVE_INFINITY);
+    });
     for (const node of this.#nodes) {
-      if (node.operator !== undefined) await node.call(this.#output, (operator) => operator.endInput());
-      await this.#settle();
+      if (node.operator !== undefined) this.#enqueue(() => node.call(this.#output, (operator) => operator.endInput()));
     }
+    await this.#settle();
   }
 
   /** What the sink `sink` (its uid or name) received since the last read, in order; the read takes it. */
@@ -174,6 +216,14 @@ export class JobTestDriver {
 
   /** A checkpoint of every operator, as the barrier would take it (snapshot hooks first; then "complete"). */
   async snapshot(): Promise<JobTestSnapshot> {
+    if (this.#queued > 0) {
+      const full = this.#nodes
+        .flatMap((node) => (node.operator instanceof AsyncWaitOperator ? [`"${node.uid}" (${node.operator.inFlight} in flight)`] : []))
+        .join(', ');
+      throw new WeirError('INVALID_CONFIG', `snapshot(): the job is still busy with input it was given: async I/O ${full} waits on driver time`, {
+        hint: "move processing time past the calls' timeouts or retry delays first (advanceProcessingTime), so the input held back goes through",
+      });
+    }
     const checkpointId = ++this.#checkpointId;
     const operators = new Map<string, NodeSnapshot>();
     for (const node of this.#nodes) {
@@ -193,7 +243,7 @@ export class JobTestDriver {
   readonly #output: NodeOutput = {
     records: (from, records, timestamps, tag) => this.#forward(from, records, timestamps, tag),
     watermark: (from, watermark) => this.#forwardWatermark(from, watermark),
-    mail: (action) => void this.#mails.push(action),
+    mail: (action) => this.#enqueue(action),
     now: () => this.#clock.now,
   };
 
@@ -240,14 +290,58 @@ export class JobTestDriver {
     }
   }
 
-  /** Runs the operators' mails, and waits for async I/O in flight, until nothing is left. */
+  /** Puts work on the job's loop, after what is there. */
+  #enqueue(action: () => Promise<void>): void {
+    this.#queued++;
+    this.#loop = this.#loop.then(action).then(
+      () => this.#done(undefined),
+      (error: unknown) => this.#done({ error }),
+    );
+  }
+
+  #done(failure: { error: unknown } | undefined): void {
+    this.#queued--;
+    this.#finished++;
+    this.#failure ??= failure;
+  }
+
+  /**
+   * Waits until the job's loop has run its work and async calls in flight have answered, or until
+   * what is left waits on driver time: nothing moved in a turn of the event loop, and no call is
+   * left that may still answer (one is while the event loop holds more than before the job opened:
+   * a timer, a socket or a request its answer may come from; it is waited for up to its timeout in
+   * real time without a move, then left to the driver's clock). Throws the first error of the work.
+   */
   async #settle(): Promise<void> {
-    for (;;) {
-      for (let mail = this.#mails.shift(); mail !== undefined; mail = this.#mails.shift()) await mail();
-      const inFlight = this.#nodes.some((node) => node.operator instanceof AsyncWaitOperator && node.operator.inFlight > 0);
-      if (!inFlight && this.#mails.length === 0) return;
-      await new Promise((resolve) => setTimeout(resolve, inFlight ? 1 : 0));
+    let moved = this.#progress();
+    let quietSince = performance.now();
+    const patience = Math.max(0, ...this.#asyncOperators.map((operator) => operator.timeoutMs));
+    while (this.#failure === undefined && (this.#queued > 0 || this.#awaitingAnswers())) {
+      await new Promise((resolve) => setImmediate(resolve));
+      const progress = this.#progress();
+      if (progress !== moved) {
+        moved = progress;
+        quietSince = performance.now();
+        continue;
+      }
+      // Nothing moved in a whole turn: what is left waits on driver time, unless a call may still answer.
+      if (!this.#awaitingAnswers() || !eventLoopBusierThan(this.#baseline) || performance.now() - quietSince > patience) break;
+      await new Promise((resolve) => setTimeout(resolve, 1));
     }
+    const failure = this.#failure;
+    this.#failure = undefined;
+    if (failure !== undefined) throw failure.error;
+  }
+
+  #awaitingAnswers(): boolean {
+    return this.#asyncOperators.some((operator) => operator.awaitingAnswers > 0);
+  }
+
+  /** Changes whenever the job moves: work on its loop finishes, or an async call answers. */
+  #progress(): string {
+    let awaiting = 0;
+    for (const operator of this.#asyncOperators) awaiting += operator.awaitingAnswers;
+    return `${this.#finished}/${this.#queued}/${awaiting}`;
   }
 
   #find(name: string, kind: StreamNode['kind']): DriverNode {

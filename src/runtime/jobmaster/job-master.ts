@@ -20,6 +20,7 @@ import { ExecutionAttempt } from './execution-attempt.ts';
 import type { JobClient, JobResult, JobStatus, RunJobOptions } from './job-client.ts';
 import { loadJob } from './load-job.ts';
 import { failedForGood, neverRestarts, RestartStrategy } from './restart-strategy.ts';
+import { restoreName } from './restore-name.ts';
 import { findRestorePoint, restoreAfterFailure, supersededRestoreWarning } from './restore-point.ts';
 import { enforcePreflight, runPreflight } from './run-preflight.ts';
 import { finishSinksAtJobEnd } from './sink-job-end.ts';
@@ -233,7 +234,7 @@ class JobMaster {
     let restarts = 0;
     for (let attemptNumber = 0; ; attemptNumber++) {
       const restore = this.#restore;
-      log(restore === undefined ? `starting job "${jobName}"` : `starting job "${jobName}" from ${restore.kind ?? 'checkpoint'} ${restore.checkpointId}`);
+      log(restore === undefined ? `starting job "${jobName}"` : `starting job "${jobName}" from ${restoreName(restore)}`);
       onEvent?.({ type: 'started', attempt: attemptNumber, restoredCheckpointId: restore?.checkpointId });
       if (restore !== undefined) this.#stats.reportRestored();
       this.#metrics.reset();
@@ -273,7 +274,7 @@ class JobMaster {
         const cause = error instanceof Error ? error.message : String(error);
         this.#restartLog.push({ at: Date.now(), cause });
         this.#options.logger.warn(
-          `job failed: ${cause}; restarting in ${delay} ms from ${this.#restore === undefined ? 'the beginning' : `${this.#restore.kind ?? 'checkpoint'} ${this.#restore.checkpointId}`}`,
+          `job failed: ${cause}; restarting in ${delay} ms from ${this.#restore === undefined ? 'the beginning' : restoreName(this.#restore)}`,
         );
         onEvent?.({ type: 'restarting', attempt: attemptNumber + 1, delayMs: delay, cause });
         await sleep(delay, undefined, { signal: this.#cancelWait.signal }).catch(() => {});

@@ -3,6 +3,7 @@ import type { RecordErrorPolicy } from '../../core/functions/dead-letter.ts';
 import type { MetricCounter } from '../../core/metrics/metric-group.ts';
 import { type OperatorContext, StreamOperator } from '../../core/operator/stream-operator.ts';
 import type { ListState } from '../../core/state/state-types.ts';
+import { type AsyncTimerService, realAsyncTimers } from './async-timer-service.ts';
 import { runtimeContext } from './keyed-process-operator.ts';
 import { RecordErrorHandler } from './record-error-handler.ts';
 import { type AsyncEntry, OrderedStreamElementQueue, type StreamElementQueue, UnorderedStreamElementQueue } from './stream-element-queue.ts';
@@ -52,7 +53,8 @@ class AsyncTimeoutError extends Error {
  * record has a timeout over all its attempts and may be retried with a back-off. Records in flight
  * are the operator's checkpointed state: a checkpoint keeps them (the barrier goes on at once,
  * their results follow it) and a restore calls the function for them again, so the job stays
- * exactly-once. Results reach the task's loop through its mailbox, one mail per burst.
+ * exactly-once. Results reach the task's loop through its mailbox, one mail per burst. Timeouts and
+ * retry delays run on an {@link AsyncTimerService}: real timers, or the test driver's clock.
  */
 export class AsyncWaitOperator<IN, OUT> extends StreamOperator<IN, OUT> {
   override readonly holdsWatermarks = true;
@@ -71,6 +73,10 @@ export class AsyncWaitOperator<IN, OUT> extends StreamOperator<IN, OUT> {
   /** Completions so far: a wait starts only if none came since the queue was last drained. */
   #completions = 0;
   #closed = false;
+  #timers: AsyncTimerService = realAsyncTimers;
+  /** The timers' callbacks, made once (not per record). */
+  readonly #onTimeout = (entry: AsyncEntry): void => this.#timedOut(entry);
+  readonly #onRetry = (entry: AsyncEntry): void => this.#call(entry);
 
   constructor(fn: AsyncFunction<IN, OUT>, settings: AsyncWaitSettings) {
     super();
@@ -85,6 +91,23 @@ export class AsyncWaitOperator<IN, OUT> extends StreamOperator<IN, OUT> {
   /** Records held: called for and not yet emitted. */
   get inFlight(): number {
     return this.#queue.size;
+  }
+
+  /** Records whose call (or timeout function) has not answered yet: not done, and not waiting for a retry's delay. */
+  get awaitingAnswers(): number {
+    let awaiting = 0;
+    for (const entry of this.#queue.entries()) if (!entry.done && entry.retryTimer === undefined) awaiting++;
+    return awaiting;
+  }
+
+  /** Each record's timeout, every attempt included. */
+  get timeoutMs(): number {
+    return this.#settings.timeoutMs;
+  }
+
+  /** Runs the timeouts and retry delays on `timers` instead of real ones (the test driver's clock); before {@link open}. */
+  useTimers(timers: AsyncTimerService): void {
+    this.#timers = timers;
   }
 
   override async open(context: OperatorContext): Promise<void> {
@@ -137,8 +160,8 @@ export class AsyncWaitOperator<IN, OUT> extends StreamOperator<IN, OUT> {
   override async close(): Promise<void> {
     this.#closed = true;
     for (const entry of this.#queue.entries()) {
-      clearTimeout(entry.timeoutTimer);
-      clearTimeout(entry.retryTimer);
+      this.#timers.cancel(entry.timeoutTimer);
+      this.#timers.cancel(entry.retryTimer);
       entry.controller.abort(new Error('the task stopped'));
     }
     await this.#function?.close?.();
@@ -159,7 +182,7 @@ export class AsyncWaitOperator<IN, OUT> extends StreamOperator<IN, OUT> {
       slot: undefined,
     };
     this.#queue.add(entry);
-    entry.timeoutTimer = setTimeout(() => this.#timedOut(entry), this.#settings.timeoutMs);
+    entry.timeoutTimer = this.#timers.schedule(this.#settings.timeoutMs, this.#onTimeout, entry);
     this.#call(entry);
   }
 
@@ -209,14 +232,15 @@ export class AsyncWaitOperator<IN, OUT> extends StreamOperator<IN, OUT> {
   #retried(entry: AsyncEntry, retry: AsyncRetry): boolean {
     if (entry.attempt >= retry.maxAttempts || this.#closed) return false;
     this.#retries?.inc();
-    entry.retryTimer = setTimeout(() => this.#call(entry), retry.delayMs(entry.attempt));
+    entry.retryTimer = this.#timers.schedule(retry.delayMs(entry.attempt), this.#onRetry, entry);
     return true;
   }
 
   #timedOut(entry: AsyncEntry): void {
     if (entry.done) return;
     entry.timeoutTimer = undefined;
-    clearTimeout(entry.retryTimer);
+    this.#timers.cancel(entry.retryTimer);
+    entry.retryTimer = undefined;
     const attempts = entry.attempt;
     entry.attempt++; // whatever the attempt in flight resolves to now is ignored
     this.#timeouts?.inc();
@@ -243,8 +267,8 @@ export class AsyncWaitOperator<IN, OUT> extends StreamOperator<IN, OUT> {
     entry.results = results;
     entry.failed = failed;
     entry.error = error;
-    clearTimeout(entry.timeoutTimer);
-    clearTimeout(entry.retryTimer);
+    this.#timers.cancel(entry.timeoutTimer);
+    this.#timers.cancel(entry.retryTimer);
     this.#queue.completed(entry);
     this.#completions++;
     const waiter = this.#waiter;

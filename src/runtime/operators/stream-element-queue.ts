@@ -1,3 +1,5 @@
+import type { AsyncTimer } from './async-timer-service.ts';
+
 /** One record of an async I/O operator, from its first call until its results are emitted. */
 export interface AsyncEntry {
   readonly record: unknown;
@@ -12,8 +14,8 @@ export interface AsyncEntry {
   failed: boolean;
   error: unknown;
   readonly controller: AbortController;
-  timeoutTimer: NodeJS.Timeout | undefined;
-  retryTimer: NodeJS.Timeout | undefined;
+  timeoutTimer: AsyncTimer | undefined;
+  retryTimer: AsyncTimer | undefined;
   /** The queue's own mark on the record (the unordered queue's segment). */
   slot: unknown;
 }
