@@ -3,6 +3,7 @@ import type { CheckpointStorage } from '../checkpoint/storage/checkpoint-storage
 import { openCheckpointStorage } from '../checkpoint/storage/open-checkpoint-storage.ts';
 import { isS3Url } from '../checkpoint/storage/s3/s3-url.ts';
 import type { OpenTransaction } from '../connectors/kafka/transaction-driver.ts';
+import { injectedFault, injectedFaultPoint } from '../runtime/jobmaster/injected-fault.ts';
 import { earlierOwnerFolders, ownerOfFolder } from './earlier-owner-folders.ts';
 import type { Stage } from './stage-plan.ts';
 
@@ -23,6 +24,7 @@ export async function discardEarlierOwners(storage: CheckpointStorage): Promise<
   try {
     const mine = ownerOfFolder(basename(storage.root));
     if (mine === undefined) return;
+    if (injectedFaultPoint === 'owner-sweep') await sweepFault(storage);
     const roots = await storage.neighbours();
     const earlierNames = new Set(
       earlierOwnerFolders(
@@ -35,7 +37,15 @@ export async function discardEarlierOwners(storage: CheckpointStorage): Promise<
       const earlier = openCheckpointStorage(root);
       for (const entry of await earlier.listLocations('checkpoint')) await earlier.discard(entry).catch(() => {});
     }
+    if (injectedFaultPoint === 'owner-sweep')
+      process.stderr.write(`weir: WEIR_FAULT: swept beside ${storage.root}: ${[...earlierNames].join(', ') || 'nothing'}\n`);
   } catch {
     // left for a later sweep, or for whoever empties the storage
   }
+}
+
+/** The `owner-sweep` test fault (injected-fault.ts) at the checkpoint just committed: this owner's newest. */
+async function sweepFault(storage: CheckpointStorage): Promise<void> {
+  const newest = Math.max(0, ...(await storage.listLocations('checkpoint')).map((location) => location.checkpointId));
+  injectedFault('owner-sweep', newest, storage.root);
 }
