@@ -4,8 +4,9 @@ import { mkdtemp, rm } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { after } from 'node:test';
+import { setTimeout as sleep } from 'node:timers/promises';
 import type { Payment } from '../fixtures/jobs/cluster-job.ts';
-import { BASE_TS, type ClusterJobTopics, clusterJobTopics, startClusterMember, stopMember } from './cluster-job.ts';
+import { BASE_TS, type ClusterJobTopics, clusterJobTopics, producePayments, startClusterMember, stopMember } from './cluster-job.ts';
 import type { WeirRun } from './weir-run.ts';
 
 const cleanups: (() => Promise<void>)[] = [];
@@ -20,6 +21,27 @@ export function cleanUpAfter(cleanup: () => Promise<void>): void {
 
 /** Payment `seq` of 40 accounts over every partition. */
 export const payment = (seq: number): Payment => ({ seq, account: `a${seq % 40}`, amount: (seq % 7) + 1, ts: BASE_TS + seq * 5 });
+
+/** Produces 40 payments (`make(seq)`) every 100 ms until stopped, which resolves with all it produced. */
+export function steadyInput(topic: string, make: (seq: number) => Payment = payment): { stop: () => Promise<Payment[]> } {
+  const produced: Payment[] = [];
+  let stopped = false;
+  const loop = (async () => {
+    while (!stopped) {
+      const batch = Array.from({ length: 40 }, (_, i) => make(produced.length + i));
+      await producePayments(topic, batch);
+      produced.push(...batch);
+      await sleep(100);
+    }
+  })();
+  return {
+    stop: async () => {
+      stopped = true;
+      await loop;
+      return produced;
+    },
+  };
+}
 
 export interface ClusterTest {
   cluster: string;

@@ -28,6 +28,7 @@ import {
   startClusterMember,
   stopMember,
 } from '../../harness/cluster-job.ts';
+import { steadyInput } from '../../harness/cluster-test.ts';
 import { bootstrapList, createTestTopic, testBrokers } from '../../harness/kafka.ts';
 import { startWeirRun, until, type WeirRun } from '../../harness/weir-run.ts';
 
@@ -39,27 +40,6 @@ after(async () => {
 /** Accounts of partitions 0 to 5 only: partitions 6 to 11 stay empty. */
 const ACCOUNTS = Array.from({ length: 40 }, (_, a) => `a${a}`).filter((account) => partitionOf(account) < 6);
 const payment = (seq: number): Payment => ({ seq, account: ACCOUNTS[seq % ACCOUNTS.length] as string, amount: (seq % 7) + 1, ts: BASE_TS + seq * 5 });
-
-/** Produces 40 payments every 100 ms until stopped; resolves with all it produced. */
-function steadyInput(topic: string): { stop: () => Promise<Payment[]> } {
-  const produced: Payment[] = [];
-  let stopped = false;
-  const loop = (async () => {
-    while (!stopped) {
-      const batch = Array.from({ length: 40 }, (_, i) => payment(produced.length + i));
-      await producePayments(topic, batch);
-      produced.push(...batch);
-      await sleep(100);
-    }
-  })();
-  return {
-    stop: async () => {
-      stopped = true;
-      await loop;
-      return produced;
-    },
-  };
-}
 
 test('scaling 1 -> 3 -> 2 members and a rolling restart while input flows, half the partitions idle: every output exact', { timeout: 600_000 }, async () => {
   const topics = await clusterJobTopics();
@@ -82,7 +62,7 @@ test('scaling 1 -> 3 -> 2 members and a rolling restart while input flows, half 
     await run.exited;
   };
 
-  const input = steadyInput(topics.input);
+  const input = steadyInput(topics.input, payment);
   const m1 = member('m1');
   await progress(1000);
 

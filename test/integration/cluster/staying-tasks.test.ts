@@ -21,7 +21,7 @@ import { setTimeout as sleep } from 'node:timers/promises';
 import { clusterTopicName } from '../../../src/cluster/stage-plan.ts';
 import { decodeTaskCheckpoint } from '../../../src/cluster/task-checkpoint.ts';
 import { readTopic } from '../../../src/connectors/kafka/topic-reader.ts';
-import type { Payment, Total } from '../../fixtures/jobs/cluster-job.ts';
+import type { Total } from '../../fixtures/jobs/cluster-job.ts';
 import {
   auditClusterOutputs,
   BASE_TS,
@@ -33,6 +33,7 @@ import {
   stopMember,
   withMemberLogs,
 } from '../../harness/cluster-job.ts';
+import { steadyInput } from '../../harness/cluster-test.ts';
 import { testBrokers } from '../../harness/kafka.ts';
 import { until, type WeirRun } from '../../harness/weir-run.ts';
 
@@ -42,28 +43,6 @@ after(async () => {
 });
 
 const SESSION_MS = 6000; // startClusterMember's --session-timeout
-const payment = (seq: number): Payment => ({ seq, account: `a${seq % 40}`, amount: (seq % 7) + 1, ts: BASE_TS + seq * 5 });
-
-/** Produces 40 payments (every partition) every 100 ms until stopped; resolves with all it produced. */
-function steadyInput(topic: string): { stop: () => Promise<Payment[]> } {
-  const produced: Payment[] = [];
-  let stopped = false;
-  const loop = (async () => {
-    while (!stopped) {
-      const batch = Array.from({ length: 40 }, (_, i) => payment(produced.length + i));
-      await producePayments(topic, batch);
-      produced.push(...batch);
-      await sleep(100);
-    }
-  })();
-  return {
-    stop: async () => {
-      stopped = true;
-      await loop;
-      return produced;
-    },
-  };
-}
 
 test('a member leaves and comes back: the tasks that stay on the other keep committing (no wait for a generation that does not come); exact', {
   timeout: 600_000,
