@@ -1,9 +1,9 @@
-import { channelStateHead } from '../../graph/channel-state-uid.ts';
 import type { CompletedCheckpoint } from '../../checkpoint/completed-checkpoint.ts';
 import type { CheckpointStorage, StoredCheckpointMetadata } from '../../checkpoint/storage/checkpoint-storage.ts';
 import { CompletedCheckpointStore } from '../../checkpoint/storage/completed-checkpoint-store.ts';
 import { storageFor } from '../../checkpoint/storage/open-checkpoint-storage.ts';
 import { WeirError } from '../../core/errors/weir-error.ts';
+import { channelStateHead } from '../../graph/channel-state-uid.ts';
 import type { JobGraph } from '../../graph/job-graph.ts';
 import type { RestoreInfo } from '../deployment/restore-info.ts';
 
