@@ -76,6 +76,19 @@ export class GroupMembership {
   #closed = false;
   #wake: (() => void) | undefined;
   #lastContact = Date.now();
+  /** Heartbeating (not joining): a whole session timeout without an answer then means the coordinator has dropped this member. */
+  #heartbeating = false;
+  /** A heartbeat is sent and not answered yet. */
+  #heartbeatInFlight = false;
+  /** The watchdog's period, its last tick, and its ticks in a row that found the session expired with a heartbeat unanswered. */
+  #watchdogMs = 0;
+  #lastTick = 0;
+  #expiredTicks = 0;
+  /** The session watchdog gave the tasks up: the member joins again once it can reach the coordinator. */
+  #rejoin = false;
+  #watchdog: NodeJS.Timeout | undefined;
+  /** The task changes, one after the other (the watchdog's and the loop's). */
+  #changing: Promise<void> = Promise.resolve();
   #loop: Promise<void> | undefined;
   #fatal: ((error: Error) => void) | undefined;
   /** Rejects when the membership cannot go on (another process under this instance id, a member of another protocol). */
@@ -114,11 +127,43 @@ export class GroupMembership {
 
   start(): void {
     this.#loop ??= this.#run();
+    this.#watchdogMs = Math.max(50, Math.floor(this.#options.sessionTimeoutMs / 6));
+    this.#watchdog ??= setInterval(() => this.#checkSession(), this.#watchdogMs);
+    this.#watchdog.unref();
+  }
+
+  /**
+   * The session watchdog (the Java consumer's heartbeat thread finding its session expired): a
+   * member whose heartbeats go unanswered for a whole session timeout (cut off from the
+   * coordinator: a request that hangs never fails in time) has been dropped by the coordinator,
+   * which gives its tasks to the others. It gives them up at once, itself, and joins again once the
+   * coordinator answers. Two ticks in a row on time must find it so: a process that was paused
+   * (SIGSTOP, a long GC) wakes with every clock past the session, and hears why from the
+   * coordinator's answer instead (this member is out of the group).
+   */
+  #checkSession(): void {
+    const now = Date.now();
+    const late = this.#lastTick !== 0 && now - this.#lastTick > 2 * this.#watchdogMs;
+    this.#lastTick = now;
+    const expired = this.#heartbeating && this.#heartbeatInFlight && now - this.#lastContact > this.#options.sessionTimeoutMs;
+    if (late || !expired || this.#closed || this.#rejoin || (this.#tasks.length === 0 && !this.#inGroup)) {
+      this.#expiredTicks = 0;
+      return;
+    }
+    if (++this.#expiredTicks < 2) return;
+    this.#rejoin = true;
+    this.#inGroup = false;
+    this.#coordinator = undefined;
+    this.#log(
+      `cluster ${this.#options.groupId}: no answer from the group coordinator for a whole session timeout; giving up tasks ${this.#tasks.join(', ') || '(none)'}`,
+    );
+    void this.#change([], this.#generation, {}).catch(() => {});
   }
 
   /** Revokes every task and leaves the group (a static member stays in it: its tasks wait for it until the session timeout). */
   async close(): Promise<void> {
     this.#closed = true;
+    clearInterval(this.#watchdog);
     this.#wake?.();
     await this.#loop;
     await this.#change([], this.#generation, {});
@@ -175,6 +220,7 @@ export class GroupMembership {
   async #joinAndSync(): Promise<void> {
     const { groupId, sessionTimeoutMs, rebalanceTimeoutMs, instanceId, taskCount, taskNames } = this.#options;
     const metadata = encodeMemberMetadata({ version: MEMBER_PROTOCOL_VERSION, taskCount, ...(taskNames === undefined ? {} : { taskNames: [...taskNames] }) });
+    this.#rejoin = false;
     const coordinator = await this.#coordinatorConnection();
     let join: Awaited<ReturnType<typeof joinGroupV9.api.async>>;
     for (;;) {
@@ -262,15 +308,23 @@ export class GroupMembership {
   async #heartbeatUntilRebalance(): Promise<void> {
     const { groupId, instanceId, sessionTimeoutMs } = this.#options;
     const interval = this.#options.heartbeatIntervalMs ?? Math.max(100, Math.floor(sessionTimeoutMs / 3));
-    while (!this.#closed) {
-      await this.#pause(interval);
-      if (this.#closed) return;
-      const coordinator = await this.#coordinatorConnection();
-      await heartbeatV4.api.async(coordinator, groupId, this.#generation, this.#memberId, instanceId ?? null).catch((error: unknown) => {
-        if (hasKafkaError(error, 'FENCED_INSTANCE_ID')) throw this.#instanceIdInUse(error);
-        throw error;
-      });
-      this.#lastContact = Date.now();
+    this.#heartbeating = true;
+    try {
+      while (!this.#closed && !this.#rejoin) {
+        await this.#pause(interval);
+        if (this.#closed || this.#rejoin) break;
+        const coordinator = await this.#coordinatorConnection();
+        this.#heartbeatInFlight = true;
+        await heartbeatV4.api.async(coordinator, groupId, this.#generation, this.#memberId, instanceId ?? null).catch((error: unknown) => {
+          if (hasKafkaError(error, 'FENCED_INSTANCE_ID')) throw this.#instanceIdInUse(error);
+          throw error;
+        });
+        this.#heartbeatInFlight = false;
+        this.#lastContact = Date.now();
+      }
+    } finally {
+      this.#heartbeating = false;
+      this.#heartbeatInFlight = false;
     }
   }
 
@@ -293,7 +347,13 @@ export class GroupMembership {
     if (unknown) this.#memberId = '';
   }
 
-  async #change(tasks: number[], generation: number, owners: Record<string, number[]>): Promise<void> {
+  #change(tasks: number[], generation: number, owners: Record<string, number[]>): Promise<void> {
+    const change = this.#changing.then(() => this.#applyChange(tasks, generation, owners));
+    this.#changing = change.catch(() => {});
+    return change;
+  }
+
+  async #applyChange(tasks: number[], generation: number, owners: Record<string, number[]>): Promise<void> {
     const before = new Set(this.#tasks);
     const after = new Set(tasks);
     const revoked = this.#tasks.filter((task) => !after.has(task));
