@@ -1,7 +1,7 @@
 import { WeirError } from '../core/errors/weir-error.ts';
 import type { LoadedJob } from '../runtime/jobmaster/load-job.ts';
 import { type ClusterTopic, clusterTopics } from './cluster-topics.ts';
-import { planStages, type Stage, type StagePlan } from './stage-plan.ts';
+import { planStages, resolveForwardExchanges, type Stage, type StagePlan } from './stage-plan.ts';
 
 /** A job as cluster mode runs it: its stages, each stage's task count, every task by number, and the job's own topics. */
 export interface ClusterPlan {
@@ -14,22 +14,15 @@ export interface ClusterPlan {
 }
 
 /**
- * Plans a job for cluster mode, refusing by name what cluster mode cannot run yet (a stage of more
- * than one chain, a sink that cannot write into a task's transaction). A stage reading a source
- * has one task per split (a Kafka source: per partition), read from the brokers now; every other
- * stage's count is its exchange topics' partition count.
+ * Plans a job for cluster mode, refusing by name what cluster mode cannot run yet (a sink that
+ * cannot write into a task's transaction, a source reinterpreted as keyed). A stage reading a
+ * source has one task per split (a Kafka source: per partition), read from the brokers now; every
+ * other stage's count is its exchange topics' partition count (a forward exchange's: its upstream
+ * stage's task count).
  */
 export async function planCluster(loaded: Pick<LoadedJob, 'streamGraph' | 'graph'>, clusterId: string): Promise<ClusterPlan> {
   const { streamGraph, graph } = loaded;
   const plan = planStages(clusterId, graph);
-  for (const stage of plan.stages) {
-    if (stage.vertices.length > 1) {
-      const names = stage.vertices.map((id) => `"${graph.vertices[id]?.name}"`).join(', ');
-      throw new WeirError('INVALID_CONFIG', `cluster mode cannot run this job yet: stage "${stage.uid}" is more than one chain (${names})`, {
-        hint: 'cluster mode runs stages of one chain: an operator whose output feeds two operators without a keyBy ends a chain (give one of them a keyBy or rebalance, or run without --cluster)',
-      });
-    }
-  }
   for (const node of streamGraph.nodes) {
     if (node.kind === 'source' && node.keyGroupAssignment === true) {
       throw new WeirError(
@@ -48,15 +41,14 @@ export async function planCluster(loaded: Pick<LoadedJob, 'streamGraph' | 'graph
       );
     }
   }
-  const taskCounts: number[] = [];
+  const sourceCounts: number[] = [];
   for (const stage of plan.stages) {
-    if (stage.taskCount !== undefined) taskCounts.push(stage.taskCount);
-    else {
-      const node = streamGraph.node(stage.sourceNodes[0] as number);
-      if (node.kind !== 'source') throw new Error(`stage ${stage.uid} starts at no source`);
-      taskCounts.push((await node.source.createInitialSplits(1)).length);
-    }
+    if (stage.sourceNodes.length === 0) continue;
+    const node = streamGraph.node(stage.sourceNodes[0] as number);
+    if (node.kind !== 'source') throw new Error(`stage ${stage.uid} starts at no source`);
+    sourceCounts[stage.id] = (await node.source.createInitialSplits(1)).length;
   }
+  const taskCounts = resolveForwardExchanges(plan, sourceCounts);
   const tasks = plan.stages.flatMap((stage) => Array.from({ length: taskCounts[stage.id] as number }, (_, task) => ({ stage, task })));
   return { plan, taskCounts, tasks, topics: clusterTopics(plan, tasks.length) };
 }

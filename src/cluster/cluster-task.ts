@@ -126,9 +126,11 @@ export class ClusterTask {
       .map((edge) => {
         const exchange = plan.exchanges.find((entry) => entry.edge === edge.id);
         if (exchange === undefined) throw new Error(`edge ${edge.id} of stage ${stage.uid} is no exchange`);
+        // A forward exchange: task N writes partition N (as subtask N feeds subtask N in one process).
+        const partitions = exchange.partitioning === 'forward' ? [task] : Array.from({ length: exchange.partitions }, (_, partition) => partition);
         return new RecordWriter({
-          writers: Array.from({ length: exchange.partitions }, (_, partition) => new ExchangeChannelWriter(this.#output, exchange.topic, partition, task)),
-          partitioning: edge.partitioning,
+          writers: partitions.map((partition) => new ExchangeChannelWriter(this.#output, exchange.topic, partition, task)),
+          partitioning: exchange.partitioning,
           keySelector: streamGraph.edges[edge.streamEdge]?.keySelector,
           maxParallelism: config.maxParallelism,
           operatorName: vertex.name,
@@ -154,12 +156,14 @@ export class ClusterTask {
       const exchange = plan.exchanges[index] as (typeof plan.exchanges)[number];
       const firstChannel = inputChannels.length;
       const inputIndex = graph.edges[exchange.edge]?.inputIndex ?? 0;
-      for (let upstream = 0; upstream < (taskCounts[exchange.from] as number); upstream++) {
+      // A forward exchange's partition has one writer, the upstream task of the same number.
+      const forward = exchange.partitioning === 'forward';
+      for (let upstream = 0; upstream < (forward ? 1 : (taskCounts[exchange.from] as number)); upstream++) {
         inputIndexOf.set(inputChannels.length, inputIndex);
         inputChannels.push(inputChannels.length);
       }
       const restoredOffset = this.#restored?.offsets.find((entry) => entry.topic === exchange.topic && entry.partition === task)?.offset;
-      return { topic: exchange.topic, partition: task, firstChannel, offset: restoredOffset === undefined ? undefined : BigInt(restoredOffset) };
+      return { topic: exchange.topic, partition: task, firstChannel, forward, offset: restoredOffset === undefined ? undefined : BigInt(restoredOffset) };
     });
     this.#streamTask = new StreamTask({
       jobName: graph.jobName,

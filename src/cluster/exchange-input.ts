@@ -24,6 +24,8 @@ export interface ExchangeInputPartition {
   topic: string;
   partition: number;
   firstChannel: number;
+  /** A forward exchange: one writer (the upstream task of the same number), one channel. */
+  forward?: boolean;
   /** The offset to go on from (a restored checkpoint's); undefined: the partition's start. */
   offset: bigint | undefined;
 }
@@ -120,7 +122,8 @@ export class ExchangeInput {
   }
 
   async #run(): Promise<void> {
-    const channelOf = new Map(this.#partitions.map((entry) => [entry.topic, entry.firstChannel]));
+    // A forward exchange's frames all come from one upstream task: its one channel.
+    const channelOf = new Map(this.#partitions.map((entry) => [entry.topic, entry]));
     while (!this.#stopped) {
       if (this.#inFlight >= MAX_IN_FLIGHT) {
         await new Promise<void>((resolve) => {
@@ -133,7 +136,8 @@ export class ExchangeInput {
       if (this.#stopped) return;
       for (const record of records) {
         const frame = decodeFrame(record);
-        const channel = (channelOf.get(record.topic) as number) + frame.from;
+        const entry = channelOf.get(record.topic) as ExchangeInputPartition;
+        const channel = entry.firstChannel + (entry.forward === true ? 0 : frame.from);
         if (frame.kind === 'records') {
           this.#inFlight++;
           this.#deliver(

@@ -7,15 +7,17 @@ import type { Partitioning } from '../graph/stream-graph.ts';
  * Cluster mode's plan of a job: its graph cut into stages at every exchange (Kafka Streams'
  * sub-topologies), and the job's own Kafka topics, so each stage runs as tasks any member can own.
  *
- * - A **stage** is a set of job vertices joined by forward edges: the records of one task never
- *   leave its member. Its first vertex's first node names it (its uid).
- * - An **exchange** is each hash, rebalance or broadcast edge between stages: a Kafka topic the
- *   upstream stage writes exactly-once and the downstream one reads read_committed. A hash
- *   exchange has maxParallelism partitions, so a key's partition is its key group and keyed state
- *   moves with partitions; a rebalance or broadcast one has the downstream vertex's parallelism.
+ * - A **stage** is one job vertex (one chain of operators). Its first node names it (its uid).
+ * - An **exchange** is each edge between stages: a Kafka topic the upstream stage writes
+ *   exactly-once and the downstream one reads read_committed. A hash exchange has maxParallelism
+ *   partitions, so a key's partition is its key group and keyed state moves with partitions; a
+ *   rebalance or broadcast one has the downstream vertex's parallelism; a forward one (an operator
+ *   feeding several others, a union, a side output: the edges a chain ends at) has the upstream
+ *   stage's task count, and task N writes partition N, which task N downstream reads: records go
+ *   where they go in one process.
  * - A stage's **task count** is its exchange topics' partition count, or, for a stage that starts
- *   at sources, its source topics' partition count (known when the job starts). It is fixed for
- *   the job's life.
+ *   at sources, its source topics' partition count (known when the job starts; so is a forward
+ *   exchange's from such a stage, {@link resolveForwardExchanges}). It is fixed for the job's life.
  * - The **checkpoint topic** is compacted, keyed by task (task-checkpoint.ts).
  *
  * Topic names are `weir-<cluster>-<what>-h<8 hex>`: readable parts reduced to Kafka's characters,
@@ -40,8 +42,9 @@ export interface Exchange {
   edge: number;
   from: number;
   to: number;
-  partitioning: Exclude<Partitioning, 'forward'>;
+  partitioning: Partitioning;
   topic: string;
+  /** For a forward exchange from a stage that starts at sources: 0 until {@link resolveForwardExchanges}. */
   partitions: number;
 }
 
@@ -67,56 +70,74 @@ export function planStages(cluster: string, graph: JobGraph): StagePlan {
       hint: 'give the job a cluster id such as payments-prod (it names the consumer group and the job’s topics)',
     });
   }
-  // Stages: vertices joined by forward edges (union-find).
-  const parent = graph.vertices.map((vertex) => vertex.id);
-  const find = (id: number): number => {
-    let root = id;
-    while (parent[root] !== root) root = parent[root] as number;
-    parent[id] = root;
-    return root;
-  };
-  for (const edge of graph.edges) if (edge.partitioning === 'forward') parent[find(edge.target)] = find(edge.source);
-  const stageOfRoot = new Map<number, number>();
-  const stages: Stage[] = [];
-  for (const vertex of graph.vertices) {
-    const root = find(vertex.id);
-    let stageId = stageOfRoot.get(root);
-    if (stageId === undefined) {
-      stageId = stages.length;
-      stageOfRoot.set(root, stageId);
-      const head = graph.nodes[vertex.nodeIds[0] as number];
-      stages.push({ id: stageId, uid: head?.uid ?? `stage-${stageId}`, vertices: [], sourceNodes: [], inputs: [], taskCount: undefined });
-    }
-    const stage = stages[stageId] as Stage;
-    stage.vertices.push(vertex.id);
-    if (vertex.isSource) stage.sourceNodes.push(vertex.nodeIds[0] as number);
-  }
-  const stageOf = (vertex: number) => stageOfRoot.get(find(vertex)) as number;
+  // Stages: one per vertex (job-graph.ts chains whatever can run as one chain).
+  const stages: Stage[] = graph.vertices.map((vertex, id) => ({
+    id,
+    uid: graph.nodes[vertex.nodeIds[0] as number]?.uid ?? `stage-${id}`,
+    vertices: [vertex.id],
+    sourceNodes: vertex.isSource ? [vertex.nodeIds[0] as number] : [],
+    inputs: [],
+    taskCount: undefined,
+  }));
 
   const exchanges: Exchange[] = [];
   for (const edge of graph.edges) {
-    if (edge.partitioning === 'forward') continue;
-    const from = stageOf(edge.source);
-    const to = stageOf(edge.target);
     const sourceUid = graph.nodes[graph.vertices[edge.source]?.nodeIds.at(-1) as number]?.uid ?? String(edge.source);
     const targetUid = graph.nodes[graph.vertices[edge.target]?.nodeIds[0] as number]?.uid ?? String(edge.target);
-    if (from === to) {
-      throw unsupported(`the ${edge.partitioning} edge from "${sourceUid}" to "${targetUid}" lies inside one stage (forward edges join both ends)`);
-    }
-    const partitions = edge.partitioning === 'hash' ? graph.maxParallelism : (graph.vertices[edge.target]?.parallelism as number);
+    const partitions =
+      edge.partitioning === 'hash' ? graph.maxParallelism : edge.partitioning === 'forward' ? 0 : (graph.vertices[edge.target]?.parallelism as number);
     const topic = clusterTopicName(cluster, 'x', sourceUid, targetUid, String(edge.inputIndex), edge.outputTag ?? '');
-    (stages[to] as Stage).inputs.push(exchanges.length);
-    exchanges.push({ edge: edge.id, from, to, partitioning: edge.partitioning, topic, partitions });
+    (stages[edge.target] as Stage).inputs.push(exchanges.length);
+    exchanges.push({ edge: edge.id, from: edge.source, to: edge.target, partitioning: edge.partitioning, topic, partitions });
   }
   for (const stage of stages) {
-    const counts = new Set(stage.inputs.map((index) => (exchanges[index] as Exchange).partitions));
-    if (stage.sourceNodes.length > 0 && stage.inputs.length > 0) {
-      throw unsupported(`stage "${stage.uid}" reads both sources and an exchange`);
-    }
-    if (counts.size > 1) throw unsupported(`stage "${stage.uid}" reads exchanges of different partition counts (${[...counts].join(', ')})`);
-    stage.taskCount = counts.size === 1 ? [...counts][0] : undefined;
+    if (stage.sourceNodes.length > 0 && stage.inputs.length > 0) throw unsupported(`stage "${stage.uid}" reads both sources and an exchange`);
+    // Known now unless a forward exchange feeds it (resolveForwardExchanges, at start).
+    const inputs = stage.inputs.map((index) => exchanges[index] as Exchange);
+    const counts = new Set(inputs.map((exchange) => exchange.partitions));
+    if (inputs.length > 0 && inputs.every((exchange) => exchange.partitioning !== 'forward') && counts.size === 1) stage.taskCount = [...counts][0];
   }
   return { stages, exchanges, checkpointTopic: clusterTopicName(cluster, 'checkpoints') };
+}
+
+/**
+ * Every stage's task count, and every forward exchange's partition count (its upstream stage's
+ * task count), in the graph's order, given the task counts of the stages that start at sources
+ * (`sourceCounts`, by stage id). A stage whose exchanges disagree on their partition counts is
+ * refused by name.
+ */
+export function resolveForwardExchanges(plan: StagePlan, sourceCounts: readonly (number | undefined)[]): number[] {
+  const counts: number[] = [];
+  for (const stage of plan.stages) {
+    if (stage.sourceNodes.length > 0) {
+      const count = sourceCounts[stage.id];
+      if (count === undefined) throw new Error(`no task count for source stage ${stage.uid}`);
+      counts[stage.id] = count;
+      stage.taskCount = count;
+      continue;
+    }
+    const inputs = stage.inputs.map((index) => plan.exchanges[index] as Exchange);
+    const fixed = new Set(inputs.filter((exchange) => exchange.partitioning !== 'forward').map((exchange) => exchange.partitions));
+    if (fixed.size > 1) throw unsupported(`stage "${stage.uid}" reads exchanges of different partition counts (${[...fixed].join(', ')})`);
+    const upstream = inputs
+      .filter((exchange) => exchange.partitioning === 'forward')
+      .map((exchange) => {
+        const count = counts[exchange.from];
+        if (count === undefined) throw new Error(`stage ${stage.uid} comes before the stage it reads (${exchange.from})`);
+        return count;
+      });
+    const count = fixed.size === 1 ? ([...fixed][0] as number) : Math.max(...upstream);
+    for (const exchange of inputs) {
+      if (exchange.partitioning !== 'forward') continue;
+      exchange.partitions = count;
+      // Task counts that differ (dead letters of a source joined into a keyed stage's sink): as
+      // a forward edge between different parallelisms in one process, a rebalance.
+      if (counts[exchange.from] !== count) exchange.partitioning = 'rebalance';
+    }
+    stage.taskCount = count;
+    counts[stage.id] = count;
+  }
+  return counts;
 }
 
 function unsupported(what: string): WeirError {

@@ -2,7 +2,7 @@ import assert from 'node:assert/strict';
 import { test } from 'node:test';
 import { connectDeadLetters } from '../../../src/api/connect-dead-letters.ts';
 import { StreamExecutionEnvironment } from '../../../src/api/stream-execution-environment.ts';
-import { clusterTopicName, planStages } from '../../../src/cluster/stage-plan.ts';
+import { clusterTopicName, planStages, resolveForwardExchanges } from '../../../src/cluster/stage-plan.ts';
 import { discardingSink } from '../../../src/connectors/discarding-sink.ts';
 import { kafkaDeserializers } from '../../../src/connectors/kafka/kafka-deserializers.ts';
 import { kafkaSink } from '../../../src/connectors/kafka/kafka-sink.ts';
@@ -48,7 +48,7 @@ test('a keyed job is two stages: the sources and what runs on them, then the key
   assert.notEqual(clusterTopicName('a', 'x', 'b-c'), clusterTopicName('a', 'x-b', 'c'));
 });
 
-test('a rebalance exchange has the downstream parallelism; what cluster mode cannot run yet is refused by name', () => {
+test('a rebalance exchange has the downstream parallelism; forward exchanges take the upstream task count, or rebalance when counts differ', () => {
   const env = new StreamExecutionEnvironment();
   env
     .fromSource(source(), { uid: 'input' })
@@ -70,8 +70,35 @@ test('a rebalance exchange has the downstream parallelism; what cluster mode can
     .map((record) => record.n)
     .sinkTo(sink(), { uid: 'out' });
   connectDeadLetters(joined.graph);
-  assert.throws(
-    () => planStages('c1', buildJobGraph('job', joined.graph, config)),
-    /cluster mode cannot run this job yet: the hash edge from "input" to "sum" lies inside one stage/,
+  const joinedPlan = planStages('c1', buildJobGraph('job', joined.graph, config));
+  // The sink has two inputs, so it is a chain of its own: 16 tasks, as the keyed stage before it; with 12
+  // source partitions, the dead letters' forward edge rebalances over them (as one process does between parallelisms).
+  assert.deepEqual(resolveForwardExchanges(joinedPlan, [12]), [12, 16, 16]);
+  assert.deepEqual(
+    joinedPlan.exchanges.map((exchange) => [exchange.from, exchange.to, exchange.partitioning, exchange.partitions]),
+    [
+      [0, 1, 'hash', 16],
+      [1, 2, 'forward', 16],
+      [0, 2, 'rebalance', 16],
+    ],
+  );
+
+  // A source feeding two branches (one process chains neither into it): a forward exchange into each, task N to task N.
+  const branches = new StreamExecutionEnvironment();
+  const input = branches.fromSource(source(), { uid: 'input' });
+  input.map((record) => record.n, { uid: 'pass' }).sinkTo(sink(), { uid: 'pass-out' });
+  input
+    .keyBy((record) => record.key)
+    .reduce((a, b) => ({ key: a.key, n: a.n + b.n }), { uid: 'sum' })
+    .map((record) => record.n)
+    .sinkTo(sink(), { uid: 'sum-out' });
+  const branchPlan = planStages('c1', buildJobGraph('job', branches.graph, config));
+  assert.deepEqual(resolveForwardExchanges(branchPlan, [12]), [12, 12, 16]);
+  assert.deepEqual(
+    branchPlan.exchanges.map((exchange) => [exchange.from, exchange.to, exchange.partitioning, exchange.partitions]),
+    [
+      [0, 1, 'forward', 12],
+      [0, 2, 'hash', 16],
+    ],
   );
 });
