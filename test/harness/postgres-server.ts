@@ -38,7 +38,13 @@ export interface PostgresTestServer {
   query<R extends Record<string, unknown> = Record<string, unknown>>(sql: string, params?: unknown[]): Promise<R[]>;
   /** SIGKILLs the server (its data stays: `start` brings it back with what was committed and prepared). */
   kill(): Promise<void>;
-  /** Starts the server again on the same port and folder (after `kill`). */
+  /**
+   * Shuts the server down the way `pg_ctl stop -m fast` (SIGINT: sessions ended, open transactions
+   * rolled back, a checkpoint written) or `-m immediate` (SIGQUIT: everything stops at once, the next
+   * start recovers from the WAL) does; its data stays, and `start` brings it back.
+   */
+  shutdown(mode: 'fast' | 'immediate'): Promise<void>;
+  /** Starts the server again on the same port and folder (after `kill` or `shutdown`). */
   start(): Promise<void>;
   /** Stops the server and deletes its folder. */
   stop(): Promise<void>;
@@ -202,6 +208,7 @@ export async function startPostgres(options: PostgresServerOptions = {}): Promis
     connectionStringFor,
     query,
     kill: () => stopServer('SIGKILL'),
+    shutdown: (mode) => stopServer(mode === 'fast' ? 'SIGINT' : 'SIGQUIT'),
     start,
     async stop() {
       await stopServer('SIGINT');

@@ -1,12 +1,14 @@
-import pg from 'pg';
+import type pg from 'pg';
 import { WeirError } from '../../core/errors/weir-error.ts';
 import { processLog } from '../../core/logging/pino-logger.ts';
 import type { OperatorContext } from '../../core/operator/stream-operator.ts';
 import { dataLoss, type RecoveryContext, type TwoPhaseCommitLogic } from '../two-phase-commit-sink.ts';
+import { connectPostgres } from './postgres-connection.ts';
 import { postgresFailure, SQLSTATE, sqlStateOf } from './postgres-errors.ts';
-import { defaultGidPrefix, gidLiteral, parseGid, preparedTransactionGid } from './postgres-gid.ts';
+import { defaultGidPrefix, gidLiteral, parseGid, preparedTransactionGid, sinkSessionName } from './postgres-gid.ts';
 import type { ParsedPostgresSinkOptions, PostgresRow } from './postgres-sink-options.ts';
 import { InsertStatements } from './postgres-statements.ts';
+import { postgresTestDelay } from './postgres-test-delays.ts';
 
 /** A transaction of the sink: open on the writing connection once a row was written. */
 export interface PostgresTransaction {
@@ -19,6 +21,14 @@ export interface PostgresCommittable {
   gid: string;
   /** pg_current_xact_id() of the transaction (xid8 as text: epoch-qualified, never wraps). */
   xid: string;
+  /**
+   * A barrier that came while the previous checkpoint's transaction was still prepared: the rows
+   * of this checkpoint, not yet written (they would wait on that transaction's row locks). Its
+   * transaction is open (its xid taken), and they are written into it and it is prepared once the
+   * previous one has committed, before this one commits. A restore that finds the transaction
+   * never prepared (rolled back with the crashed run) writes these rows again.
+   */
+  carried?: PostgresRow[];
 }
 
 /**
@@ -34,8 +44,13 @@ export interface PostgresCommittable {
  * those locks (an upsert of the same key) would block the loop, so the commit could never run. So
  * no row is sent while a transaction this subtask prepared is not yet committed: rows that arrive
  * meanwhile are held in memory and sent once the commit is done. A barrier that finds rows held
- * behind a transaction still prepared (its checkpoint was aborted, or its completion is late) fails
- * the task: the restart commits what the restored checkpoint holds and rolls back the rest.
+ * behind a transaction still prepared (the barrier overtook the previous checkpoint's completion:
+ * a checkpoint triggered as soon as that one completed, or the final one of a bounded job) opens
+ * its transaction and takes its id, and carries the rows in its committable (the checkpoint's
+ * state); they are written into that transaction and it is prepared as soon as the previous one
+ * has committed (at the latest when its own commit comes: commits go in checkpoint order). A
+ * second barrier while the carried transaction still waits (the previous checkpoint was aborted)
+ * fails the task: the restart commits what the restored checkpoint holds and rolls back the rest.
  *
  * A commit is idempotent: a gid no longer prepared was committed before, unless its transaction
  * id says it was rolled back (then the data is gone: DATA_LOSS, never skipped). After a restore
@@ -53,13 +68,21 @@ export class ExactlyOncePostgresWriter<T, R extends PostgresRow> implements TwoP
   /** The gids this subtask prepared and has not committed yet, and the rows held back behind them. */
   readonly #prepared = new Set<string>();
   #held: PostgresRow[] = [];
+  /** The transaction a barrier opened behind a prepared one (its gid in #prepared), and the rows it carries, not yet written. */
+  #carrying: { gid: string; rows: PostgresRow[] } | undefined;
+  /** Rows a restore found carried by a transaction never prepared, held to be written again (not yet sent). */
+  #carriedAgain = 0;
   #current: PostgresTransaction | undefined;
   /** When the transaction being written began (the `transactionAge` gauge). */
   #openSince: number | undefined;
   /** The statements of the latest batch, still running while the task goes on (handled: awaited by the next write and the barrier). */
   #inFlight: Promise<unknown> | undefined;
 
-  constructor(options: ParsedPostgresSinkOptions<T, R>) {
+  readonly #connectTo: typeof connectPostgres;
+
+  /** `connect`: how a connection is made (a unit test passes a fake). */
+  constructor(options: ParsedPostgresSinkOptions<T, R>, connect: typeof connectPostgres = connectPostgres) {
+    this.#connectTo = connect;
     this.#options = options;
     this.#statements = new InsertStatements(options.table, options.columns, options.mode === 'upsert' ? options.key : undefined, options.batchSize);
   }
@@ -68,26 +91,14 @@ export class ExactlyOncePostgresWriter<T, R extends PostgresRow> implements TwoP
     this.#prefix = this.#options.gidPrefix ?? defaultGidPrefix(context.jobName, context.uid);
     this.#subtaskIndex = context.subtaskIndex;
     this.#where = `postgres sink "${context.uid}" (subtask ${context.subtaskIndex})`;
-    const applicationName = `weir ${this.#prefix}-${context.subtaskIndex}`.slice(0, 63);
-    this.#writer = await this.#connect(applicationName);
-    this.#committer = await this.#connect(`${applicationName.slice(0, 56)} commit`);
+    // The sessions name the prefix: another job's preflight sees it in use (postgres-prefix-in-use.ts).
+    this.#writer = await this.#connect(sinkSessionName(this.#prefix, context.subtaskIndex, 'write'));
+    this.#committer = await this.#connect(sinkSessionName(this.#prefix, context.subtaskIndex, 'commit'));
     context.metrics.gauge(`transactionAge/${context.subtaskIndex}/oldestMs`, () => (this.#openSince === undefined ? 0 : Date.now() - this.#openSince));
   }
 
-  async #connect(applicationName: string): Promise<pg.Client> {
-    const client = new pg.Client({
-      ...(this.#options.connectionString === undefined ? {} : { connectionString: this.#options.connectionString }),
-      application_name: applicationName,
-    });
-    // A connection lost between requests must not crash the process: the next request fails the task.
-    client.on('error', () => {});
-    try {
-      await client.connect();
-    } catch (error) {
-      await client.end().catch(() => {});
-      throw postgresFailure(this.#where, 'connecting to PostgreSQL', error);
-    }
-    return client;
+  #connect(applicationName: string): Promise<pg.Client> {
+    return this.#connectTo(this.#options.connectionString, applicationName, this.#where);
   }
 
   beginTransaction(): PostgresTransaction {
@@ -117,6 +128,7 @@ export class ExactlyOncePostgresWriter<T, R extends PostgresRow> implements TwoP
 
   async #send(transaction: PostgresTransaction, rows: PostgresRow[]): Promise<void> {
     if (rows.length === 0) return;
+    this.#carriedAgain = 0;
     // One batch in flight: the previous one's statements must have succeeded before more are sent.
     await this.#settle('writing rows');
     const writer = this.#writer as pg.Client;
@@ -148,6 +160,7 @@ export class ExactlyOncePostgresWriter<T, R extends PostgresRow> implements TwoP
 
   async preCommit(transaction: PostgresTransaction, checkpointId: number): Promise<PostgresCommittable | null> {
     if (this.#held.length > 0) {
+      if (this.#prepared.size > 0 && this.#carrying === undefined) return this.#carry(checkpointId);
       if (this.#prepared.size > 0) {
         throw new WeirError(
           'TASK_FAILED',
@@ -183,7 +196,48 @@ export class ExactlyOncePostgresWriter<T, R extends PostgresRow> implements TwoP
     }
   }
 
+  /**
+   * The barrier came while a transaction of this subtask is still prepared, rows held behind it:
+   * the checkpoint's transaction begins now and takes its id (no row is written: no lock waited
+   * on), and its committable carries the rows into the checkpoint.
+   */
+  async #carry(checkpointId: number): Promise<PostgresCommittable> {
+    const gid = preparedTransactionGid(this.#prefix, this.#subtaskIndex, checkpointId);
+    let xid: string | undefined;
+    try {
+      const results = (await (this.#writer as pg.Client).query('BEGIN; SELECT pg_current_xact_id()::text AS xid')) as unknown as pg.QueryResult<{
+        xid: string;
+      }>[];
+      xid = results[1]?.rows[0]?.xid;
+      if (xid === undefined) throw new Error('no transaction id returned');
+    } catch (error) {
+      throw postgresFailure(this.#where, `beginning the transaction of ${gid}`, error);
+    }
+    const rows = this.#takeHeld([]);
+    this.#carrying = { gid, rows };
+    this.#prepared.add(gid);
+    return { gid, xid, carried: rows };
+  }
+
+  /** The carried transaction's commit has come (the one it waited behind is committed): its rows are written and it is prepared. */
+  async #prepareCarried(carrying: { gid: string; rows: PostgresRow[] }): Promise<void> {
+    this.#carrying = undefined;
+    await postgresTestDelay('carried-prepare', `PREPARE TRANSACTION ${carrying.gid} (carried)`);
+    const writer = this.#writer as pg.Client;
+    try {
+      const sent: Promise<unknown>[] = [];
+      for (const statement of this.#statements.statements(carrying.rows)) {
+        sent.push(writer.query(statement.name === undefined ? { text: statement.text, values: statement.values } : statement));
+      }
+      sent.push(writer.query(`PREPARE TRANSACTION ${gidLiteral(carrying.gid)}`));
+      await Promise.all(sent);
+    } catch (error) {
+      throw postgresFailure(this.#where, `writing the carried rows of ${carrying.gid} and preparing it`, error);
+    }
+  }
+
   async commit(committable: PostgresCommittable): Promise<void> {
+    if (this.#carrying !== undefined && this.#carrying.gid === committable.gid) await this.#prepareCarried(this.#carrying);
     const committer = this.#committer as pg.Client;
     try {
       await committer.query(`COMMIT PREPARED ${gidLiteral(committable.gid)}`);
@@ -191,11 +245,15 @@ export class ExactlyOncePostgresWriter<T, R extends PostgresRow> implements TwoP
       if (sqlStateOf(error) !== SQLSTATE.undefinedObject) throw postgresFailure(this.#where, `COMMIT PREPARED ${committable.gid}`, error);
       await this.#checkCommitted(committable);
     }
-    this.#prepared.delete(committable.gid);
+    // A gid this run did not prepare is a restored checkpoint's: the recovery commits it.
+    if (!this.#prepared.delete(committable.gid)) await postgresTestDelay('recovery-commit', `COMMIT PREPARED ${committable.gid}`);
   }
 
   /** After the commits up to this checkpoint: the rows held behind them go out, into the transaction being written. */
   async notifyCheckpointComplete(): Promise<void> {
+    // The carried transaction is the only one left: what it waited behind committed, its rows go in now.
+    const carrying = this.#carrying;
+    if (carrying !== undefined && this.#prepared.size === 1) await this.#prepareCarried(carrying);
     if (this.#prepared.size === 0 && this.#held.length > 0 && this.#current !== undefined) await this.#send(this.#current, this.#takeHeld([]));
   }
 
@@ -210,6 +268,17 @@ export class ExactlyOncePostgresWriter<T, R extends PostgresRow> implements TwoP
       throw postgresFailure(this.#where, `checking whether transaction ${committable.xid} (${committable.gid}) committed`, error);
     }
     if (status === 'committed') return;
+    if (status === 'aborted' && committable.carried !== undefined) {
+      // A carried transaction the crashed run never prepared: its rows are only in the checkpoint.
+      // They go into this run's first transaction (no later committable of this subtask can be
+      // restored behind it: a second barrier behind it fails the task).
+      for (const row of committable.carried) this.#held.push(row);
+      this.#carriedAgain += committable.carried.length;
+      processLog().info(
+        `${this.#where}: transaction ${committable.gid} was never prepared (its run ended first): its ${committable.carried.length} rows, kept in the checkpoint, are written again`,
+      );
+      return;
+    }
     if (status === 'aborted') {
       throw dataLoss(
         `${this.#where}: prepared transaction ${committable.gid} (transaction ${committable.xid}) was rolled back before its checkpoint's commit: its rows are lost`,
@@ -261,6 +330,7 @@ export class ExactlyOncePostgresWriter<T, R extends PostgresRow> implements TwoP
       try {
         await committer.query(`ROLLBACK PREPARED ${gidLiteral(gid)}`);
         aborted++;
+        await postgresTestDelay('recovery-rollback', `ROLLBACK PREPARED ${gid}`);
       } catch (error) {
         if (sqlStateOf(error) === SQLSTATE.undefinedObject) continue; // ended meanwhile by another subtask's recovery
         throw postgresFailure(this.#where, `ROLLBACK PREPARED ${gid}`, error);
@@ -271,6 +341,15 @@ export class ExactlyOncePostgresWriter<T, R extends PostgresRow> implements TwoP
   }
 
   async close(): Promise<void> {
+    // A carried transaction still open is rolled back with its connection: a restore writes its rows again.
+    this.#carrying = undefined;
+    if (this.#carriedAgain > 0) {
+      // The job's end (or a run that ended before writing anything): the rows stay in the checkpoint.
+      processLog().warn(
+        `${this.#where}: ${this.#carriedAgain} rows of the latest completed checkpoint, carried by a transaction its run never prepared, were not written: the job ended first; a start from that checkpoint writes them`,
+      );
+      this.#carriedAgain = 0;
+    }
     const clients = [this.#writer, this.#committer];
     this.#writer = undefined;
     this.#committer = undefined;

@@ -73,3 +73,37 @@ export function gidLiteral(gid: string): string {
   // The prefix pattern leaves nothing to quote; doubled quotes keep any text a literal regardless.
   return `'${gid.replaceAll("'", "''")}'`;
 }
+
+/** Prefixes up to this long are shown whole in a session's name; longer ones are cut and hashed (application_name holds 63 bytes). */
+const SESSION_PREFIX_LENGTH = 45;
+
+/**
+ * The tag of a prefix in the sink's session names: the prefix itself up to 45 characters, else its
+ * first 36 and `~` and a hash of the whole (a `~` is never in a prefix, so a cut one never equals a
+ * short one).
+ */
+function sessionTag(prefix: string): string {
+  if (prefix.length <= SESSION_PREFIX_LENGTH) return prefix;
+  return `${prefix.slice(0, 36)}~${createHash('sha256').update(prefix).digest('hex').slice(0, 8)}`;
+}
+
+/**
+ * The `application_name` of a subtask's connection: `weir <prefix>-<subtask>` for the writing one,
+ * `weir <prefix>-<subtask> commit` for the committing one (the prefix as {@link sessionTag} shows it).
+ * A live job's sessions name its prefix in pg_stat_activity, so the preflight of another job with
+ * the same prefix sees it is in use.
+ */
+export function sinkSessionName(prefix: string, subtask: number, role: 'write' | 'commit'): string {
+  return `weir ${sessionTag(prefix)}-${subtask}${role === 'commit' ? ' commit' : ''}`;
+}
+
+/** What every session name of this prefix starts with (a LIKE-free match: `left(application_name, n) = start`). */
+export function sinkSessionNameStart(prefix: string): string {
+  return `weir ${sessionTag(prefix)}-`;
+}
+
+/** Whether an application_name is one of this prefix's sessions (not of a prefix that merely starts with it). */
+export function isSinkSessionOf(prefix: string, applicationName: string): boolean {
+  const start = sinkSessionNameStart(prefix);
+  return applicationName.startsWith(start) && /^\d+( commit)?$/.test(applicationName.slice(start.length));
+}

@@ -1,6 +1,8 @@
 import pg from 'pg';
 import type { PreflightContext, PreflightFinding } from '../../core/connector/preflight.ts';
 import { describePostgresError } from './postgres-errors.ts';
+import { defaultGidPrefix } from './postgres-gid.ts';
+import { type PrefixUse, prefixInUseFindings, readPrefixUse } from './postgres-prefix-in-use.ts';
 import type { ParsedPostgresSinkOptions, PostgresRow } from './postgres-sink-options.ts';
 import { quoteTable, tableParts } from './postgres-statements.ts';
 
@@ -23,10 +25,17 @@ export interface PostgresFacts {
         rights: { column: string; insert: boolean; update: boolean; select: boolean }[];
       }
     | undefined;
+  /** Who uses the sink's gid prefix (read when the sink is exactly-once). */
+  prefixUse?: PrefixUse & { prefix: string };
 }
 
 /** Reads {@link PostgresFacts} over one connection. */
-export async function readPostgresFacts(connectionString: string | undefined, table: string, columns: readonly string[]): Promise<PostgresFacts> {
+export async function readPostgresFacts(
+  connectionString: string | undefined,
+  table: string,
+  columns: readonly string[],
+  gids?: { prefix: string; predecessorGone: string | undefined },
+): Promise<PostgresFacts> {
   const client = new pg.Client(connectionString === undefined ? {} : { connectionString });
   client.on('error', () => {});
   await client.connect();
@@ -42,6 +51,7 @@ export async function readPostgresFacts(connectionString: string | undefined, ta
       role: row.role,
       table: undefined,
     };
+    if (gids !== undefined) facts.prefixUse = { prefix: gids.prefix, ...(await readPrefixUse(client, gids.prefix, gids.predecessorGone)) };
     const found = await client.query<{ oid: number | null }>('SELECT to_regclass($1)::oid AS oid', [quoteTable(table)]);
     const oid = found.rows[0]?.oid ?? null;
     if (oid === null) return facts;
@@ -80,6 +90,32 @@ export function postgresFindings<T, R extends PostgresRow>(
 ): PreflightFinding[] {
   const findings: PreflightFinding[] = [];
   const error = (message: string, hint: string) => findings.push({ level: 'error', where, message: `${where}: ${message}`, hint });
+  if (options.deliveryGuarantee === 'at-least-once') {
+    // Plain transactions committed at the barrier: no prepared transactions, no gids, no locks held across a barrier.
+    if (options.mode === 'append') {
+      findings.push({
+        level: 'warning',
+        where,
+        message: `${where} is at-least-once in mode 'append': after a failure the rows written since the latest completed checkpoint are inserted again, so table "${options.table}" can hold duplicates`,
+        hint: "use mode 'upsert' with a key (at-least-once upserts end exact), or deliveryGuarantee 'exactly-once' (needs max_prepared_transactions > 0)",
+      });
+    }
+  } else {
+    exactlyOnceFindings(where, options, facts, context, error, findings);
+  }
+  tableFindings(options, facts, error);
+  return findings;
+}
+
+/** What exactly-once needs of the server: version, prepared transactions, one checkpoint at a time, a gid prefix of its own. */
+function exactlyOnceFindings<T, R extends PostgresRow>(
+  where: string,
+  options: ParsedPostgresSinkOptions<T, R>,
+  facts: PostgresFacts,
+  context: Pick<PreflightContext, 'config'>,
+  error: (message: string, hint: string) => void,
+  findings: PreflightFinding[],
+): void {
   if (facts.serverVersionNum < MIN_SERVER_VERSION_NUM) {
     error(
       `the server is PostgreSQL ${Math.floor(facts.serverVersionNum / 10_000)}; the sink needs 13 or later (pg_current_xact_id and pg_xact_status tell a committed prepared transaction from a lost one)`,
@@ -109,13 +145,29 @@ export function postgresFindings<T, R extends PostgresRow>(
       'set checkpointing.maxConcurrent to 1 (the default) for a job with a postgres sink',
     );
   }
+  if (facts.prefixUse !== undefined) {
+    const { prefix } = facts.prefixUse;
+    const setting =
+      options.gidPrefix === undefined
+        ? `set the sink's gidPrefix (its default, weir-<job name>-<sink uid>, is "${prefix}")`
+        : `change the sink's gidPrefix (set to "${prefix}")`;
+    findings.push(...prefixInUseFindings(where, prefix, { database: facts.database, role: facts.role }, facts.prefixUse, setting));
+  }
+}
+
+/** The table, its columns, the upsert's key and the role's rights. */
+function tableFindings<T, R extends PostgresRow>(
+  options: ParsedPostgresSinkOptions<T, R>,
+  facts: PostgresFacts,
+  error: (message: string, hint: string) => void,
+): void {
   const { schema } = tableParts(options.table);
   if (facts.table === undefined) {
     error(
       `table "${options.table}" does not exist in database "${facts.database}"${schema === undefined ? ` (on role "${facts.role}"'s search_path)` : ''}`,
       `create it first (Weir does not create tables), or fix the sink's table option: names are exact, so a table created as Totals without quotes is "totals"`,
     );
-    return findings;
+    return;
   }
   const missing = options.columns.filter((column) => !facts.table?.columns.includes(column));
   if (missing.length > 0) {
@@ -154,7 +206,6 @@ export function postgresFindings<T, R extends PostgresRow>(
       `GRANT ${privileges.join(', ')} ON ${quoteTable(options.table)} TO ${JSON.stringify(facts.role)}, or connect as a role that has them`,
     );
   }
-  return findings;
 }
 
 /** The sink's preflight: the facts read, or one finding saying the database cannot be reached. */
@@ -165,7 +216,11 @@ export async function postgresPreflight<T, R extends PostgresRow>(
   const where = `postgres sink "${context.uid}"`;
   let facts: PostgresFacts;
   try {
-    facts = await readPostgresFacts(options.connectionString, options.table, options.columns);
+    const gids =
+      options.deliveryGuarantee === 'exactly-once'
+        ? { prefix: options.gidPrefix ?? defaultGidPrefix(context.jobName, context.uid), predecessorGone: context.predecessorGone }
+        : undefined;
+    facts = await readPostgresFacts(options.connectionString, options.table, options.columns, gids);
   } catch (error) {
     return [
       {

@@ -30,8 +30,15 @@ export interface PostgresSinkOptions<T, R extends PostgresRow = PostgresRow> {
   key?: readonly (keyof R & string)[];
   /** Rows per INSERT statement (fewer when the columns would pass PostgreSQL's 65535 parameters). Default 500. */
   batchSize?: number;
-  /** Only `'exactly-once'` (prepared transactions, committed with the checkpoint) for now. */
-  deliveryGuarantee?: 'exactly-once';
+  /**
+   * `'exactly-once'` (default): one prepared transaction per subtask per checkpoint, committed when
+   * the checkpoint completes; the server must allow prepared transactions
+   * (`max_prepared_transactions` > 0). `'at-least-once'`: plain transactions committed at each
+   * barrier, for servers without prepared transactions; after a failure the rows since the last
+   * completed checkpoint are written again: exact in its final state in mode `'upsert'`, duplicates
+   * possible in mode `'append'`.
+   */
+  deliveryGuarantee?: 'exactly-once' | 'at-least-once';
   /**
    * The prefix of the prepared transactions' gids, `<prefix>-<subtask>-<checkpoint id>`. It must
    * stay the same across restarts and upgrades of the job (a restart rolls back the lingering
@@ -108,11 +115,12 @@ export const postgresSinkOptionsSchema = z
       .default(DEFAULT_POSTGRES_BATCH_SIZE)
       .meta({ description: 'Rows per INSERT statement.', hint: 'give a whole number such as 500' } satisfies OptionMeta),
     deliveryGuarantee: z
-      .literal('exactly-once')
+      .enum(['exactly-once', 'at-least-once'])
       .default('exactly-once')
       .meta({
-        description: "`'exactly-once'`: one prepared transaction per subtask per checkpoint, committed when the checkpoint completes.",
-        hint: "use 'exactly-once' (it needs max_prepared_transactions > 0 on the server)",
+        description:
+          "`'exactly-once'`: one prepared transaction per subtask per checkpoint, committed when the checkpoint completes (needs max_prepared_transactions > 0). `'at-least-once'`: plain transactions committed at each barrier; after a failure rows are written again (exact in its final state with mode 'upsert').",
+        hint: "use 'exactly-once' (it needs max_prepared_transactions > 0 on the server) or 'at-least-once' (with mode 'upsert' for an exact final state)",
       } satisfies OptionMeta),
     gidPrefix: z
       .string()
@@ -137,6 +145,14 @@ export const postgresSinkOptionsSchema = z
         params: { hint: "give key: ['key'], the columns of the table's primary key" },
       });
     }
+    if (options.deliveryGuarantee === 'at-least-once' && options.gidPrefix !== undefined) {
+      context.addIssue({
+        code: 'custom',
+        path: ['gidPrefix'],
+        message: "is for deliveryGuarantee 'exactly-once' only (at-least-once prepares no transactions)",
+        params: { hint: "remove gidPrefix, or use deliveryGuarantee: 'exactly-once'" },
+      });
+    }
     if (options.mode === 'append' && options.key !== undefined) {
       context.addIssue({ code: 'custom', path: ['key'], message: "is for mode 'upsert' only", params: { hint: "remove key, or use mode: 'upsert'" } });
     }
@@ -157,7 +173,7 @@ export type ParsedPostgresSinkOptions<T, R extends PostgresRow> = Omit<PostgresS
   columns: readonly string[];
   key: readonly string[] | undefined;
   batchSize: number;
-  deliveryGuarantee: 'exactly-once';
+  deliveryGuarantee: 'exactly-once' | 'at-least-once';
 };
 
 /** Validates postgresSink's options: one clear INVALID_SINK error naming each bad setting and its fix. */

@@ -86,6 +86,22 @@ describe('postgresSink: exactly-once into a real PostgreSQL', () => {
     assert.deepEqual(await prepared(), [], 'nothing stays prepared after the job finished');
   });
 
+  test("barriers that overtake the previous checkpoint's completion (checkpoints slower than their interval; the final one triggered while one is still completing): their rows are carried in the checkpoint and written once that one committed; no failure, tables exact", async () => {
+    const folder = await freshTables();
+    const count = 4_000;
+    // Every checkpoint's metadata write is held 300 ms (interval 100 ms): each next checkpoint is
+    // triggered the moment one completes, its barrier racing that completion to the sinks, and the
+    // input ends while one is completing, so the final checkpoint's barrier reaches the sinks before
+    // that one's completion does. Before the carried transactions, the sink failed the task there.
+    const env = { PGS_URL: server.connectionString, PGS_COUNT: String(count), PGS_RATE: '4000', WEIR_TEST_STORAGE_DELAY: 'metadata:>=1:300' };
+    const run = startJobProcess(jobModule, configFor(folder, { type: 'none' }), env);
+    const exit = await run.exit;
+    assert.equal(exit.code, 0, run.stderr);
+    assert.match(run.stdout, /finished after 0 restarts/);
+    assert.deepEqual(await auditPostgresKeyedSum(server, count), { rows: count, duplicates: 0, missing: 0, wrongSums: 0, wrongTotals: [] });
+    assert.deepEqual(await prepared(), [], 'nothing stays prepared after the job finished');
+  });
+
   test('a job that fails for good right after a checkpoint completed: its end commits what that checkpoint holds and rolls back the rest; nothing stays prepared', async () => {
     const folder = await freshTables();
     const env = { PGS_URL: server.connectionString, PGS_COUNT: '200000', PGS_RATE: '20000', WEIR_FAULT: 'after-checkpoint-metadata:5:fail' };

@@ -1,6 +1,14 @@
 import assert from 'node:assert/strict';
 import { test } from 'node:test';
-import { defaultGidPrefix, GID_PREFIX_PATTERN, MAX_GID_LENGTH, parseGid, preparedTransactionGid } from '../../../../src/connectors/postgres/postgres-gid.ts';
+import {
+  defaultGidPrefix,
+  GID_PREFIX_PATTERN,
+  isSinkSessionOf,
+  MAX_GID_LENGTH,
+  parseGid,
+  preparedTransactionGid,
+  sinkSessionName,
+} from '../../../../src/connectors/postgres/postgres-gid.ts';
 
 test('a gid names the job, the sink uid, the subtask and the checkpoint, and parses back one way', () => {
   const prefix = defaultGidPrefix('orders', 'totals-sink');
@@ -43,3 +51,22 @@ test("long names are cut and hashed: the gid stays within PostgreSQL's 199 bytes
   assert.ok(Buffer.byteLength(gid) <= MAX_GID_LENGTH, `${gid.length} bytes`);
   assert.deepEqual(parseGid(prefix, gid), { subtask: 32767, checkpointId: Number.MAX_SAFE_INTEGER });
 });
+
+test("a subtask's session names carry its prefix (cut and hashed when long), and only that prefix's sessions match", () => {
+  assert.equal(sinkSessionName('weir-orders-totals', 3, 'write'), 'weir weir-orders-totals-3');
+  assert.equal(sinkSessionName('weir-orders-totals', 3, 'commit'), 'weir weir-orders-totals-3 commit');
+  assert.ok(isSinkSessionOf('weir-orders-totals', 'weir weir-orders-totals-3'));
+  assert.ok(isSinkSessionOf('weir-orders-totals', 'weir weir-orders-totals-3 commit'));
+  assert.ok(!isSinkSessionOf('weir-orders', 'weir weir-orders-totals-3'), 'a longer prefix is another sink');
+  assert.ok(!isSinkSessionOf('weir-orders-totals', 'weir weir-orders-totals-x-3'));
+  const long = `weir-${'j'.repeat(60)}-${'u'.repeat(60)}-h0123456789ab`;
+  for (const role of ['write', 'commit'] as const) {
+    const name = sinkSessionName(long, 32_767, role);
+    assert.ok(Buffer.byteLength(name) <= 63, `${name} fits application_name`);
+    assert.ok(isSinkSessionOf(long, name));
+    assert.ok(!isSinkSessionOf(`${long}x`, name), 'two long prefixes with the same start are told apart');
+  }
+  assert.ok(name(`${'a'.repeat(45)}`).includes('a'.repeat(45)), 'a prefix of 45 characters is shown whole');
+});
+
+const name = (prefix: string) => sinkSessionName(prefix, 0, 'write');

@@ -1,0 +1,129 @@
+/**
+ * The PostgreSQL sink's recovery killed half way (issue 36 point 6), against a real PostgreSQL: a
+ * first run of the keyed-sum job is SIGKILLed so that prepared transactions are left (those of a
+ * completed checkpoint, for the restore to commit, or of a checkpoint that never completed, for it
+ * to roll back); the second run is SIGKILLed right after its recovery's first COMMIT PREPARED or
+ * ROLLBACK PREPARED (held there by WEIR_TEST_POSTGRES_DELAY); the third run recovers again (a
+ * repeat commit of a transaction already committed is recognized by its transaction id) and
+ * finishes. And a transaction carried past its barrier (the barrier overtook the previous
+ * checkpoint's completion) killed before it was prepared, its checkpoint complete: the restore
+ * writes the rows the checkpoint carries again. The tables, read back: every input exactly once,
+ * upserts at their last values, nothing prepared.
+ */
+import assert from 'node:assert/strict';
+import { mkdtemp, rm } from 'node:fs/promises';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import { after, before, describe, test } from 'node:test';
+import { POSTGRES_KEYED_SUM_TABLES } from '../../fixtures/jobs/postgres-keyed-sum-job.ts';
+import { startJobProcess, waitFor } from '../../harness/job-process.ts';
+import { auditPostgresKeyedSum } from '../../harness/postgres-keyed-sum-audit.ts';
+import { type PostgresTestServer, startPostgres } from '../../harness/postgres-server.ts';
+
+const jobModule = join(import.meta.dirname, '..', '..', 'fixtures', 'jobs', 'postgres-keyed-sum-job.ts');
+
+describe('postgresSink: SIGKILL of the job during its recovery', () => {
+  let server: PostgresTestServer;
+  const folders: string[] = [];
+  before(async () => {
+    server = await startPostgres({ maxPreparedTransactions: 20 });
+  });
+  after(async () => {
+    await server?.stop();
+    for (const folder of folders) await rm(folder, { recursive: true, force: true });
+  });
+  const freshTables = async () => {
+    for (const { gid } of await server.query<{ gid: string }>('SELECT gid FROM pg_prepared_xacts')) await server.query(`ROLLBACK PREPARED '${gid}'`);
+    await server.query('DROP TABLE IF EXISTS sum_events, sum_totals');
+    for (const statement of POSTGRES_KEYED_SUM_TABLES) await server.query(statement);
+    const folder = await mkdtemp(join(tmpdir(), 'weir-pg-rk-'));
+    folders.push(folder);
+    return folder;
+  };
+  const prepared = async () => (await server.query<{ gid: string }>('SELECT gid FROM pg_prepared_xacts ORDER BY gid')).map((row) => row.gid);
+
+  const cases = [
+    {
+      name: 'killed between "checkpoint complete" and COMMIT PREPARED, then killed again right after the recovery committed one of them',
+      fault: 'after-checkpoint-metadata:>=4',
+      step: 'recovery-commit',
+      held: /holding after COMMIT PREPARED (\S+)/,
+    },
+    {
+      name: 'killed once every task prepared a checkpoint that never completed, then killed again right after the recovery rolled one of them back',
+      fault: 'checkpoint-acknowledged:>=4',
+      step: 'recovery-rollback',
+      held: /holding after ROLLBACK PREPARED (\S+)/,
+    },
+  ];
+  test('a carried transaction its run never prepared (SIGKILL once its checkpoint completed, while it still waited for the previous commit): the restore writes its rows again; tables exact', async () => {
+    const folder = await freshTables();
+    const count = 4_000;
+    const env = { PGS_URL: server.connectionString, PGS_COUNT: String(count), PGS_RATE: '4000' };
+    const config = {
+      parallelism: 2,
+      workers: 2,
+      checkpointing: { interval: '100ms', mode: 'exactly-once', storage: join(folder, 'checkpoints') },
+      restartStrategy: { type: 'none' },
+    };
+    // Checkpoints slower than their interval: barriers overtake completions, so transactions are
+    // carried; the first carried one is held before its rows go in, until the kill.
+    const first = startJobProcess(jobModule, config, {
+      ...env,
+      WEIR_TEST_STORAGE_DELAY: 'metadata:>=1:300',
+      WEIR_TEST_POSTGRES_DELAY: 'carried-prepare:20000',
+    });
+    const holding = /holding before PREPARE TRANSACTION (\S+-(\d+)) \(carried\)/;
+    await waitFor('a carried transaction held before its PREPARE', () => holding.test(first.stderr), 30_000);
+    const [, gid, checkpoint] = holding.exec(first.stderr) as RegExpExecArray;
+    await waitFor(`checkpoint ${checkpoint} completed`, () => first.stdout.includes(`checkpoint ${checkpoint}\n`), 30_000);
+    first.child.kill('SIGKILL');
+    assert.equal((await first.exit).signal, 'SIGKILL');
+    assert.ok(!(await prepared()).includes(gid as string), `${gid} was never prepared`);
+
+    const last = startJobProcess(jobModule, config, env);
+    const exit = await last.exit;
+    assert.equal(exit.code, 0, last.stderr);
+    assert.match(last.stderr, new RegExp(`starting job "postgres-keyed-sum" from checkpoint ${checkpoint}`));
+    assert.match(
+      last.stderr,
+      new RegExp(`transaction ${gid} was never prepared \\(its run ended first\\): its \\d+ rows, kept in the checkpoint, are written again`),
+    );
+    assert.deepEqual(await auditPostgresKeyedSum(server, count), { rows: count, duplicates: 0, missing: 0, wrongSums: 0, wrongTotals: [] });
+    assert.deepEqual(await prepared(), [], 'nothing stays prepared after the job finished');
+  });
+
+  for (const { name, fault, step, held } of cases) {
+    test(`${name}: the next run recovers again and finishes; tables exact, nothing prepared`, async () => {
+      const folder = await freshTables();
+      const count = 20_000;
+      const env = { PGS_URL: server.connectionString, PGS_COUNT: String(count), PGS_RATE: '10000' };
+      const config = {
+        parallelism: 2,
+        workers: 2,
+        checkpointing: { interval: '100ms', mode: 'exactly-once', storage: join(folder, 'checkpoints') },
+        restartStrategy: { type: 'fixed-delay', attempts: 3, delay: 100 },
+      };
+
+      const first = startJobProcess(jobModule, config, { ...env, WEIR_FAULT: fault });
+      assert.equal((await first.exit).signal, 'SIGKILL', first.stderr);
+      const left = await prepared();
+      assert.ok(left.length >= 2, `prepared transactions left by the first run: ${left.join(', ')}`);
+
+      const second = startJobProcess(jobModule, config, { ...env, WEIR_TEST_POSTGRES_DELAY: `${step}:10000` });
+      await waitFor(`the second run's recovery held after ${step}`, () => held.test(second.stderr), 30_000);
+      second.child.kill('SIGKILL');
+      assert.equal((await second.exit).signal, 'SIGKILL');
+      const ended = held.exec(second.stderr)?.[1];
+      assert.ok(ended !== undefined && left.includes(ended), `${ended} was one of ${left.join(', ')}`);
+      assert.ok(!(await prepared()).includes(ended), `${ended} was ended before the kill`);
+
+      const last = startJobProcess(jobModule, config, env);
+      const exit = await last.exit;
+      assert.equal(exit.code, 0, last.stderr);
+      assert.match(last.stderr, /starting job "postgres-keyed-sum" from checkpoint \d+/);
+      assert.deepEqual(await auditPostgresKeyedSum(server, count), { rows: count, duplicates: 0, missing: 0, wrongSums: 0, wrongTotals: [] });
+      assert.deepEqual(await prepared(), [], 'nothing stays prepared after the job finished');
+    });
+  }
+});
