@@ -15,6 +15,8 @@ import { type ChildProcess, execFile, spawn } from 'node:child_process';
 import { createHash } from 'node:crypto';
 import { existsSync } from 'node:fs';
 import { readFile, writeFile } from 'node:fs/promises';
+import http from 'node:http';
+import https from 'node:https';
 import { join } from 'node:path';
 import { setTimeout as sleep } from 'node:timers/promises';
 import { promisify } from 'node:util';
@@ -64,17 +66,37 @@ export interface SchemaRegistryServer {
   stop(): Promise<void>;
 }
 
-/** Starts the registry and waits until its Confluent API answers; fails (never skips) when it cannot. */
-export async function startSchemaRegistry(options: { startTimeoutMs?: number } = {}): Promise<SchemaRegistryServer> {
+/** PEM files for a registry that serves https only (Quarkus' quarkus.http.ssl.certificate.*): its certificate and key, and the CA that signed it (for the readiness check and `request`). */
+export interface SchemaRegistryTls {
+  certFile: string;
+  keyFile: string;
+  caFile: string;
+}
+
+/** Starts the registry and waits until its Confluent API answers; fails (never skips) when it cannot. With `tls`, it serves https only. */
+export async function startSchemaRegistry(options: { startTimeoutMs?: number; tls?: SchemaRegistryTls } = {}): Promise<SchemaRegistryServer> {
   const jar = await ensureSchemaRegistryBuilt();
   const port = await freePort();
-  const url = `http://127.0.0.1:${port}/apis/ccompat/v7`;
+  const tls = options.tls;
+  const sslPort = tls === undefined ? undefined : await freePort();
+  const url = tls === undefined ? `http://127.0.0.1:${port}/apis/ccompat/v7` : `https://127.0.0.1:${sslPort}/apis/ccompat/v7`;
+  const ca = tls === undefined ? undefined : await readFile(tls.caFile, 'utf8');
+  const tlsArgs =
+    tls === undefined
+      ? []
+      : [
+          `-Dquarkus.http.ssl-port=${sslPort}`,
+          `-Dquarkus.http.ssl.certificate.files=${tls.certFile}`,
+          `-Dquarkus.http.ssl.certificate.key-files=${tls.keyFile}`,
+          '-Dquarkus.http.insecure-requests=disabled',
+        ];
   const child = spawn(
     'java',
     [
       '-Xmx256m',
       '-XX:TieredStopAtLevel=1',
       `-Dquarkus.http.port=${port}`,
+      ...tlsArgs,
       '-Dquarkus.http.host=127.0.0.1',
       '-Dquarkus.log.level=WARN',
       '-Dquarkus.log.category."io.apicurio".level=WARN',
@@ -95,7 +117,7 @@ export async function startSchemaRegistry(options: { startTimeoutMs?: number } =
     if (child.exitCode !== null) throw new Error(`Apicurio Registry exited with ${child.exitCode} before it answered:\n${output}`);
     const failed = await Promise.race([spawnError, sleep(0).then(() => undefined)]);
     if (failed !== undefined) throw new Error(`could not start java for Apicurio Registry: ${failed.message} (install a JRE 17+)`);
-    const status = await fetch(`${url}/subjects`).then(
+    const status = await send(url, ca, 'GET', '/subjects').then(
       (response) => response.status,
       () => 0,
     );
@@ -110,16 +132,31 @@ export async function startSchemaRegistry(options: { startTimeoutMs?: number } =
     url,
     pid: child.pid as number,
     async request<T>(method: string, path: string, body?: unknown) {
-      const response = await fetch(`${url}${path}`, {
-        method,
-        headers: { 'content-type': 'application/vnd.schemaregistry.v1+json' },
-        body: body === undefined ? undefined : JSON.stringify(body),
-      });
-      const text = await response.text();
-      return { status: response.status, body: (text === '' ? undefined : JSON.parse(text)) as T };
+      const response = await send(url, ca, method, path, body);
+      return { status: response.status, body: (response.text === '' ? undefined : JSON.parse(response.text)) as T };
     },
     stop: () => stopChild(child),
   };
+}
+
+/** One request to the registry's API (over https trusting `ca` when given). */
+function send(url: string, ca: string | undefined, method: string, path: string, body?: unknown): Promise<{ status: number; text: string }> {
+  const text = body === undefined ? undefined : JSON.stringify(body);
+  return new Promise((resolve, reject) => {
+    const target = new URL(`${url}${path}`);
+    const call = (target.protocol === 'https:' ? https : http).request(
+      target,
+      { method, headers: { 'content-type': 'application/vnd.schemaregistry.v1+json' }, ...(ca === undefined ? {} : { ca }) },
+      (response) => {
+        const chunks: Buffer[] = [];
+        response.on('data', (chunk: Buffer) => chunks.push(chunk));
+        response.on('end', () => resolve({ status: response.statusCode ?? 0, text: Buffer.concat(chunks).toString('utf8') }));
+        response.on('error', reject);
+      },
+    );
+    call.on('error', reject);
+    call.end(text);
+  });
 }
 
 async function stopChild(child: ChildProcess): Promise<void> {

@@ -15,6 +15,8 @@ export interface FetchedQueue {
   end: bigint | null;
   /** The batch being emitted, decoded. */
   records: TopicRecord[];
+  /** The decoded batch the deserializer has prepared for (its `prepare`, when it has one). */
+  prepared?: TopicRecord[];
   next: number;
   nextOffset: bigint;
 }

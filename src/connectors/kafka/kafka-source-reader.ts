@@ -40,6 +40,8 @@ export class KafkaSourceReader<T> implements SourceReader<T, KafkaSplit> {
   #failingSince: number | undefined;
   /** Records fetched but not emitted yet, by split, with the offset to go on from once they are. */
   readonly #queues = new Map<KafkaSplit, FetchedQueue>();
+  /** The deserializer's preparation of a batch (schemas fetched), awaited before the next emission. */
+  #preparing: Promise<void> | undefined;
   /** Per split: the end a reader of its isolation sees (last stable offset, or high watermark), and the timestamp of the last record emitted. */
   readonly #lag = new Map<string, { end: bigint; lastTimestamp: number; split: KafkaSplit }>();
   /** Fetches so far: which partition goes first in the next one. */
@@ -115,11 +117,17 @@ export class KafkaSourceReader<T> implements SourceReader<T, KafkaSplit> {
     if (this.#discoveryMs > 0 && Date.now() >= this.#nextDiscovery) await this.#discoverPartitions();
     const live = this.#splits.filter((split) => split.end === null || (split.offset as bigint) < (split.end as bigint));
     if (live.length === 0) return this.#options.bounded ? null : [];
+    if (this.#preparing !== undefined) {
+      const preparing = this.#preparing;
+      this.#preparing = undefined;
+      await preparing; // a failure (the registry down) fails the task, which restarts from its checkpoint: no record is taken for bad
+    }
     if (this.#queues.size === 0) await this.#fetch(live);
     // Emit at most `max` records, round-robin over the partitions' fetched records. A split's offset
     // moves with every record emitted, so a snapshot always names the next record not yet emitted.
     const out: T[] = [];
     const deserialize = this.#options.deserializer;
+    const prepare = (deserialize as Partial<PreparingDeserializer>).prepare;
     for (let progressed = true; progressed && out.length < max; ) {
       progressed = false;
       for (const split of live) {
@@ -129,6 +137,15 @@ export class KafkaSourceReader<T> implements SourceReader<T, KafkaSplit> {
           split.offset = queue.nextOffset; // past the markers and aborted batches of that fetch too
           this.#queues.delete(split);
           continue;
+        }
+        if (prepare !== undefined && queue.prepared !== queue.records) {
+          // Before a batch's first record: the deserializer gets what it needs for the whole batch (a registry's schemas).
+          queue.prepared = queue.records;
+          const preparing = prepare.call(deserialize, queue.records);
+          if (preparing !== undefined) {
+            this.#preparing = preparing;
+            return out;
+          }
         }
         const take = Math.min(queue.records.length - queue.next, Math.max(1, Math.floor((max - out.length) / live.length)));
         const splitId = splitIds === undefined ? '' : `${split.topic}:${split.partition}`;
@@ -360,4 +377,13 @@ export class KafkaSourceReader<T> implements SourceReader<T, KafkaSplit> {
     await sleep(200);
     await this.#refreshMetadata().catch(() => {});
   }
+}
+
+/**
+ * A deserializer that needs something before it can decode a batch (a Schema Registry format: the
+ * schemas of ids it has not seen): `prepare(records)` answers undefined when it has everything, else
+ * a promise the reader awaits before it emits the batch's first record.
+ */
+export interface PreparingDeserializer {
+  prepare(records: readonly TopicRecord[]): Promise<void> | undefined;
 }
