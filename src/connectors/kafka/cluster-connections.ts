@@ -4,7 +4,7 @@ import { WeirError } from '../../core/errors/weir-error.ts';
 import { processLog } from '../../core/logging/pino-logger.ts';
 import { BrokerOutage } from './broker-outage.ts';
 import { type BrokerAddress, formatBootstrap } from './kafka-connection-options.ts';
-import { hasKafkaError } from './kafka-error-ids.ts';
+import { hasKafkaError, kafkaErrorIds } from './kafka-error-ids.ts';
 import { ConnectionPool, metadataV12 } from './kafka-protocol.ts';
 
 export interface PartitionInfo {
@@ -149,12 +149,35 @@ export class ClusterConnections {
     return response;
   }
 
-  /** Partitions and leaders of a topic; an unknown topic is an error naming it. */
+  /**
+   * Partitions and leaders of a topic; an unknown topic is an error naming it. A topic whose
+   * partitions have no leader yet (LEADER_NOT_AVAILABLE: just created, or its broker moving) is
+   * asked again with a back-off for up to {@link TOPIC_SETTLE_MS}, then named in a retriable error.
+   */
   async topic(name: string): Promise<TopicInfo> {
-    const response = await this.metadata([name]).catch((error: unknown) => {
-      if (hasKafkaError(error, 'UNKNOWN_TOPIC_OR_PARTITION', 'INVALID_TOPIC_EXCEPTION')) return undefined;
-      throw error;
-    });
+    const deadline = Date.now() + TOPIC_SETTLE_MS;
+    let response: MetadataV12.MetadataResponse | undefined;
+    for (let attempt = 0; ; attempt++) {
+      let settling: string | undefined;
+      response = await this.metadata([name]).catch((error: unknown) => {
+        if (hasKafkaError(error, 'UNKNOWN_TOPIC_OR_PARTITION', 'INVALID_TOPIC_EXCEPTION')) return undefined;
+        const ids = kafkaErrorIds(error);
+        if (ids.length > 0 && ids.every((id) => SETTLING.includes(id))) {
+          settling = ids.join(', ');
+          return undefined;
+        }
+        throw error;
+      });
+      if (settling === undefined) break;
+      if (Date.now() >= deadline) {
+        throw new WeirError('TOPIC_METADATA_FAILED', `metadata for topic "${name}" still answers ${settling} after ${TOPIC_SETTLE_MS / 1000} s`, {
+          hint: "a topic's partitions need a live leader: check the brokers that host it",
+          fault: 'external',
+          retriable: true,
+        });
+      }
+      await sleep(Math.min(1000, 100 * 2 ** attempt));
+    }
     if (response === undefined) throw unknownTopic(name, this.bootstrap);
     const topic = response.topics.find((entry) => entry.name === name);
     if (topic === undefined || topic.errorCode === 3) throw unknownTopic(name, this.bootstrap);
@@ -249,6 +272,11 @@ function deepestMessage(error: Error): string {
   }
   return message;
 }
+
+/** How long a topic whose partitions have no leader yet is asked again. */
+const TOPIC_SETTLE_MS = 10_000;
+/** What a topic answers while its partitions get their leaders. */
+const SETTLING = ['LEADER_NOT_AVAILABLE', 'NOT_LEADER_OR_FOLLOWER', 'REPLICA_NOT_AVAILABLE'];
 
 function unknownTopic(name: string, bootstrap: readonly BrokerAddress[]): WeirError {
   return new WeirError('UNKNOWN_TOPIC', `topic "${name}" does not exist on ${formatBootstrap(bootstrap)}`, {

@@ -25,3 +25,10 @@ test('a WeirError crosses a worker boundary as plain data and comes back whole',
   );
   assert.equal(formatError(copy), 'weir: transaction "t-0-1" was aborted before its commit\nhint: raise transactionTimeout');
 });
+
+test('an internal error that aggregates others (a Kafka answer with error codes) prints each inner id and message', () => {
+  const inner = Object.assign(new Error('The leader is not available.'), { apiId: 'LEADER_NOT_AVAILABLE' });
+  const printed = formatError(new AggregateError([inner], 'Received response with error while executing API Metadata(v12)'));
+  assert.match(printed, /^weir: internal error: AggregateError: Received response with error while executing API Metadata\(v12\)/);
+  assert.match(printed, /\n {2}caused by: LEADER_NOT_AVAILABLE: The leader is not available\.$/);
+});
