@@ -1,6 +1,6 @@
 /**
  * The PostgreSQL sink when the database fails under it (issue 36 point 6), against a real
- * PostgreSQL (test/harness/postgres-server.ts): the keyed-sum job (generator -> keyed running sum ->
+ * PostgreSQL (test/harness/postgres-pg.server.ts): the keyed-sum job (generator -> keyed running sum ->
  * postgresSink append into sum_events and upsert into sum_totals, parallelism 2 over two worker
  * threads, checkpoints every 100 ms) writes while the server is stopped with a fast shutdown
  * (sessions ended, open transactions rolled back, prepared ones kept), an immediate shutdown (no
@@ -9,42 +9,23 @@
  * back, hold every input exactly once, upserts at their last values, and nothing stays prepared.
  */
 import assert from 'node:assert/strict';
-import { mkdtemp, rm } from 'node:fs/promises';
-import { tmpdir } from 'node:os';
 import { join } from 'node:path';
-import { after, before, describe, test } from 'node:test';
+import { describe, test } from 'node:test';
 import { setTimeout as sleep } from 'node:timers/promises';
-import { POSTGRES_KEYED_SUM_TABLES } from '../../fixtures/jobs/postgres-keyed-sum-job.ts';
 import { startJobProcess, waitFor } from '../../harness/job-process.ts';
 import { auditPostgresKeyedSum } from '../../harness/postgres-keyed-sum-audit.ts';
-import { type PostgresTestServer, startPostgres } from '../../harness/postgres-server.ts';
+import { postgresSumTest } from '../../harness/postgres-sum-test.ts';
 
 const jobModule = join(import.meta.dirname, '..', '..', 'fixtures', 'jobs', 'postgres-keyed-sum-job.ts');
 
 describe('postgresSink: the database fails while the job writes', () => {
-  let server: PostgresTestServer;
-  const folders: string[] = [];
-  before(async () => {
-    server = await startPostgres({ maxPreparedTransactions: 20 });
-  });
-  after(async () => {
-    await server?.stop();
-    for (const folder of folders) await rm(folder, { recursive: true, force: true });
-  });
-  const freshTables = async () => {
-    for (const { gid } of await server.query<{ gid: string }>('SELECT gid FROM pg_prepared_xacts')) await server.query(`ROLLBACK PREPARED '${gid}'`);
-    await server.query('DROP TABLE IF EXISTS sum_events, sum_totals');
-    for (const statement of POSTGRES_KEYED_SUM_TABLES) await server.query(statement);
-    const folder = await mkdtemp(join(tmpdir(), 'weir-pg-db-'));
-    folders.push(folder);
-    return folder;
-  };
-  const prepared = async () => (await server.query<{ gid: string }>('SELECT gid FROM pg_prepared_xacts ORDER BY gid')).map((row) => row.gid);
+  const pg = postgresSumTest('db');
+  const { freshTables, prepared } = pg;
 
   const cases: { name: string; stop: () => Promise<void> }[] = [
-    { name: 'a fast shutdown (pg_ctl -m fast)', stop: () => server.shutdown('fast') },
-    { name: 'an immediate shutdown (pg_ctl -m immediate: WAL recovery at the next start)', stop: () => server.shutdown('immediate') },
-    { name: 'a SIGKILL of the postmaster', stop: () => server.kill() },
+    { name: 'a fast shutdown (pg_ctl -m fast)', stop: () => pg.server.shutdown('fast') },
+    { name: 'an immediate shutdown (pg_ctl -m immediate: WAL recovery at the next start)', stop: () => pg.server.shutdown('immediate') },
+    { name: 'a SIGKILL of the postmaster', stop: () => pg.server.kill() },
   ];
   for (const { name, stop } of cases) {
     test(`${name} mid-transaction, the server back 1 s later: the job restarts until it reaches it; tables exact, nothing prepared`, async () => {
@@ -57,21 +38,21 @@ describe('postgresSink: the database fails while the job writes', () => {
         // The server is away for about a second: every attempt in that time fails to connect.
         restartStrategy: { type: 'fixed-delay', attempts: 100, delay: 100 },
       };
-      const run = startJobProcess(jobModule, config, { PGS_URL: server.connectionString, PGS_COUNT: String(count), PGS_RATE: '10000' });
+      const run = startJobProcess(jobModule, config, { PGS_URL: pg.server.connectionString, PGS_COUNT: String(count), PGS_RATE: '10000' });
       // Mid-run: committed rows there, and the next checkpoint's transactions open or prepared.
       await waitFor(
         'rows committed by the job',
-        async () => Number((await server.query<{ n: string }>('SELECT count(*) AS n FROM sum_events'))[0]?.n) > 5_000,
+        async () => Number((await pg.server.query<{ n: string }>('SELECT count(*) AS n FROM sum_events'))[0]?.n) > 5_000,
         30_000,
       );
       await stop();
       await sleep(1_000);
-      await server.start();
+      await pg.server.start();
       const exit = await run.exit;
       assert.equal(exit.code, 0, `${run.stdout}\n${run.stderr}`);
       assert.match(run.stdout, /restarting/, 'the job failed when the server went away, and restarted');
       assert.match(run.stderr, /job failed: postgres sink "(events|totals)" \(subtask \d\): /, 'a sink failed on the lost server');
-      assert.deepEqual(await auditPostgresKeyedSum(server, count), { rows: count, duplicates: 0, missing: 0, wrongSums: 0, wrongTotals: [] });
+      assert.deepEqual(await auditPostgresKeyedSum(pg.server, count), { rows: count, duplicates: 0, missing: 0, wrongSums: 0, wrongTotals: [] });
       assert.deepEqual(await prepared(), [], 'nothing stays prepared after the job finished');
     });
   }
@@ -86,7 +67,7 @@ describe('postgresSink: the database fails while the job writes', () => {
       restartStrategy: { type: 'fixed-delay', attempts: 10, delay: 100 },
     };
     const run = startJobProcess(jobModule, config, {
-      PGS_URL: server.connectionString,
+      PGS_URL: pg.server.connectionString,
       PGS_COUNT: String(count),
       PGS_RATE: '10000',
       WEIR_FAULT: 'after-checkpoint-metadata:>=4:stop',
@@ -99,14 +80,14 @@ describe('postgresSink: the database fails while the job writes', () => {
       4,
       `checkpoint ${checkpoint} prepared by 2 sinks x 2 subtasks: ${before.join(', ')}`,
     );
-    await server.shutdown('fast');
-    await server.start();
+    await pg.server.shutdown('fast');
+    await pg.server.start();
     assert.deepEqual(await prepared(), before, 'prepared transactions survive a restart of the server');
     run.child.kill('SIGCONT');
     const exit = await run.exit;
     assert.equal(exit.code, 0, `${run.stdout}\n${run.stderr}`);
     assert.match(run.stdout, /restarting/, 'the job failed on its lost connections, and restarted');
-    assert.deepEqual(await auditPostgresKeyedSum(server, count), { rows: count, duplicates: 0, missing: 0, wrongSums: 0, wrongTotals: [] });
+    assert.deepEqual(await auditPostgresKeyedSum(pg.server, count), { rows: count, duplicates: 0, missing: 0, wrongSums: 0, wrongTotals: [] });
     assert.deepEqual(await prepared(), [], 'nothing stays prepared after the job finished');
   });
 });

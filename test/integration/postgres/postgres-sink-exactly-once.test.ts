@@ -1,5 +1,5 @@
 /**
- * The PostgreSQL sink against a real PostgreSQL (test/harness/postgres-server.ts): generator ->
+ * The PostgreSQL sink against a real PostgreSQL (test/harness/postgres-pg.server.ts): generator ->
  * keyed running sum -> postgresSink append (sum_events) and upsert (sum_totals), parallelism 2
  * over two worker threads, checkpoints every 100 ms, under SIGKILLs of the job's process, one of
  * them between "checkpoint complete" (its metadata durable) and COMMIT PREPARED. The tables, read
@@ -7,16 +7,13 @@
  * prepared once the job has ended.
  */
 import assert from 'node:assert/strict';
-import { mkdtemp, rm } from 'node:fs/promises';
-import { tmpdir } from 'node:os';
 import { join } from 'node:path';
-import { after, before, describe, test } from 'node:test';
+import { describe, test } from 'node:test';
 import { setTimeout as sleep } from 'node:timers/promises';
 import { defaultGidPrefix, preparedTransactionGid } from '../../../src/connectors/postgres/postgres-gid.ts';
-import { POSTGRES_KEYED_SUM_TABLES } from '../../fixtures/jobs/postgres-keyed-sum-job.ts';
 import { startJobProcess } from '../../harness/job-process.ts';
 import { auditPostgresKeyedSum } from '../../harness/postgres-keyed-sum-audit.ts';
-import { type PostgresTestServer, startPostgres } from '../../harness/postgres-server.ts';
+import { postgresSumTest } from '../../harness/postgres-sum-test.ts';
 
 const jobModule = join(import.meta.dirname, '..', '..', 'fixtures', 'jobs', 'postgres-keyed-sum-job.ts');
 const configFor = (folder: string, restartStrategy: object = { type: 'fixed-delay', attempts: 3, delay: 100 }) => ({
@@ -27,30 +24,13 @@ const configFor = (folder: string, restartStrategy: object = { type: 'fixed-dela
 });
 
 describe('postgresSink: exactly-once into a real PostgreSQL', () => {
-  let server: PostgresTestServer;
-  const folders: string[] = [];
-  before(async () => {
-    server = await startPostgres({ maxPreparedTransactions: 20 });
-  });
-  after(async () => {
-    await server?.stop();
-    for (const folder of folders) await rm(folder, { recursive: true, force: true });
-  });
-  const freshTables = async () => {
-    // What an earlier failed test left prepared would hold its locks on the tables.
-    for (const { gid } of await server.query<{ gid: string }>('SELECT gid FROM pg_prepared_xacts')) await server.query(`ROLLBACK PREPARED '${gid}'`);
-    await server.query('DROP TABLE IF EXISTS sum_events, sum_totals');
-    for (const statement of POSTGRES_KEYED_SUM_TABLES) await server.query(statement);
-    const folder = await mkdtemp(join(tmpdir(), 'weir-pg-eo-'));
-    folders.push(folder);
-    return folder;
-  };
-  const prepared = async () => (await server.query<{ gid: string }>('SELECT gid FROM pg_prepared_xacts ORDER BY gid')).map((row) => row.gid);
+  const pg = postgresSumTest('eo');
+  const { freshTables, prepared } = pg;
 
   test('SIGKILL between "checkpoint complete" and COMMIT PREPARED, then at random moments: the restarts commit what the checkpoint holds, roll back the rest; tables exact', async () => {
     const folder = await freshTables();
     const count = 30_000;
-    const env = { PGS_URL: server.connectionString, PGS_COUNT: String(count), PGS_RATE: '15000' };
+    const env = { PGS_URL: pg.server.connectionString, PGS_COUNT: String(count), PGS_RATE: '15000' };
     const config = configFor(folder);
 
     // The crash right after checkpoint 4's metadata is durable, before any sink was told to commit.
@@ -82,7 +62,7 @@ describe('postgresSink: exactly-once into a real PostgreSQL', () => {
     const exit = await last.exit;
     assert.equal(exit.code, 0, last.stderr);
     assert.match(last.stderr, /starting job "postgres-keyed-sum" from checkpoint \d+/);
-    assert.deepEqual(await auditPostgresKeyedSum(server, count), { rows: count, duplicates: 0, missing: 0, wrongSums: 0, wrongTotals: [] });
+    assert.deepEqual(await auditPostgresKeyedSum(pg.server, count), { rows: count, duplicates: 0, missing: 0, wrongSums: 0, wrongTotals: [] });
     assert.deepEqual(await prepared(), [], 'nothing stays prepared after the job finished');
   });
 
@@ -93,18 +73,18 @@ describe('postgresSink: exactly-once into a real PostgreSQL', () => {
     // triggered the moment one completes, its barrier racing that completion to the sinks, and the
     // input ends while one is completing, so the final checkpoint's barrier reaches the sinks before
     // that one's completion does. Before the carried transactions, the sink failed the task there.
-    const env = { PGS_URL: server.connectionString, PGS_COUNT: String(count), PGS_RATE: '4000', WEIR_TEST_STORAGE_DELAY: 'metadata:>=1:300' };
+    const env = { PGS_URL: pg.server.connectionString, PGS_COUNT: String(count), PGS_RATE: '4000', WEIR_TEST_STORAGE_DELAY: 'metadata:>=1:300' };
     const run = startJobProcess(jobModule, configFor(folder, { type: 'none' }), env);
     const exit = await run.exit;
     assert.equal(exit.code, 0, run.stderr);
     assert.match(run.stdout, /finished after 0 restarts/);
-    assert.deepEqual(await auditPostgresKeyedSum(server, count), { rows: count, duplicates: 0, missing: 0, wrongSums: 0, wrongTotals: [] });
+    assert.deepEqual(await auditPostgresKeyedSum(pg.server, count), { rows: count, duplicates: 0, missing: 0, wrongSums: 0, wrongTotals: [] });
     assert.deepEqual(await prepared(), [], 'nothing stays prepared after the job finished');
   });
 
   test('a job that fails for good right after a checkpoint completed: its end commits what that checkpoint holds and rolls back the rest; nothing stays prepared', async () => {
     const folder = await freshTables();
-    const env = { PGS_URL: server.connectionString, PGS_COUNT: '200000', PGS_RATE: '20000', WEIR_FAULT: 'after-checkpoint-metadata:5:fail' };
+    const env = { PGS_URL: pg.server.connectionString, PGS_COUNT: '200000', PGS_RATE: '20000', WEIR_FAULT: 'after-checkpoint-metadata:5:fail' };
     const run = startJobProcess(jobModule, configFor(folder, { type: 'none' }), env);
     const exit = await run.exit;
     assert.equal(exit.code, 1, run.stderr);
@@ -112,11 +92,11 @@ describe('postgresSink: exactly-once into a real PostgreSQL', () => {
     assert.deepEqual(await prepared(), [], 'nothing stays prepared after the job failed');
     // Checkpoint 5 completed before any sink heard of it: the job's end committed its transactions.
     // What is there is a consistent prefix of the input: no duplicates, exact running sums.
-    const audit = await auditPostgresKeyedSum(server, 200_000);
+    const audit = await auditPostgresKeyedSum(pg.server, 200_000);
     assert.ok(audit.rows > 0, 'the completed checkpoints were committed');
     assert.equal(audit.duplicates, 0);
     assert.equal(audit.wrongSums, 0);
-    const [last] = await server.query<{ seq: string }>('SELECT max(seq) AS seq FROM sum_events');
+    const [last] = await pg.server.query<{ seq: string }>('SELECT max(seq) AS seq FROM sum_events');
     assert.ok(Number(last?.seq) < 200_000 - 1, 'the job failed before its end');
   });
 });

@@ -11,36 +11,17 @@
  * upserts at their last values, nothing prepared.
  */
 import assert from 'node:assert/strict';
-import { mkdtemp, rm } from 'node:fs/promises';
-import { tmpdir } from 'node:os';
 import { join } from 'node:path';
-import { after, before, describe, test } from 'node:test';
-import { POSTGRES_KEYED_SUM_TABLES } from '../../fixtures/jobs/postgres-keyed-sum-job.ts';
+import { describe, test } from 'node:test';
 import { startJobProcess, waitFor } from '../../harness/job-process.ts';
 import { auditPostgresKeyedSum } from '../../harness/postgres-keyed-sum-audit.ts';
-import { type PostgresTestServer, startPostgres } from '../../harness/postgres-server.ts';
+import { postgresSumTest } from '../../harness/postgres-sum-test.ts';
 
 const jobModule = join(import.meta.dirname, '..', '..', 'fixtures', 'jobs', 'postgres-keyed-sum-job.ts');
 
 describe('postgresSink: SIGKILL of the job during its recovery', () => {
-  let server: PostgresTestServer;
-  const folders: string[] = [];
-  before(async () => {
-    server = await startPostgres({ maxPreparedTransactions: 20 });
-  });
-  after(async () => {
-    await server?.stop();
-    for (const folder of folders) await rm(folder, { recursive: true, force: true });
-  });
-  const freshTables = async () => {
-    for (const { gid } of await server.query<{ gid: string }>('SELECT gid FROM pg_prepared_xacts')) await server.query(`ROLLBACK PREPARED '${gid}'`);
-    await server.query('DROP TABLE IF EXISTS sum_events, sum_totals');
-    for (const statement of POSTGRES_KEYED_SUM_TABLES) await server.query(statement);
-    const folder = await mkdtemp(join(tmpdir(), 'weir-pg-rk-'));
-    folders.push(folder);
-    return folder;
-  };
-  const prepared = async () => (await server.query<{ gid: string }>('SELECT gid FROM pg_prepared_xacts ORDER BY gid')).map((row) => row.gid);
+  const pg = postgresSumTest('rk');
+  const { freshTables, prepared } = pg;
 
   const cases = [
     {
@@ -59,7 +40,7 @@ describe('postgresSink: SIGKILL of the job during its recovery', () => {
   test('a carried transaction its run never prepared (SIGKILL once its checkpoint completed, while it still waited for the previous commit): the restore writes its rows again; tables exact', async () => {
     const folder = await freshTables();
     const count = 4_000;
-    const env = { PGS_URL: server.connectionString, PGS_COUNT: String(count), PGS_RATE: '4000' };
+    const env = { PGS_URL: pg.server.connectionString, PGS_COUNT: String(count), PGS_RATE: '4000' };
     const config = {
       parallelism: 2,
       workers: 2,
@@ -89,7 +70,7 @@ describe('postgresSink: SIGKILL of the job during its recovery', () => {
       last.stderr,
       new RegExp(`transaction ${gid} was never prepared \\(its run ended first\\): its \\d+ rows, kept in the checkpoint, are written again`),
     );
-    assert.deepEqual(await auditPostgresKeyedSum(server, count), { rows: count, duplicates: 0, missing: 0, wrongSums: 0, wrongTotals: [] });
+    assert.deepEqual(await auditPostgresKeyedSum(pg.server, count), { rows: count, duplicates: 0, missing: 0, wrongSums: 0, wrongTotals: [] });
     assert.deepEqual(await prepared(), [], 'nothing stays prepared after the job finished');
   });
 
@@ -97,7 +78,7 @@ describe('postgresSink: SIGKILL of the job during its recovery', () => {
     test(`${name}: the next run recovers again and finishes; tables exact, nothing prepared`, async () => {
       const folder = await freshTables();
       const count = 20_000;
-      const env = { PGS_URL: server.connectionString, PGS_COUNT: String(count), PGS_RATE: '10000' };
+      const env = { PGS_URL: pg.server.connectionString, PGS_COUNT: String(count), PGS_RATE: '10000' };
       const config = {
         parallelism: 2,
         workers: 2,
@@ -122,7 +103,7 @@ describe('postgresSink: SIGKILL of the job during its recovery', () => {
       const exit = await last.exit;
       assert.equal(exit.code, 0, last.stderr);
       assert.match(last.stderr, /starting job "postgres-keyed-sum" from checkpoint \d+/);
-      assert.deepEqual(await auditPostgresKeyedSum(server, count), { rows: count, duplicates: 0, missing: 0, wrongSums: 0, wrongTotals: [] });
+      assert.deepEqual(await auditPostgresKeyedSum(pg.server, count), { rows: count, duplicates: 0, missing: 0, wrongSums: 0, wrongTotals: [] });
       assert.deepEqual(await prepared(), [], 'nothing stays prepared after the job finished');
     });
   }
