@@ -1,7 +1,7 @@
 import type pg from 'pg';
 import type { OperatorContext } from '../../core/operator/stream-operator.ts';
 import { StreamOperator } from '../../core/operator/stream-operator.ts';
-import { connectPostgres } from './postgres-connection.ts';
+import { connectPostgres, type PostgresQuery, sendInOrder } from './postgres-connection.ts';
 import { postgresFailure } from './postgres-errors.ts';
 import type { ParsedPostgresSinkOptions, PostgresRow } from './postgres-sink-options.ts';
 import { InsertStatements } from './postgres-statements.ts';
@@ -50,15 +50,15 @@ export class AtLeastOncePostgresWriter<T, R extends PostgresRow> extends StreamO
     // One batch in flight: the previous one's statements must have succeeded before more are sent.
     await this.#settle('writing rows');
     const client = this.#client as pg.Client;
-    const sent: Promise<unknown>[] = [];
+    const queries: PostgresQuery[] = [];
     if (!this.#began) {
-      sent.push(client.query('BEGIN'));
+      queries.push('BEGIN');
       this.#began = true;
     }
     for (const statement of this.#statements.statements(rows)) {
-      sent.push(client.query(statement.name === undefined ? { text: statement.text, values: statement.values } : statement));
+      queries.push(statement.name === undefined ? { text: statement.text, values: statement.values } : statement);
     }
-    const inFlight = Promise.all(sent);
+    const inFlight = sendInOrder(client, queries);
     inFlight.catch(() => {});
     this.#inFlight = inFlight;
     return [];

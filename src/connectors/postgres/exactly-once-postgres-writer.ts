@@ -3,7 +3,7 @@ import { WeirError } from '../../core/errors/weir-error.ts';
 import { processLog } from '../../core/logging/pino-logger.ts';
 import type { OperatorContext } from '../../core/operator/stream-operator.ts';
 import { dataLoss, type RecoveryContext, type TwoPhaseCommitLogic } from '../two-phase-commit-sink.ts';
-import { connectPostgres } from './postgres-connection.ts';
+import { connectPostgres, type PostgresQuery, sendInOrder } from './postgres-connection.ts';
 import { postgresFailure, SQLSTATE, sqlStateOf } from './postgres-errors.ts';
 import { defaultGidPrefix, gidLiteral, parseGid, preparedTransactionGid, sinkSessionName } from './postgres-gid.ts';
 import type { ParsedPostgresSinkOptions, PostgresRow } from './postgres-sink-options.ts';
@@ -132,17 +132,17 @@ export class ExactlyOncePostgresWriter<T, R extends PostgresRow> implements TwoP
     // One batch in flight: the previous one's statements must have succeeded before more are sent.
     await this.#settle('writing rows');
     const writer = this.#writer as pg.Client;
-    const sent: Promise<unknown>[] = [];
+    const queries: PostgresQuery[] = [];
     if (!transaction.began) {
-      sent.push(writer.query('BEGIN'));
+      queries.push('BEGIN');
       transaction.began = true;
       this.#openSince = Date.now();
     }
     for (const statement of this.#statements.statements(rows)) {
-      sent.push(writer.query(statement.name === undefined ? { text: statement.text, values: statement.values } : statement));
+      queries.push(statement.name === undefined ? { text: statement.text, values: statement.values } : statement);
     }
     transaction.rows += rows.length;
-    const inFlight = Promise.all(sent);
+    const inFlight = sendInOrder(writer, queries);
     inFlight.catch(() => {});
     this.#inFlight = inFlight;
   }
@@ -225,12 +225,11 @@ export class ExactlyOncePostgresWriter<T, R extends PostgresRow> implements TwoP
     await postgresTestDelay('carried-prepare', `PREPARE TRANSACTION ${carrying.gid} (carried)`);
     const writer = this.#writer as pg.Client;
     try {
-      const sent: Promise<unknown>[] = [];
-      for (const statement of this.#statements.statements(carrying.rows)) {
-        sent.push(writer.query(statement.name === undefined ? { text: statement.text, values: statement.values } : statement));
-      }
-      sent.push(writer.query(`PREPARE TRANSACTION ${gidLiteral(carrying.gid)}`));
-      await Promise.all(sent);
+      const queries: PostgresQuery[] = this.#statements
+        .statements(carrying.rows)
+        .map((statement) => (statement.name === undefined ? { text: statement.text, values: statement.values } : statement));
+      queries.push(`PREPARE TRANSACTION ${gidLiteral(carrying.gid)}`);
+      await sendInOrder(writer, queries);
     } catch (error) {
       throw postgresFailure(this.#where, `writing the carried rows of ${carrying.gid} and preparing it`, error);
     }

@@ -20,3 +20,15 @@ export async function connectPostgres(connectionString: string | undefined, appl
   }
   return client;
 }
+
+/** A statement as the writers send it: SQL text, or a prepared statement's config (name, text, values). */
+export type PostgresQuery = string | pg.QueryConfig;
+
+/**
+ * Sends `queries` on `client` one after the other, each once the one before has answered (what pg's
+ * own queue does on the wire, without queueing several queries on a busy client, which pg 8
+ * deprecates): the promise settles with the last answer or the first failure, while the task goes on.
+ */
+export async function sendInOrder(client: pg.Client, queries: readonly PostgresQuery[]): Promise<void> {
+  for (const query of queries) await client.query(query);
+}
