@@ -15,8 +15,10 @@ import {
 import { WeirError } from '../../core/errors/weir-error.ts';
 import { nonNegativeIntegerArgument, positiveIntegerArgument } from '../arguments.ts';
 import { addKafkaOptions, useKafkaSettings } from '../kafka-options.ts';
+import { AvroRecordDecoder } from './avro-lines.ts';
+import { addRegistryOptions, type RegistryCliOptions, registryOf } from './registry-options.ts';
 
-interface ConsumeOptions extends KafkaSettingsOptions {
+interface ConsumeOptions extends KafkaSettingsOptions, RegistryCliOptions {
   from: string;
   partition?: number;
   max?: number;
@@ -35,13 +37,36 @@ function startOf(from: string): bigint {
   });
 }
 
-function print(record: TopicRecord, json: boolean): void {
-  const key = record.key?.toString('utf8') ?? null;
-  const value = record.value?.toString('utf8') ?? null;
+/** How a key or a value is shown: its text, or (avro) its record as Avro's JSON encoding. */
+interface Shown {
+  text: string | null;
+  /** Set when the text is a JSON record: --json then nests it as an object. */
+  json: boolean;
+}
+
+/** The key or value as it prints; an avro one that does not decode is printed as text, with why on stderr. */
+function shown(bytes: Buffer | null, decoder: AvroRecordDecoder | undefined, record: TopicRecord, what: string): Shown {
+  if (decoder === undefined || bytes === null) return { text: bytes?.toString('utf8') ?? null, json: false };
+  try {
+    return { text: decoder.decode(bytes), json: true };
+  } catch (error) {
+    process.stderr.write(
+      `${record.topic} partition ${record.partition} offset ${record.offset}: the ${what} is not Avro of the registry: ${(error as Error).message}\n`,
+    );
+    return { text: bytes.toString('utf8'), json: false };
+  }
+}
+
+function print(record: TopicRecord, json: boolean, keys: AvroRecordDecoder | undefined, values: AvroRecordDecoder | undefined): void {
+  const key = shown(record.key, keys, record, 'key');
+  const value = shown(record.value, values, record, 'value');
   if (json) {
-    console.log(JSON.stringify({ partition: record.partition, offset: String(record.offset), timestamp: Number(record.timestamp), key, value }));
+    const field = (part: Shown) => (part.json ? (part.text as string) : JSON.stringify(part.text));
+    console.log(
+      `{"partition":${record.partition},"offset":"${record.offset}","timestamp":${Number(record.timestamp)},"key":${field(key)},"value":${field(value)}}`,
+    );
   } else {
-    console.log(`${record.partition}\t${record.offset}\t${key ?? ''}\t${value ?? ''}`);
+    console.log(`${record.partition}\t${record.offset}\t${key.text ?? ''}\t${value.text ?? ''}`);
   }
 }
 
@@ -49,25 +74,33 @@ function print(record: TopicRecord, json: boolean): void {
  * `weir consume <topic>`: prints a topic's records (partition, offset, key, value), read
  * read_committed by default (what a job downstream sees), from the earliest offset, a given one or
  * the latest; up to its end as it is when the command starts, or with --follow as records come.
+ * With --value-format avro (--key-format avro), values (keys) in the Schema Registry wire format
+ * print as Avro's JSON encoding, each schema fetched once from the registry.
  */
 export function consumeCommand(): Command {
   return addKafkaOptions(
-    new Command('consume')
-      .description('print a topic’s records: partition, offset, key and value (read_committed by default)')
-      .argument('<topic>', 'the topic')
-      .option('--from <where>', 'earliest, latest, or an offset', 'earliest')
-      .option('--partition <n>', 'only this partition', nonNegativeIntegerArgument)
-      .option('--max <n>', 'stop after this many records', positiveIntegerArgument)
-      .option('--follow', 'keep reading new records until interrupted', false)
-      .addOption(
-        new Option('--isolation <level>', 'read_committed sees committed transactions only')
-          .choices(['read_committed', 'read_uncommitted'])
-          .default('read_committed'),
-      )
-      .option('--json', 'one JSON object per record: partition, offset, timestamp, key, value', false),
+    addRegistryOptions(
+      new Command('consume')
+        .description('print a topic’s records: partition, offset, key and value (read_committed by default)')
+        .argument('<topic>', 'the topic')
+        .option('--from <where>', 'earliest, latest, or an offset', 'earliest')
+        .option('--partition <n>', 'only this partition', nonNegativeIntegerArgument)
+        .option('--max <n>', 'stop after this many records', positiveIntegerArgument)
+        .option('--follow', 'keep reading new records until interrupted', false)
+        .addOption(
+          new Option('--isolation <level>', 'read_committed sees committed transactions only')
+            .choices(['read_committed', 'read_uncommitted'])
+            .default('read_committed'),
+        )
+        .option('--json', 'one JSON object per record: partition, offset, timestamp, key, value', false),
+      'string (the bytes as UTF-8 text) or avro (Avro in the Schema Registry wire format, printed as JSON)',
+    ),
   ).action(async (topic: string, options: ConsumeOptions) => {
     useKafkaSettings(options, (line) => process.stderr.write(`${line}\n`));
     const { bootstrap, connection } = resolveKafkaConnection({}, 'weir consume');
+    const registry = registryOf(options);
+    const keys = registry !== undefined && options.keyFormat === 'avro' ? new AvroRecordDecoder(registry) : undefined;
+    const values = registry !== undefined && options.valueFormat === 'avro' ? new AvroRecordDecoder(registry) : undefined;
     const connections = new ClusterConnections(bootstrap, { clientId: 'weir-consume', ...connection });
     let stopped = false;
     const stop = () => {
@@ -104,9 +137,13 @@ export function consumeCommand(): Command {
         let progressed = false;
         for (const result of results) {
           const end = ends?.get(result.partition);
-          for (const record of fetchedRecords(result)) {
+          const records = [...fetchedRecords(result)];
+          // Every schema id of the batch fetched at once, before its first record prints.
+          if (keys !== undefined) await keys.prepare(records.map((record) => record.key));
+          if (values !== undefined) await values.prepare(records.map((record) => record.value));
+          for (const record of records) {
             if (end !== undefined && record.offset >= end) break;
-            print(record, options.json);
+            print(record, options.json, keys, values);
             if (options.max !== undefined && ++printed >= options.max) return;
           }
           if (result.nextOffset > (positions.get(result.partition) as bigint)) {

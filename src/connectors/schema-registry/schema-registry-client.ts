@@ -1,6 +1,11 @@
 import { WeirError } from '../../core/errors/weir-error.ts';
 import { type RegistryHttpAnswer, type RegistryHttpRequest, registryHttpCall } from './registry-http.ts';
-import { type ParsedSchemaRegistrySettings, parseSchemaRegistrySettings, type SchemaRegistrySettings } from './schema-registry-settings.ts';
+import {
+  type ParsedSchemaRegistrySettings,
+  parseSchemaRegistrySettings,
+  type SchemaRegistrySettings,
+  schemaRegistrySettingsWithEnvironment,
+} from './schema-registry-settings.ts';
 import { registryHttpCallSync, sleepSync } from './sync-registry-http.ts';
 
 /** A schema as the registry holds it under an id. */
@@ -34,8 +39,9 @@ export class SchemaRegistryClient {
   readonly #schemas = new Map<number, RegisteredSchema>();
   readonly #unknown = new Map<number, number>();
 
-  constructor(settings: SchemaRegistrySettings) {
-    this.#settings = parseSchemaRegistrySettings(settings);
+  /** What `settings` leave out (url, basicAuth, tls.ca) comes from `env`'s WEIR_SCHEMA_REGISTRY_* variables (schema-registry-settings.ts). */
+  constructor(settings: SchemaRegistrySettings = {}, env: NodeJS.ProcessEnv = process.env) {
+    this.#settings = parseSchemaRegistrySettings(schemaRegistrySettingsWithEnvironment(settings, env));
     this.url = this.#settings.url;
   }
 
@@ -218,8 +224,13 @@ export class SchemaRegistryClient {
   }
 }
 
-/** A client for `settings` (share one between the serializers and deserializers of a job: they then share its cache). */
-export function schemaRegistry(settings: SchemaRegistrySettings): SchemaRegistryClient {
+/**
+ * A client for `settings` (share one between the serializers and deserializers of a job: they then
+ * share its cache). What they leave out comes from the environment: `schemaRegistry()` reaches the
+ * registry WEIR_SCHEMA_REGISTRY_URL names, with WEIR_SCHEMA_REGISTRY_USER / _PASSWORD and
+ * WEIR_SCHEMA_REGISTRY_CA_LOCATION when set.
+ */
+export function schemaRegistry(settings: SchemaRegistrySettings = {}): SchemaRegistryClient {
   return new SchemaRegistryClient(settings);
 }
 

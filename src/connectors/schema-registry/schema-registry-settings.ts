@@ -1,13 +1,14 @@
+import { readFileSync } from 'node:fs';
 import { WeirError } from '../../core/errors/weir-error.ts';
 import { parseDuration } from '../../core/time/duration.ts';
 
 /** How to reach a Confluent-compatible Schema Registry (Confluent, Apicurio's ccompat API, Karapace). */
 export interface SchemaRegistrySettings {
-  /** The API root, e.g. http://registry:8081 or https://host/apis/ccompat/v7. No credentials in it: use basicAuth. */
-  url: string;
-  /** HTTP basic authentication (Confluent's basic.auth.user.info). Never logged nor shown in errors. */
+  /** The API root, e.g. http://registry:8081 or https://host/apis/ccompat/v7. No credentials in it: use basicAuth. Default WEIR_SCHEMA_REGISTRY_URL. */
+  url?: string;
+  /** HTTP basic authentication (Confluent's basic.auth.user.info). Never logged nor shown in errors. Default WEIR_SCHEMA_REGISTRY_USER and WEIR_SCHEMA_REGISTRY_PASSWORD. */
   basicAuth?: { username: string; password: string };
-  /** TLS for an https url: the CA certificates (PEM) to trust, and whether to check the server's certificate (default true). */
+  /** TLS for an https url: the CA certificates (PEM) to trust (default: the PEM file WEIR_SCHEMA_REGISTRY_CA_LOCATION names), and whether to check the server's certificate (default true). */
   tls?: { ca?: string | Buffer; rejectUnauthorized?: boolean };
   /** How long one request waits for its answer. Default 10 s. */
   requestTimeout?: number | string;
@@ -27,10 +28,69 @@ export interface ParsedSchemaRegistrySettings {
 
 const invalid = (message: string, hint: string) => new WeirError('INVALID_CONFIG', `schema registry settings: ${message}`, { hint });
 
+/** The environment variables that give what settings leave out (as WEIR_KAFKA_* do for Kafka's): never a secret in code or on a command line. */
+export const SCHEMA_REGISTRY_VARIABLES = {
+  url: 'WEIR_SCHEMA_REGISTRY_URL',
+  user: 'WEIR_SCHEMA_REGISTRY_USER',
+  password: 'WEIR_SCHEMA_REGISTRY_PASSWORD',
+  caLocation: 'WEIR_SCHEMA_REGISTRY_CA_LOCATION',
+} as const;
+
+const variable = (env: NodeJS.ProcessEnv, name: string): string | undefined => {
+  const value = env[name];
+  return value === undefined || value.trim() === '' ? undefined : value;
+};
+
+/**
+ * `settings` with what they leave out taken from the environment, each setting on its own (as
+ * Kafka's settings are: options first, then WEIR_KAFKA_*): the url from WEIR_SCHEMA_REGISTRY_URL,
+ * basicAuth from WEIR_SCHEMA_REGISTRY_USER and WEIR_SCHEMA_REGISTRY_PASSWORD (both or neither),
+ * tls.ca from the PEM file WEIR_SCHEMA_REGISTRY_CA_LOCATION names. Messages name the variables,
+ * never their values.
+ */
+export function schemaRegistrySettingsWithEnvironment(settings: SchemaRegistrySettings, env: NodeJS.ProcessEnv = process.env): SchemaRegistrySettings {
+  if (settings === null || typeof settings !== 'object') return settings;
+  const names = SCHEMA_REGISTRY_VARIABLES;
+  const merged: SchemaRegistrySettings = { ...settings };
+  if (merged.url === undefined) {
+    const url = variable(env, names.url);
+    if (url !== undefined) merged.url = url.trim();
+  }
+  if (merged.basicAuth === undefined) {
+    const username = variable(env, names.user);
+    const password = env[names.password];
+    if (username !== undefined && (password === undefined || password === ''))
+      throw invalid(
+        `${names.user} is set and ${names.password} is not`,
+        `set ${names.password} too (or unset ${names.user} for a registry without authentication)`,
+      );
+    if (username === undefined && password !== undefined && password !== '')
+      throw invalid(`${names.password} is set and ${names.user} is not`, `set ${names.user} too`);
+    if (username !== undefined) merged.basicAuth = { username: username.trim(), password: password as string };
+  }
+  const caLocation = variable(env, names.caLocation);
+  if (merged.tls?.ca === undefined && caLocation !== undefined) {
+    if (typeof merged.url === 'string' && !merged.url.trim().toLowerCase().startsWith('https:'))
+      throw invalid(`${names.caLocation} is set but the url is not https`, `use an https:// url, or unset ${names.caLocation}`);
+    let ca: string;
+    try {
+      ca = readFileSync(caLocation.trim(), 'utf8');
+    } catch (error) {
+      throw invalid(
+        `cannot read ${names.caLocation} (${caLocation.trim()}): ${(error as Error).message}`,
+        `point ${names.caLocation} at a readable PEM file of the CA that signed the registry's certificate`,
+      );
+    }
+    merged.tls = { ...merged.tls, ca };
+  }
+  return merged;
+}
+
 export function parseSchemaRegistrySettings(settings: SchemaRegistrySettings): ParsedSchemaRegistrySettings {
   if (settings === null || typeof settings !== 'object')
     throw invalid('missing', 'pass registry: { url: "http://host:8081" } (or a schemaRegistry(...) client)');
-  if (typeof settings.url !== 'string' || settings.url === '') throw invalid('url is required', 'pass registry: { url: "http://host:8081" }');
+  if (typeof settings.url !== 'string' || settings.url === '')
+    throw invalid('url is required', `pass registry: { url: "http://host:8081" }, or set ${SCHEMA_REGISTRY_VARIABLES.url}`);
   let url: URL;
   try {
     url = new URL(settings.url);
