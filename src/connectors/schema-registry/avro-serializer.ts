@@ -40,6 +40,8 @@ export interface AvroSerializer<T> {
   readonly schemaId: number | undefined;
   /** Looks the id up (registering the schema when autoRegister is on). */
   prepare(): Promise<number>;
+  /** The same, as `withSchemaRegistry` calls it when the sink's operator opens. */
+  beforeFirstRecord(): Promise<number>;
   /** At start: the registry answers, the subject holds the schema (or autoRegister is on) and its compatibility rule accepts it. */
   preflight(where: string): Promise<PreflightFinding[]>;
   readonly registry: SchemaRegistryClient;
@@ -100,6 +102,7 @@ export function avroSerializer<T>(options: AvroSerializerOptions): AvroSerialize
     return schemaId;
   };
 
+  serializer.beforeFirstRecord = () => serializer.prepare();
   serializer.preflight = async (where) => {
     const finding = (message: string, hint: string | undefined): PreflightFinding[] => [{ level: 'error', where, message: `${where}: ${message}`, hint }];
     try {

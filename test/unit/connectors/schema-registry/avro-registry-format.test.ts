@@ -15,6 +15,7 @@ import { avroDeserializer } from '../../../../src/connectors/schema-registry/avr
 import { avroSerializer } from '../../../../src/connectors/schema-registry/avro-serializer.ts';
 import { SchemaRegistryClient, schemaRegistry } from '../../../../src/connectors/schema-registry/schema-registry-client.ts';
 import { readSchemaId } from '../../../../src/connectors/schema-registry/wire-format.ts';
+import { withSchemaRegistry } from '../../../../src/connectors/schema-registry/with-schema-registry.ts';
 import { freePort } from '../../../../src/local-kafka/ports.ts';
 import { type SchemaRegistryServer, startSchemaRegistry } from '../../../harness/schema-registry.ts';
 
@@ -136,6 +137,25 @@ describe('Avro in the registry wire format (a real Schema Registry)', () => {
     const versions = await server.request<{ id: number }>('GET', '/subjects/fresh-value/versions/latest');
     assert.equal(readSchemaId(bytes), versions.body.id);
     assert.deepEqual(await off.preflight('sink'), [], 'registered now');
+  });
+
+  test("withSchemaRegistry: the sink's operator looks the serializer's id up as it opens (no record waits on the registry)", async () => {
+    const registry = schemaRegistry({ url: server.url });
+    await reference.register({ type: SchemaType.AVRO, schema: JSON.stringify(orderV1) }, { subject: 'opened-value' });
+    const serializer = avroSerializer<Order>({ registry, schema: orderV1, topic: 'opened' });
+    const opened: string[] = [];
+    const sink = withSchemaRegistry(
+      {
+        name: 'a sink',
+        preflight: async () => [],
+        createOperator: () => ({ open: async (_context: unknown) => void opened.push(`open with id ${serializer.schemaId}`) }),
+      },
+      serializer,
+    );
+    assert.equal(serializer.schemaId, undefined);
+    await sink.createOperator().open(undefined as never);
+    assert.deepEqual(opened, [`open with id ${serializer.schemaId}`]);
+    assert.equal(typeof serializer.schemaId, 'number', 'looked up before the operator opened');
   });
 
   test("the preflight refuses a schema the subject's compatibility rule rejects, naming the subject and the rule", async () => {
