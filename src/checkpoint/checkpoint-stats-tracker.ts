@@ -11,6 +11,14 @@ export interface CheckpointStats {
   bytes: number;
   /** The longest barrier alignment of any task. */
   alignmentMs: number;
+  /**
+   * The longest synchronous part of any task (Flink's sync duration): the task stood still while
+   * its snapshot hooks ran and its state backends took their synchronous snapshots. Present once a
+   * task reported it.
+   */
+  syncMs?: number;
+  /** The longest asynchronous part of any task (Flink's async duration): state serialized and written while records flowed. */
+  asyncMs?: number;
   /** Why it was aborted, in words. */
   reason?: string;
   /** Why it was aborted, for code. */
@@ -65,11 +73,16 @@ export class CheckpointStatsTracker {
     if (this.#history.length > CHECKPOINT_HISTORY_SIZE) this.#history.shift();
   }
 
-  reportAcknowledged(checkpointId: number, bytes: number, alignmentMs: number): void {
+  /** A task acknowledged: its bytes add up; its alignment and, when it says, its sync and async durations count if the longest. */
+  reportAcknowledged(checkpointId: number, bytes: number, alignmentMs: number, durations?: { syncMs: number; asyncMs: number }): void {
     const stats = this.#row(checkpointId);
     if (stats === undefined) return;
     stats.bytes += bytes;
     stats.alignmentMs = Math.max(stats.alignmentMs, alignmentMs);
+    if (durations !== undefined) {
+      stats.syncMs = Math.max(stats.syncMs ?? 0, durations.syncMs);
+      stats.asyncMs = Math.max(stats.asyncMs ?? 0, durations.asyncMs);
+    }
   }
 
   reportCompleted(checkpointId: number, completedAt: number): void {

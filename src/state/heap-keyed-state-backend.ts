@@ -21,7 +21,8 @@ import { InternalKeyContext } from './internal-key-context.ts';
 import { InternalTimerService, VOID_NAMESPACE } from './internal-timer-service.ts';
 import { formatKeyGroupRange, type KeyGroupRange, keyGroupRange, keyGroupRangeSize } from './key-group-range.ts';
 import { assignToKeyGroup, UPPER_BOUND_MAX_PARALLELISM } from './key-group-range-assignment.ts';
-import { type KeyedStateContents, restoreKeyedStateSnapshots, writeKeyedStateSnapshot } from './keyed-state-snapshot.ts';
+import { type KeyedStateContents, restoreKeyedStateSnapshots } from './keyed-state-snapshot.ts';
+import { KeyedStateSnapshotWriter } from './keyed-state-snapshot-writer.ts';
 import { StateTable } from './state-table.ts';
 
 export interface HeapKeyedStateBackendOptions {
@@ -46,8 +47,9 @@ export type KeyedState = ValueState<unknown> | ListState<unknown> | MapState<unk
  *
  * The runtime calls {@link setCurrentKey} before each record or timer; state objects from
  * {@link getState} then read and write that key's data. Data is kept per key group so that
- * {@link snapshot} writes it per key group and {@link restore} takes only the key groups this
- * subtask owns, from snapshots of any earlier parallelism (with the same maxParallelism).
+ * {@link snapshot} (or, asynchronously, {@link snapshotAsync}) writes it per key group and
+ * {@link restore} takes only the key groups this subtask owns, from snapshots of any earlier
+ * parallelism (with the same maxParallelism).
  *
  * State values must be structured-cloneable: snapshots write them with `node:v8` serialize.
  *
@@ -67,6 +69,8 @@ export class HeapKeyedStateBackend implements KeyedStateBackend {
   readonly #reinterpreted: boolean;
   /** TTL tables whose incremental cleanup runs on every key change too (everyRecord). */
   readonly #everyRecordCleanup: StateTable[] = [];
+  /** The asynchronous snapshot being written, if any. */
+  #pendingSnapshot: KeyedStateSnapshotWriter | undefined;
 
   constructor(options: HeapKeyedStateBackendOptions) {
     const { maxParallelism, keyGroupRange: range, operatorName } = options;
@@ -264,10 +268,31 @@ export class HeapKeyedStateBackend implements KeyedStateBackend {
     return this.#processingTimers.isEmpty() && this.#eventTimers.isEmpty();
   }
 
-  /** Writes all state and timers, per key group (the format is in keyed-state-snapshot.ts). */
+  /** Writes all state and timers, per key group, at once (the format is in keyed-state-snapshot.ts). */
   snapshot(): Uint8Array {
-    for (const table of this.#tables.values()) if (table.ttl?.cleanupFullSnapshot === true) table.purgeExpired();
-    return writeKeyedStateSnapshot(this.#contents());
+    const writer = this.snapshotAsync();
+    writer.runToEnd();
+    return writer.result();
+  }
+
+  /**
+   * The synchronous part of an asynchronous snapshot (Flink's heap snapshot strategy with a
+   * copy-on-write state table): O(states x key groups), it marks the state as it is now as what
+   * the returned writer writes, slice by slice ({@link KeyedStateSnapshotWriter.step}), while the
+   * state goes on changing. A snapshot still being written when the next one starts is finished
+   * first. With fullSnapshot TTL cleanup, values expired now are left out.
+   */
+  snapshotAsync(): KeyedStateSnapshotWriter {
+    try {
+      this.#pendingSnapshot?.runToEnd();
+    } catch {
+      // That snapshot failed: its own result() reports why (a checkpoint's asynchronous part).
+    }
+    const writer = new KeyedStateSnapshotWriter(this.#contents(), () => {
+      if (this.#pendingSnapshot === writer) this.#pendingSnapshot = undefined;
+    });
+    this.#pendingSnapshot = writer;
+    return writer;
   }
 
   /**

@@ -1,6 +1,7 @@
 import { WeirError } from '../core/errors/weir-error.ts';
 import type { StateKey } from '../core/state/state-key.ts';
 import type { TimeDomain } from '../core/time/time-domain.ts';
+import { CopyOnWriteGroups } from './copy-on-write-groups.ts';
 import { HeapPriorityQueue, type HeapPriorityQueueElement } from './heap-priority-queue.ts';
 import type { InternalKeyContext } from './internal-key-context.ts';
 
@@ -51,6 +52,8 @@ export class InternalTimerService {
   readonly groups: (Map<StateKey, Map<number | string, TimerHeapInternalTimer>> | undefined)[];
   #nextSequence = 0;
   readonly #description: string;
+  /** What a pending asynchronous snapshot needs kept of the key groups it has not written yet (a key's timers as they were). */
+  readonly cow = new CopyOnWriteGroups();
 
   constructor(domain: TimeDomain, context: InternalKeyContext, keyGroupCount: number) {
     this.domain = domain;
@@ -83,6 +86,7 @@ export class InternalTimerService {
     }
     const id = timerId(timestamp, namespace);
     let timers = group.get(key);
+    if (this.cow.pending?.[keyGroupIndex] === 1) this.cow.touch(keyGroupIndex, key, group, copyTimers);
     if (timers === undefined) {
       timers = new Map();
       group.set(key, timers);
@@ -128,8 +132,14 @@ export class InternalTimerService {
 
   #forget(timer: TimerHeapInternalTimer): void {
     const group = this.groups[timer.keyGroupIndex]!;
+    if (this.cow.pending?.[timer.keyGroupIndex] === 1) this.cow.touch(timer.keyGroupIndex, timer.key, group, copyTimers);
     const timers = group.get(timer.key)!;
     timers.delete(timerId(timer.timestamp, timer.namespace));
     if (timers.size === 0) group.delete(timer.key);
   }
+}
+
+/** A key's timers as they are: the map is changed in place, its timers never are. */
+function copyTimers(timers: Map<number | string, TimerHeapInternalTimer>): Map<number | string, TimerHeapInternalTimer> {
+  return new Map(timers);
 }

@@ -1,9 +1,7 @@
 import { WeirError } from '../core/errors/weir-error.ts';
 import type { StateKey } from '../core/state/state-key.ts';
 import type { StateKind } from '../core/state/state-types.ts';
-import type { TimeDomain } from '../core/time/time-domain.ts';
 import { DataInputDeserializer } from './data-input-deserializer.ts';
-import { DataOutputSerializer } from './data-output-serializer.ts';
 import { formatKey } from './format-key.ts';
 import type { InternalKeyContext } from './internal-key-context.ts';
 import { type InternalTimerService, VOID_NAMESPACE } from './internal-timer-service.ts';
@@ -15,9 +13,9 @@ import {
   KEYED_STATE_FORMAT_VERSION,
   KEYED_STATE_MAGIC,
   readSnapshotHeader,
-  serializeStateValue,
-  stateKindCode,
+  SECTION_INDEX_ENTRY_BYTES,
   stateKindOfCode,
+  TTL_FLAG,
 } from './state-snapshot-format.ts';
 import { StateTable } from './state-table.ts';
 
@@ -34,15 +32,11 @@ export interface KeyedStateContents {
   clock: () => number;
 }
 
-const TIME_DOMAINS: readonly TimeDomain[] = ['processing', 'event'];
-/** Set in a state's kind byte (version 3 on): its values carry a TTL timestamp ({ v, t }). */
-const TTL_FLAG = 0x80;
-const SECTION_INDEX_ENTRY_BYTES = 16;
-
-/**
- * The keyed state snapshot of one subtask: its state and timers, per key group.
+/*
+ * The keyed state snapshot of one subtask: its state and timers, per key group. Written by
+ * KeyedStateSnapshotWriter (keyed-state-snapshot-writer.ts), read here.
  *
- * Snapshot format (version 3, integers little-endian):
+ * Snapshot format (version 4, integers little-endian):
  * ```
  * "WKSB"                      magic, 4 bytes
  * uint16                      format version
@@ -57,83 +51,21 @@ const SECTION_INDEX_ENTRY_BYTES = 16;
  *                             start of the snapshot; only key groups holding data have a section
  * uint32                      crc32 of every byte above
  * sections, each:
- *   uint32 M, M x {uint32 state index, uint32 entry count, uint32 length + v8([k0, v0, k1, v1...])}
+ *   uint32 M, M x {uint32 state index, uint32 entry count, uint32 C, C x (uint32 length + v8([k0, v0, k1, v1...]))}
+ *                             a state's entries in C chunks (an asynchronous snapshot writes a chunk
+ *                             at a time, KeyedStateSnapshotWriter)
  *   2 x {uint32 timer count, uint32 length + v8([k0, t0, n0, k1, t1, n1...]) (length 0 if no timers)}
  *                             processing-time timers, then event-time timers: key, timestamp and
  *                             namespace ('' for a process function's own timers, the window for a
  *                             window operator's)
  * ```
+ * Version 3 (before asynchronous snapshots) wrote a state's entries in one blob, without C; it is
+ * still read.
  * Version 2 (before state TTL) has no 0x80 flag; it is still read.
  * Version 1 (before timer namespaces) wrote timers as pairs `[k0, t0, ...]`; it is still read, its
  * timers restored into the void namespace.
  * Restore reads the header and index, then only the sections of key groups it owns.
  */
-export function writeKeyedStateSnapshot(contents: KeyedStateContents): Uint8Array {
-  const tables = [...contents.tables.values()];
-  const header = new DataOutputSerializer(256);
-  header.writeBytes(KEYED_STATE_MAGIC);
-  header.writeUint16(KEYED_STATE_FORMAT_VERSION);
-  header.writeUint32(contents.maxParallelism);
-  header.writeInt32(contents.keyGroupRange.start);
-  header.writeInt32(contents.keyGroupRange.end);
-  header.writeUint32(tables.length);
-  for (const table of tables) {
-    header.writeUint8(stateKindCode(table.kind) | (table.ttlWrapped ? TTL_FLAG : 0));
-    header.writeString(table.name);
-  }
-
-  const body = new DataOutputSerializer(4096);
-  const sections: { keyGroup: number; offset: number; length: number; crc: number }[] = [];
-  const flat: unknown[] = [];
-  for (let index = 0; index < contents.keyGroupCount; index++) {
-    const start = body.length;
-    let tablesWithData = 0;
-    for (const table of tables) if ((table.groups[index]?.size ?? 0) > 0) tablesWithData++;
-    const timerGroups = [contents.timers[0].groups[index], contents.timers[1].groups[index]];
-    if (tablesWithData === 0 && timerGroups.every((group) => group === undefined || group.size === 0)) continue;
-    body.writeUint32(tablesWithData);
-    for (let t = 0; t < tables.length; t++) {
-      const table = tables[t]!;
-      const group = table.groups[index];
-      if (group === undefined || group.size === 0) continue;
-      flat.length = 0;
-      for (const [key, value] of group) flat.push(key, value);
-      body.writeUint32(t);
-      body.writeUint32(group.size);
-      body.writeBlob(serializeStateValue(flat, `${table.description} of operator "${contents.operatorName}"`));
-    }
-    for (let d = 0; d < TIME_DOMAINS.length; d++) {
-      flat.length = 0;
-      const group = timerGroups[d];
-      if (group !== undefined) for (const [key, timers] of group) for (const timer of timers.values()) flat.push(key, timer.timestamp, timer.namespace);
-      body.writeUint32(flat.length / 3);
-      if (flat.length === 0) body.writeUint32(0);
-      else body.writeBlob(serializeStateValue(flat, `the ${TIME_DOMAINS[d]}-time timers of operator "${contents.operatorName}"`));
-    }
-    const length = body.length - start;
-    sections.push({ keyGroup: index + contents.keyGroupRange.start, offset: start, length, crc: checksum(body.view(start, start + length)) });
-  }
-
-  const headerLength = header.length + 4 + sections.length * SECTION_INDEX_ENTRY_BYTES + 4;
-  if (headerLength + body.length > 0xffffffff) {
-    throw new WeirError('STATE_TOO_LARGE', `operator "${contents.operatorName}": the keyed state snapshot would exceed 4 GiB`, {
-      hint: 'raise the parallelism of the operator so each subtask holds less state',
-    });
-  }
-  header.writeUint32(sections.length);
-  for (const section of sections) {
-    header.writeUint32(section.keyGroup);
-    header.writeUint32(headerLength + section.offset);
-    header.writeUint32(section.length);
-    header.writeUint32(section.crc);
-  }
-  header.writeUint32(checksum(header.view()));
-  const out = new Uint8Array(header.length + body.length);
-  out.set(header.view(), 0);
-  out.set(body.view(), header.length);
-  return out;
-}
-
 /** Loads the key groups the backend owns from snapshots of any earlier parallelism (one per old subtask, in any order). */
 export function restoreKeyedStateSnapshots(contents: KeyedStateContents, snapshots: readonly Uint8Array[]): void {
   const restoredFrom = new Map<number, number>();
@@ -238,7 +170,8 @@ function restoreSection(contents: KeyedStateContents, input: DataInputDeserializ
     const table = tables[input.readUint32('a section')];
     if (table === undefined) throw input.corrupt(`key group ${keyGroup} refers to a state that is not in its header`);
     const count = input.readUint32('a section');
-    const flat = readFlat(input, count, `${table.description} in key group ${keyGroup}`);
+    const what = `${table.description} in key group ${keyGroup}`;
+    const flat = version >= 4 ? readChunks(input, count, what) : readFlat(input, count, what);
     const group = new Map<StateKey, unknown>();
     for (let e = 0; e < flat.length; e += 2) {
       const key = checkRestoredKey(contents, flat[e], keyGroup, input);
@@ -268,6 +201,20 @@ function restoreSection(contents: KeyedStateContents, input: DataInputDeserializ
       timers.add(checkRestoredKey(contents, flat[e], keyGroup, input), timestamp, namespace, index);
     }
   }
+}
+
+/** A state's entries written in chunks (version 4): a chunk count, then one v8 array per chunk. */
+function readChunks(input: DataInputDeserializer, count: number, what: string): unknown[] {
+  const chunks = input.readUint32(what);
+  if (chunks > input.remaining) throw input.corrupt(`${what} claim ${chunks} chunks`);
+  const flat: unknown[] = [];
+  for (let c = 0; c < chunks; c++) {
+    const chunk = deserializeStateValue(input.readBlob(what), input, what);
+    if (!Array.isArray(chunk) || chunk.length % 2 !== 0) throw input.corrupt(`${what} hold a chunk that is not key-value pairs`);
+    for (const element of chunk) flat.push(element);
+  }
+  if (flat.length !== count * 2) throw input.corrupt(`${what} do not hold ${count} entries`);
+  return flat;
 }
 
 function readFlat(input: DataInputDeserializer, count: number, what: string, width = 2): unknown[] {

@@ -14,11 +14,16 @@ import type { DataInputDeserializer } from './data-input-deserializer.ts';
 
 /**
  * The keyed state snapshot format this Weir writes and the newest it reads. 2: timers carry a
- * namespace (windows, join buffers); version 1 snapshots are still read.
+ * namespace (windows, join buffers); 3: TTL-stamped states; 4: a state's entries in chunks
+ * (asynchronous snapshots). Versions 1 to 3 are still read.
  */
-export const KEYED_STATE_FORMAT_VERSION = 3;
+export const KEYED_STATE_FORMAT_VERSION = 4;
 /** The operator state snapshot format this Weir writes and the newest it reads. */
 export const OPERATOR_STATE_FORMAT_VERSION = 1;
+/** Set in a keyed state's kind byte (version 3 on): its values carry a TTL timestamp ({ v, t }). */
+export const TTL_FLAG = 0x80;
+/** Bytes of one entry of a keyed state snapshot's key-group index. */
+export const SECTION_INDEX_ENTRY_BYTES = 16;
 /** "WKSB": Weir keyed state backend. */
 export const KEYED_STATE_MAGIC = Uint8Array.of(0x57, 0x4b, 0x53, 0x42);
 /** "WOSB": Weir operator state backend. */

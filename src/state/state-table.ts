@@ -1,6 +1,7 @@
 import type { StateTtl } from '../core/state/state-descriptors.ts';
 import type { StateKey } from '../core/state/state-key.ts';
 import type { StateKind } from '../core/state/state-types.ts';
+import { CopyOnWriteGroups, copyStateValue } from './copy-on-write-groups.ts';
 import type { InternalKeyContext } from './internal-key-context.ts';
 
 /**
@@ -23,6 +24,8 @@ export class StateTable {
   ttlWrapped = false;
   /** The TTL of the descriptor the operator asked for the state with. */
   ttl: StateTtl | undefined;
+  /** What a pending asynchronous snapshot needs kept of the key groups it has not written yet. */
+  readonly cow = new CopyOnWriteGroups();
   /** Where the incremental cleanup goes on: the key group, and an iterator over its map. */
   #cleanupGroup = 0;
   #cleanupCursor: Iterator<[StateKey, unknown]> | undefined;
@@ -56,9 +59,11 @@ export class StateTable {
       visited++;
       const [key, value] = next.value;
       const live = liveValue(this.kind, value, ttl, now);
+      if (live === value) continue;
       const group = this.groups[this.#cleanupGroup] as Map<StateKey, unknown>;
+      if (this.cow.pending?.[this.#cleanupGroup] === 1) this.cow.touch(this.#cleanupGroup, key, group, undefined);
       if (live === undefined) group.delete(key);
-      else if (live !== value) group.set(key, live);
+      else group.set(key, live);
     }
   }
 
@@ -67,20 +72,31 @@ export class StateTable {
     const ttl = this.ttl;
     if (ttl === undefined) return;
     const now = this.clock();
-    for (const group of this.groups) {
+    const pending = this.cow.pending;
+    for (let index = 0; index < this.groups.length; index++) {
+      const group = this.groups[index];
       if (group === undefined) continue;
       for (const [key, value] of group) {
         const live = liveValue(this.kind, value, ttl, now);
+        if (live === value) continue;
+        if (pending?.[index] === 1) this.cow.touch(index, key, group, undefined);
         if (live === undefined) group.delete(key);
-        else if (live !== value) group.set(key, live);
+        else group.set(key, live);
       }
     }
   }
 
-  /** The stored value of the current key, or undefined. */
+  /**
+   * The stored value of the current key, or undefined. The caller may mutate it in place (a list's
+   * push, a map's set, a TTL stamp): while a snapshot waits to write its key group, its value at
+   * the barrier is copied first, once.
+   */
   get(): unknown {
     const context = this.context;
-    return this.groups[context.requireKeyGroupIndex(this.description)]?.get(context.currentKey as StateKey);
+    const index = context.requireKeyGroupIndex(this.description);
+    const group = this.groups[index];
+    if (this.cow.pending?.[index] === 1) this.cow.touch(index, context.currentKey as StateKey, group, copyStateValue);
+    return group?.get(context.currentKey as StateKey);
   }
 
   /** Stores `value` for the current key. */
@@ -88,6 +104,7 @@ export class StateTable {
     const context = this.context;
     const index = context.requireKeyGroupIndex(this.description);
     let group = this.groups[index];
+    if (this.cow.pending?.[index] === 1) this.cow.touch(index, context.currentKey as StateKey, group, undefined);
     if (group === undefined) {
       group = new Map();
       this.groups[index] = group;
@@ -98,7 +115,11 @@ export class StateTable {
   /** Forgets the current key's value. */
   remove(): void {
     const context = this.context;
-    this.groups[context.requireKeyGroupIndex(this.description)]?.delete(context.currentKey as StateKey);
+    const index = context.requireKeyGroupIndex(this.description);
+    const group = this.groups[index];
+    if (group === undefined) return;
+    if (this.cow.pending?.[index] === 1) this.cow.touch(index, context.currentKey as StateKey, group, undefined);
+    group.delete(context.currentKey as StateKey);
   }
 
   /** Whether no key has a value. */
@@ -119,8 +140,12 @@ export function isExpired(entry: TtlValue<unknown>, ttl: StateTtl, now: number):
   return entry.t + ttl.ttlMs <= now;
 }
 
-/** A stored TTL value without what expired: undefined when nothing is left; a list or map without its expired elements. */
-function liveValue(kind: StateKind, value: unknown, ttl: StateTtl, now: number): unknown {
+/**
+ * A stored TTL value without what expired: undefined when nothing is left; a list or map without
+ * its expired elements (a new one; `value` itself when nothing expired). Never changes `value`: a
+ * pending snapshot may still have to write it.
+ */
+export function liveValue(kind: StateKind, value: unknown, ttl: StateTtl, now: number): unknown {
   const expired = (entry: TtlValue<unknown>) => isExpired(entry, ttl, now);
   if (kind === 'list') {
     const entries = value as TtlValue<unknown>[];
@@ -129,8 +154,13 @@ function liveValue(kind: StateKind, value: unknown, ttl: StateTtl, now: number):
   }
   if (kind === 'map') {
     const map = value as Map<unknown, TtlValue<unknown>>;
-    for (const [key, entry] of map) if (expired(entry)) map.delete(key);
-    return map.size === 0 ? undefined : map;
+    let live: Map<unknown, TtlValue<unknown>> | undefined;
+    for (const [key, entry] of map) {
+      if (!expired(entry)) continue;
+      live ??= new Map(map);
+      live.delete(key);
+    }
+    return live === undefined ? value : live.size === 0 ? undefined : live;
   }
   return expired(value as TtlValue<unknown>) ? undefined : value;
 }

@@ -1,8 +1,11 @@
+import { channel } from 'node:diagnostics_channel';
+import { setImmediate as nextTurn } from 'node:timers/promises';
 import type { CheckpointFailure, CheckpointFailureReason } from '../../checkpoint/checkpoint-failure-reason.ts';
 import type { OperatorSubtaskState } from '../../checkpoint/operator-subtask-state.ts';
 import type { CheckpointLocation } from '../../checkpoint/storage/checkpoint-location.ts';
 import type { CheckpointStorage } from '../../checkpoint/storage/checkpoint-storage.ts';
 import { WeirError } from '../../core/errors/weir-error.ts';
+import type { KeyedStateSnapshotWriter } from '../../state/keyed-state-snapshot-writer.ts';
 import type { FromWorker } from '../deployment/worker-messages.ts';
 import type { ChannelStateResult } from '../io/checkpointing/checkpoint-barrier-handler.ts';
 import type { CheckpointOptions } from '../io/checkpointing/checkpoint-options.ts';
@@ -29,15 +32,40 @@ export interface SubtaskCheckpointCoordinatorOptions {
 
 interface StateSnapshot {
   uid: string;
-  keyed: Uint8Array | undefined;
+  /** The keyed state as it was at the barrier, written slice by slice after the barrier went on. */
+  keyed: KeyedStateSnapshotWriter | undefined;
   operator: Uint8Array | undefined;
+}
+
+/**
+ * The longest a slice of an asynchronous keyed state snapshot runs on the task thread; the task's
+ * loop (its records) runs between slices, as between its own turns (MailboxProcessor MAX_TURN_MS).
+ */
+const SNAPSHOT_SLICE_MS = 4;
+
+/**
+ * Each task's acknowledged checkpoint, with its {@link SubtaskCheckpointDurations}, published on
+ * this diagnostics channel of the task's worker thread (nothing is built when no one subscribes):
+ * `{ checkpointId, vertexId, subtaskIndex, syncMs, asyncMs, bytes }`. bench/state.ts reads it.
+ */
+export const SUBTASK_CHECKPOINT_CHANNEL = 'weir:subtask-checkpoint';
+const checkpointChannel = channel(SUBTASK_CHECKPOINT_CHANNEL);
+
+/** How long each part of a task's checkpoint took (Flink's sync and async durations). */
+export interface SubtaskCheckpointDurations {
+  /** The task stood still: snapshot hooks and the state backends' synchronous part, up to the barrier going on. */
+  syncMs: number;
+  /** Records flowed: the keyed state written slice by slice, the files written, up to the acknowledgement. */
+  asyncMs: number;
 }
 
 /**
  * A task's part of a checkpoint (Flink's SubtaskCheckpointCoordinator). As the barrier passes: the
  * operators' snapshot hooks run (a two-phase-commit sink pre-commits), the state backends take
- * their snapshots, and the barrier goes downstream; then, while records flow again, the state files
- * are written and the task acknowledges with their handles (an unaligned checkpoint's with its
+ * their snapshots (a keyed backend only its synchronous part: copy-on-write marks, O(key groups)),
+ * and the barrier goes downstream; then, while records flow again, the keyed state is serialized
+ * in slices between the task's turns, the state files are written and the task acknowledges with
+ * their handles (an unaligned checkpoint's with its
  * channel state, once complete). A failure of the synchronous part
  * declines the checkpoint with CHECKPOINT_DECLINED, of the writing with CHECKPOINT_ASYNC_EXCEPTION;
  * the barrier goes downstream either way, so nothing waits for it. "Checkpoint N complete" and
@@ -46,6 +74,8 @@ interface StateSnapshot {
  */
 export class SubtaskCheckpointCoordinator {
   readonly #options: SubtaskCheckpointCoordinatorOptions;
+  /** The durations of the latest checkpoint this task acknowledged (tests, and what the acknowledgement could carry). */
+  lastDurations: (SubtaskCheckpointDurations & { checkpointId: number }) | undefined;
 
   constructor(options: SubtaskCheckpointCoordinatorOptions) {
     this.#options = options;
@@ -66,23 +96,29 @@ export class SubtaskCheckpointCoordinator {
     const { chain, stateHolders } = this.#options;
     const id = location.checkpointId;
     const snapshots: StateSnapshot[] = [];
+    const started = performance.now();
     try {
       await chain.snapshotState(id);
       for (const holder of stateHolders()) {
         snapshots.push({
           uid: holder.uid,
-          keyed: holder.keyed === undefined || holder.keyed.isEmpty() ? undefined : holder.keyed.snapshot(),
+          keyed: holder.keyed === undefined || holder.keyed.isEmpty() ? undefined : holder.keyed.snapshotAsync(),
           operator: holder.operatorState.stateNames().length === 0 ? undefined : holder.operatorState.snapshot(),
         });
       }
     } catch (error) {
+      for (const snapshot of snapshots) snapshot.keyed?.release();
       this.decline(id, 'CHECKPOINT_DECLINED', error);
       chain.broadcastBarrier(location, options);
       return;
     }
     chain.broadcastBarrier(location, options);
-    // The asynchronous part: write the state files while records flow again.
-    this.#writeAndAcknowledge(location, snapshots, alignmentMs, channelState).catch((error: unknown) => this.decline(id, 'CHECKPOINT_ASYNC_EXCEPTION', error));
+    const syncMs = performance.now() - started;
+    // The asynchronous part: serialize the keyed state and write the state files while records flow again.
+    this.#writeAndAcknowledge(location, snapshots, alignmentMs, channelState, syncMs).catch((error: unknown) => {
+      for (const snapshot of snapshots) snapshot.keyed?.release();
+      this.decline(id, 'CHECKPOINT_ASYNC_EXCEPTION', error);
+    });
   }
 
   /** Gives up a checkpoint on this task: the coordinator hears why (the barrier handler's aborts). */
@@ -116,16 +152,22 @@ export class SubtaskCheckpointCoordinator {
     snapshots: StateSnapshot[],
     alignmentMs: number,
     channelState: Promise<ChannelStateResult> | undefined,
+    syncMs: number,
   ): Promise<void> {
     const { storage, vertexId, subtaskIndex, toMaster } = this.#options;
+    const started = performance.now();
     if (storage === undefined) throw new WeirError('NO_CHECKPOINT_STORAGE', 'checkpointing has no storage folder', { fault: 'internal' });
     const operators: OperatorSubtaskState[] = [];
     let bytes = 0;
     for (const snapshot of snapshots) {
       const state: OperatorSubtaskState = { uid: snapshot.uid };
-      if (snapshot.keyed !== undefined) {
-        state.keyed = await storage.writeState(location, snapshot.uid, subtaskIndex, 'keyed', snapshot.keyed);
-        bytes += snapshot.keyed.byteLength;
+      const writer = snapshot.keyed;
+      if (writer !== undefined) {
+        // One slice per turn of the event loop: the task's loop takes its turns in between.
+        while (!writer.step(SNAPSHOT_SLICE_MS)) await nextTurn();
+        const keyed = writer.result();
+        state.keyed = await storage.writeState(location, snapshot.uid, subtaskIndex, 'keyed', keyed);
+        bytes += keyed.byteLength;
       }
       if (snapshot.operator !== undefined) {
         state.operator = await storage.writeState(location, snapshot.uid, subtaskIndex, 'operator', snapshot.operator);
@@ -141,6 +183,9 @@ export class SubtaskCheckpointCoordinator {
         bytes += channels.bytes.byteLength;
       }
     }
+    const asyncMs = performance.now() - started;
+    this.lastDurations = { checkpointId: location.checkpointId, syncMs, asyncMs };
+    if (checkpointChannel.hasSubscribers) checkpointChannel.publish({ checkpointId: location.checkpointId, vertexId, subtaskIndex, syncMs, asyncMs, bytes });
     toMaster({ type: 'ack', checkpointId: location.checkpointId, vertexId, subtaskIndex, operators, alignmentMs, bytes });
   }
 }

@@ -42,7 +42,7 @@ test('namespaced timers survive snapshot and a rescale to 3 subtasks', () => {
     old.registerTimer('processing', 5000 + i, 'right');
   }
   const snapshot = old.snapshot();
-  assert.equal(snapshot[4], 3, 'format version 3');
+  assert.equal(snapshot[4], 4, 'format version 4');
   const parts = [0, 1, 2].map((index) => backend(computeKeyGroupRangeForOperatorIndex(128, 3, index)));
   for (const part of parts) part.restore([snapshot]);
   const events = parts.flatMap((part) => drain(part, 'event', Infinity)).sort((a, b) => a[1] - b[1] || a[2].localeCompare(b[2]));
@@ -83,12 +83,12 @@ test('a format 1 snapshot (before namespaces) restores: its timers in the void n
       ['c', 2002],
     ],
   );
-  // Written again, it is format 3 and restores the same.
+  // Written again, it is format 4 and restores the same.
   const again = backend();
   const fresh = backend();
   fresh.restore([Buffer.from(FORMAT_1_SNAPSHOT, 'base64')]);
   const rewritten = fresh.snapshot();
-  assert.equal(rewritten[4], 3);
+  assert.equal(rewritten[4], 4);
   again.restore([rewritten]);
   assert.equal(again.numTimers('event'), 3);
 });

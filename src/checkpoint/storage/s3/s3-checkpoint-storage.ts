@@ -13,7 +13,7 @@ import { type CheckpointMetadata, describeSchemaIssues, METADATA_FILE_NAME, type
 import type { CheckpointStorage, StoredCheckpointMetadata } from '../checkpoint-storage.ts';
 import { COMMITTED_FILE_NAME, metadataText, storedMetadata } from '../metadata-files.ts';
 import { type StateKind, stateFileName } from '../state-file-name.ts';
-import { sha256 } from '../state-files.ts';
+import { sha256, sha256InSlices } from '../state-files.ts';
 import { fencedWrite, LOCK_FILE_NAME, type LockOptions, type StorageLock } from '../storage-lock.ts';
 import { S3Objects } from './s3-objects.ts';
 import { S3StorageLock } from './s3-storage-lock.ts';
@@ -85,7 +85,7 @@ export class S3CheckpointStorage implements CheckpointStorage {
         fault: 'internal',
       });
     }
-    return { path: name, size: bytes.byteLength, sha256: sha256(bytes) };
+    return { path: name, size: bytes.byteLength, sha256: await sha256InSlices(bytes) };
   }
 
   async readState(location: CheckpointLocation | string, handle: StateHandle): Promise<Uint8Array> {

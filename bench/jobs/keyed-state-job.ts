@@ -1,0 +1,83 @@
+/**
+ * The state benchmark's job (bench/state.ts): an unbounded generator over STATE_BENCH_KEYS keys ->
+ * keyBy -> a small object per key in ValueState -> discarding sink.
+ *
+ * The keyed function also measures how long its task stood still: the gap between two records it
+ * processes. Every gap of STALL_MS or more is appended to STATE_BENCH_STALLS as `end-ms gap-ms`
+ * (absolute times, so the bench can lay them over the checkpoints), and every GC pause of GC_MS or
+ * more of its worker thread to STATE_BENCH_GC as `start-ms duration-ms` (so the bench can tell the
+ * snapshot's pauses from the collector's), and each task's checkpoint durations as the task measured
+ * them (SUBTASK_CHECKPOINT_CHANNEL) to STATE_BENCH_TASKS as `checkpoint-id vertex sync-ms async-ms`.
+ */
+import { subscribe } from 'node:diagnostics_channel';
+import { appendFileSync } from 'node:fs';
+import { PerformanceObserver } from 'node:perf_hooks';
+import { defineJob } from '../../src/api/define-job.ts';
+import { dataGenSource } from '../../src/connectors/datagen/datagen-source.ts';
+import { discardingSink } from '../../src/connectors/discarding-sink.ts';
+import { valueState } from '../../src/core/state/state-descriptors.ts';
+import type { ValueState } from '../../src/core/state/state-types.ts';
+
+interface Totals {
+  count: number;
+  sum: number;
+  last: number;
+}
+
+/** SUBTASK_CHECKPOINT_CHANNEL of subtask-checkpoint-coordinator.ts, by name: the bench also runs against code without it. */
+const SUBTASK_CHECKPOINT_CHANNEL = 'weir:subtask-checkpoint';
+const STALL_MS = 5;
+const GC_MS = 2;
+let observingGc = false;
+
+/** Records the worker thread's GC pauses and its tasks' checkpoint durations (once per thread). */
+function observeGc(file: string | undefined, tasksFile: string | undefined): void {
+  if (observingGc || file === undefined) return;
+  observingGc = true;
+  if (tasksFile !== undefined) {
+    subscribe(SUBTASK_CHECKPOINT_CHANNEL, (message) => {
+      const { checkpointId, vertexId, syncMs, asyncMs } = message as { checkpointId: number; vertexId: number; syncMs: number; asyncMs: number };
+      appendFileSync(tasksFile, `${checkpointId} ${vertexId} ${syncMs} ${asyncMs}\n`);
+    });
+  }
+  new PerformanceObserver((list) => {
+    let lines = '';
+    for (const entry of list.getEntries()) if (entry.duration >= GC_MS) lines += `${performance.timeOrigin + entry.startTime} ${entry.duration}\n`;
+    if (lines !== '') appendFileSync(file, lines);
+  }).observe({ entryTypes: ['gc'] });
+}
+
+export default defineJob({
+  name: 'bench-keyed-state',
+  build(env) {
+    const keys = Number(process.env.STATE_BENCH_KEYS ?? 1_000_000);
+    const stalls = process.env.STATE_BENCH_STALLS;
+    let totals: ValueState<Totals>;
+    let lastAt = 0;
+    env
+      .fromSource(dataGenSource({ keys }), { uid: 'generator' })
+      .keyBy((record) => record.key)
+      .process<number>(
+        {
+          open(context) {
+            observeGc(process.env.STATE_BENCH_GC, process.env.STATE_BENCH_TASKS);
+            totals = context.getState(valueState<Totals>('totals'));
+          },
+          processElement(record, _context, out) {
+            const now = performance.timeOrigin + performance.now();
+            if (lastAt !== 0 && now - lastAt >= STALL_MS && stalls !== undefined) appendFileSync(stalls, `${now} ${now - lastAt}\n`);
+            lastAt = now;
+            const current = totals.value();
+            totals.update(
+              current === undefined
+                ? { count: 1, sum: record.amount, last: record.seq }
+                : { count: current.count + 1, sum: current.sum + record.amount, last: record.seq },
+            );
+            out.collect(record.amount);
+          },
+        },
+        { uid: 'totals' },
+      )
+      .sinkTo(discardingSink<number>(), { uid: 'discard' });
+  },
+});

@@ -1,0 +1,258 @@
+/**
+ * Keyed state benchmark, Weir alone, no Kafka (issue 34): an unbounded generator over N keys ->
+ * keyBy -> a small object per key in ValueState -> discarding sink (bench/jobs/keyed-state-job.ts),
+ * parallelism 1, one worker, checkpoints every 2 s, the heap backend. Each size runs in its own
+ * process (so its peak RSS is its own): first until every key has a value (the fill), then for a
+ * measured window. Reports over that window: records/s, the process's peak RSS, the synchronous
+ * pause per checkpoint (the longest time the keyed task stood still while the checkpoint was
+ * pending: the gap between two records it processed, GC included) and the whole checkpoint
+ * duration (p50/p99), and the bytes written per checkpoint.
+ *
+ *   npm run bench:state [-- --keys 1000000,5000000] [--large] [--seconds 30] [--label after]
+ * `--large` adds 10M keys. Writes (or replaces) the section `--label` (default "latest") of
+ * bench/results/state.md.
+ */
+import { spawn } from 'node:child_process';
+import { existsSync } from 'node:fs';
+import { mkdtemp, readFile, rm, writeFile } from 'node:fs/promises';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import { parseArgs } from 'node:util';
+import { startJob } from '../src/runtime/jobmaster/job-master.ts';
+import { markdownTable } from './compare/report.ts';
+
+const { values } = parseArgs({
+  options: {
+    keys: { type: 'string', default: '1000000,5000000' },
+    large: { type: 'boolean', default: false },
+    seconds: { type: 'string', default: '30' },
+    label: { type: 'string', default: 'latest' },
+    case: { type: 'string' },
+  },
+});
+const seconds = Number(values.seconds);
+const job = join(import.meta.dirname, 'jobs', 'keyed-state-job.ts');
+const results = join(import.meta.dirname, 'results', 'state.md');
+const log = (line: string) => process.stderr.write(`${line}\n`);
+const now = () => performance.timeOrigin + performance.now();
+const percentile = (sorted: number[], p: number) => (sorted.length === 0 ? undefined : sorted[Math.min(sorted.length - 1, Math.ceil(p * sorted.length) - 1)]);
+const sleep = (ms: number) => new Promise((resolve) => setTimeout(resolve, ms));
+
+interface CaseResult {
+  keys: number;
+  fillSeconds: number;
+  recordsPerSecond: number;
+  peakRssMb: number;
+  checkpoints: number;
+  aborted: number;
+  pauseMs: number[];
+  /** The same pauses less the GC pauses inside them: what the snapshot itself cost. */
+  pauseWithoutGcMs: number[];
+  /** Per checkpoint, the longest synchronous and asynchronous parts of any task, as the tasks measured them (none before they published them). */
+  taskSyncMs: number[];
+  taskAsyncMs: number[];
+  /** The longest GC pause of the worker thread in the window. */
+  gcMaxMs: number;
+  durationMs: number[];
+  bytes: number[];
+}
+
+/** One size, in this process: fill, then measure. */
+async function runCase(keys: number): Promise<CaseResult> {
+  const folder = await mkdtemp(join(tmpdir(), 'weir-bench-state-'));
+  const stallsFile = join(folder, 'stalls.txt');
+  const gcFile = join(folder, 'gc.txt');
+  const tasksFile = join(folder, 'tasks.txt');
+  Object.assign(process.env, { STATE_BENCH_KEYS: String(keys), STATE_BENCH_STALLS: stallsFile, STATE_BENCH_GC: gcFile, STATE_BENCH_TASKS: tasksFile });
+  const completed: { id: number; at: number; durationMs: number; bytes: number }[] = [];
+  let aborted = 0;
+  let measuring = false;
+  try {
+    const client = await startJob({
+      job,
+      config: {
+        parallelism: 1,
+        workers: 1,
+        checkpointing: { interval: '2s', storage: join(folder, 'checkpoints') },
+        workerHeap: { oldGenerationMb: 16384 },
+      },
+      log: () => {},
+      onEvent: (event) => {
+        if (event.type === 'checkpoint-completed') completed.push({ id: event.checkpointId, at: now(), durationMs: event.durationMs, bytes: event.bytes });
+        if (event.type === 'checkpoint-aborted' && measuring) aborted++;
+      },
+    });
+    const sinkRecords = () => client.status().vertices.at(-1)?.totalRecordsIn ?? 0;
+    const filling = now();
+    while (sinkRecords() < keys) {
+      const state = client.status().state;
+      if (state !== 'starting' && state !== 'running') throw new Error(`the job is ${state}: ${client.status().failure?.message ?? ''}`);
+      await sleep(200);
+    }
+    const start = now();
+    const fillSeconds = (start - filling) / 1000;
+    const startRecords = sinkRecords();
+    measuring = true;
+    await sleep(seconds * 1000);
+    const end = now();
+    const records = sinkRecords() - startRecords;
+    measuring = false;
+    await client.cancel();
+    // Checkpoints triggered after the fill and completed in the window.
+    const window = completed.filter((checkpoint) => checkpoint.at - checkpoint.durationMs >= start && checkpoint.at <= end);
+    const rowsOf = async (file: string) =>
+      existsSync(file)
+        ? (await readFile(file, 'utf8'))
+            .split('\n')
+            .filter((line) => line !== '')
+            .map((line) => line.split(' ').map(Number))
+        : [];
+    const stalls = (await rowsOf(stallsFile)) as [number, number][];
+    const gcs = (await rowsOf(gcFile)) as [number, number][];
+    const tasks = await rowsOf(tasksFile);
+    /** The longest sync and async parts of any task of checkpoint `id`, as the tasks measured them. */
+    const taskParts = (id: number) => {
+      const own = tasks.filter((row) => row[0] === id);
+      return own.length === 0 ? undefined : ([Math.max(...own.map((row) => row[2] as number)), Math.max(...own.map((row) => row[3] as number))] as const);
+    };
+    /** The GC time inside [from, to]. */
+    const gcIn = (from: number, to: number) => {
+      let total = 0;
+      for (const [start, duration] of gcs) total += Math.max(0, Math.min(to, start + duration) - Math.max(from, start));
+      return total;
+    };
+    const pauses = window.map((checkpoint) => {
+      const triggered = checkpoint.at - checkpoint.durationMs;
+      let longest = 0;
+      let longestWithoutGc = 0;
+      for (const [stallEnd, gap] of stalls) {
+        if (stallEnd < triggered || stallEnd - gap > checkpoint.at) continue;
+        longest = Math.max(longest, gap);
+        longestWithoutGc = Math.max(longestWithoutGc, gap - gcIn(stallEnd - gap, stallEnd));
+      }
+      return [longest, longestWithoutGc] as const;
+    });
+    const gcPauses = gcs.filter(([at]) => at >= start && at <= end).map(([, duration]) => duration);
+    return {
+      keys,
+      fillSeconds,
+      recordsPerSecond: records / ((end - start) / 1000),
+      peakRssMb: process.resourceUsage().maxRSS / 1024,
+      checkpoints: window.length,
+      aborted,
+      pauseMs: pauses.map(([withGc]) => withGc),
+      pauseWithoutGcMs: pauses.map(([, withoutGc]) => withoutGc),
+      taskSyncMs: window.flatMap((checkpoint) => taskParts(checkpoint.id)?.[0] ?? []),
+      taskAsyncMs: window.flatMap((checkpoint) => taskParts(checkpoint.id)?.[1] ?? []),
+      gcMaxMs: Math.max(0, ...gcPauses),
+      durationMs: window.map((checkpoint) => checkpoint.durationMs),
+      bytes: window.map((checkpoint) => checkpoint.bytes),
+    };
+  } finally {
+    await rm(folder, { recursive: true, force: true });
+  }
+}
+
+if (values.case !== undefined) {
+  const result = await runCase(Number(values.case));
+  process.stdout.write(`${JSON.stringify(result)}\n`);
+  process.exit(0);
+}
+
+/** Runs one size in a child process of its own and reads its result. */
+function runChild(keys: number): Promise<CaseResult> {
+  return new Promise((resolve, reject) => {
+    const child = spawn(process.execPath, [...process.execArgv, import.meta.filename, '--case', String(keys), '--seconds', String(seconds)], {
+      stdio: ['ignore', 'pipe', 'inherit'],
+    });
+    let out = '';
+    child.stdout.on('data', (chunk: Buffer) => {
+      out += chunk.toString();
+    });
+    child.on('error', reject);
+    child.on('exit', (code) => {
+      const line = out.trim().split('\n').at(-1) ?? '';
+      if (code !== 0 || line === '') reject(new Error(`the ${keys}-key case exited with code ${code}`));
+      else resolve(JSON.parse(line) as CaseResult);
+    });
+  });
+}
+
+const fmt = (value: number | undefined, digits = 0) =>
+  value === undefined ? '-' : value.toLocaleString('en', { maximumFractionDigits: digits, minimumFractionDigits: digits });
+const sizes = values.keys.split(',').map(Number);
+if (values.large) sizes.push(10_000_000);
+const rows: string[][] = [];
+for (const keys of sizes) {
+  log(`${keys.toLocaleString('en')} keys: filling, then ${seconds} s measured`);
+  const result = await runChild(keys);
+  const pauses = result.pauseMs.toSorted((a, b) => a - b);
+  const pausesWithoutGc = result.pauseWithoutGcMs.toSorted((a, b) => a - b);
+  const taskSync = result.taskSyncMs.toSorted((a, b) => a - b);
+  const taskAsync = result.taskAsyncMs.toSorted((a, b) => a - b);
+  const durations = result.durationMs.toSorted((a, b) => a - b);
+  const bytes = result.bytes.toSorted((a, b) => a - b);
+  const row = [
+    fmt(keys),
+    fmt(result.fillSeconds, 1),
+    fmt(result.recordsPerSecond),
+    fmt(result.peakRssMb),
+    fmt(result.checkpoints),
+    fmt(percentile(pauses, 0.5)),
+    fmt(percentile(pauses, 0.99)),
+    fmt(percentile(pausesWithoutGc, 0.5)),
+    fmt(percentile(pausesWithoutGc, 0.99)),
+    fmt(result.gcMaxMs),
+    fmt(percentile(taskSync, 0.5), 1),
+    fmt(percentile(taskSync, 0.99), 1),
+    fmt(percentile(taskAsync, 0.5)),
+    fmt(percentile(taskAsync, 0.99)),
+    fmt(percentile(durations, 0.5)),
+    fmt(percentile(durations, 0.99)),
+    fmt((percentile(bytes, 0.5) ?? 0) / 1e6, 1),
+  ];
+  log(`  ${row.join(' | ')}`);
+  rows.push(row);
+}
+
+const section = [
+  `## ${values.label}`,
+  '',
+  `\`npm run bench:state -- ${process.argv.slice(2).join(' ')}\`, ${new Date().toISOString().slice(0, 16).replace('T', ' ')} UTC, this machine (2 cores, shared), Node ${process.versions.node}.`,
+  '',
+  ...markdownTable(
+    [
+      'keys',
+      'fill s',
+      'records/s',
+      'peak RSS MB',
+      'checkpoints',
+      'sync pause p50 ms',
+      'sync pause p99 ms',
+      'less GC p50 ms',
+      'less GC p99 ms',
+      'GC max ms',
+      'task sync p50 ms',
+      'task sync p99 ms',
+      'task async p50 ms',
+      'task async p99 ms',
+      'checkpoint p50 ms',
+      'checkpoint p99 ms',
+      'MB per checkpoint',
+    ],
+    rows,
+  ),
+  '',
+].join('\n');
+const intro = [
+  '# Keyed state: checkpoints of the heap backend (issue 34)',
+  '',
+  'generator over N keys -> keyBy -> a small object per key ({ count, sum, last }) in ValueState -> discarding sink; parallelism 1, one worker thread, exactly-once checkpoints every 2 s to the local file system, the heap backend. Each size runs in a process of its own: first until every key has a value ("fill s"), then for the measured window (`--seconds`, default 30), over which everything is reported. records/s: through the sink. Peak RSS: the whole process (job master and worker thread). Sync pause: per checkpoint triggered and completed in the window, the longest time the keyed task stood still (the gap between two records it processed) while the checkpoint was pending; GC pauses in that time count too. "less GC": the same pause less the worker thread\'s GC pauses inside it (what the checkpoint itself cost the task); "GC max": the longest GC pause of the worker thread in the window, checkpoint or not. "task sync" and "task async": the synchronous part (snapshot hooks and the backends\' synchronous snapshots, up to the barrier going on) and the asynchronous part (serializing and writing the state, up to the acknowledgement) as the keyed task measured them (the diagnostics channel `weir:subtask-checkpoint`; "-" where the code measured has no such channel). Checkpoint: trigger to completion. MB per checkpoint: what the tasks acknowledged (p50).',
+  '',
+].join('\n');
+const previous = existsSync(results) ? await readFile(results, 'utf8') : intro;
+const sections = previous.split(/^(?=## )/m);
+const kept = sections.slice(1).filter((part) => !part.startsWith(`## ${values.label}\n`));
+const text = [intro, ...kept.map((part) => part.trimEnd()), section].join('\n');
+await writeFile(results, `${text.trimEnd()}\n`);
+process.stdout.write(`${section}\n`);

@@ -1,0 +1,324 @@
+import { crc32 } from 'node:zlib';
+import { WeirError } from '../core/errors/weir-error.ts';
+import type { StateTtl } from '../core/state/state-descriptors.ts';
+import type { StateKey } from '../core/state/state-key.ts';
+import type { TimeDomain } from '../core/time/time-domain.ts';
+import { ABSENT, type CopyOnWriteGroups, UncloneableValue } from './copy-on-write-groups.ts';
+import { DataOutputSerializer } from './data-output-serializer.ts';
+import type { InternalTimerService, TimerHeapInternalTimer } from './internal-timer-service.ts';
+import type { KeyedStateContents } from './keyed-state-snapshot.ts';
+import {
+  checksum,
+  KEYED_STATE_FORMAT_VERSION,
+  KEYED_STATE_MAGIC,
+  SECTION_INDEX_ENTRY_BYTES,
+  serializeStateValue,
+  stateKindCode,
+  TTL_FLAG,
+} from './state-snapshot-format.ts';
+import { liveValue, type StateTable } from './state-table.ts';
+
+const TIME_DOMAINS: readonly TimeDomain[] = ['processing', 'event'];
+/** Entries per v8 blob (version 4): a slice of the writer serializes about this many at a time. */
+const CHUNK_ENTRIES = 2048;
+
+/** One state's entries in the key group being written: a blob per chunk. */
+interface TableSection {
+  stateIndex: number;
+  count: number;
+  blobs: Uint8Array[];
+}
+
+/** The state table of the snapshot, as it was at the barrier. */
+interface SnapshotTable {
+  table: StateTable;
+  /** With fullSnapshot cleanup, what expired at the barrier is left out. */
+  ttl: StateTtl | undefined;
+}
+
+/**
+ * Writes the keyed state snapshot of one subtask (the format is in keyed-state-snapshot.ts) as it
+ * was at the barrier, asynchronously and in slices (Flink's asynchronous heap snapshot strategy).
+ *
+ * The constructor is the synchronous part, O(states x key groups): it notes the states, marks
+ * every key group of every state table and timer service as pending (copy-on-write, see
+ * {@link CopyOnWriteGroups}) and takes the time fullSnapshot TTL cleanup filters with. Each
+ * {@link step} then writes key groups, in chunks of {@link CHUNK_ENTRIES} entries, until its time
+ * budget is spent, reading each key's value at the barrier (its preimage if it was changed since,
+ * the live value if not) and releasing each group once written; the task processes records between
+ * steps. {@link result} is the snapshot once {@link step} returned true.
+ */
+export class KeyedStateSnapshotWriter {
+  readonly #contents: KeyedStateContents;
+  readonly #tables: SnapshotTable[];
+  readonly #header = new DataOutputSerializer(256);
+  /** The body: the key groups' sections, piece by piece (no buffer that grows by copying). */
+  readonly #pieces: Uint8Array[] = [];
+  #bodyLength = 0;
+  /** Once every key group is written: the snapshot being assembled, and the next piece to copy into it. */
+  #out: Uint8Array | undefined;
+  #outPosition = 0;
+  #nextPiece = 0;
+  readonly #sections: { keyGroup: number; offset: number; length: number; crc: number }[] = [];
+  readonly #now: number;
+  readonly #onEnd: () => void;
+  /** The key group being written (index from the range start), the state within it, and where in its keys. */
+  #group = 0;
+  #table = 0;
+  #keys: StateKey[] | undefined;
+  #position = 0;
+  /** Keys deleted after the barrier, before the writer reached their group: only their preimage holds them. */
+  #deleted: [StateKey, unknown][] = [];
+  #current: TableSection | undefined;
+  #groupSections: TableSection[] = [];
+  #result: Uint8Array | undefined;
+  /** Why writing failed, for {@link result}. */
+  #failure: unknown;
+  #ended = false;
+
+  constructor(contents: KeyedStateContents, onEnd: () => void = () => {}) {
+    this.#contents = contents;
+    this.#onEnd = onEnd;
+    this.#now = contents.clock();
+    this.#tables = [...contents.tables.values()].map((table) => ({ table, ttl: table.ttl?.cleanupFullSnapshot === true ? table.ttl : undefined }));
+    const header = this.#header;
+    header.writeBytes(KEYED_STATE_MAGIC);
+    header.writeUint16(KEYED_STATE_FORMAT_VERSION);
+    header.writeUint32(contents.maxParallelism);
+    header.writeInt32(contents.keyGroupRange.start);
+    header.writeInt32(contents.keyGroupRange.end);
+    header.writeUint32(this.#tables.length);
+    for (const { table } of this.#tables) {
+      header.writeUint8(stateKindCode(table.kind) | (table.ttlWrapped ? TTL_FLAG : 0));
+      header.writeString(table.name);
+    }
+    for (const { table } of this.#tables) table.cow.begin(contents.keyGroupCount);
+    for (const timers of contents.timers) timers.cow.begin(contents.keyGroupCount);
+  }
+
+  /** Whether the snapshot is written (or given up). */
+  get done(): boolean {
+    return this.#ended;
+  }
+
+  /** Writes on for about `budgetMs`; returns whether the snapshot is complete. A state that cannot be serialized throws (and gives the snapshot up). */
+  step(budgetMs: number): boolean {
+    if (this.#ended) return true;
+    const until = performance.now() + budgetMs;
+    try {
+      do {
+        if (this.#group >= this.#contents.keyGroupCount) {
+          if (this.#assemble(until)) return true;
+          continue;
+        }
+        if (this.#table < this.#tables.length) this.#writeChunk();
+        else this.#writeTimersAndSection();
+      } while (performance.now() < until);
+    } catch (error) {
+      this.#failure = error;
+      this.release();
+      throw error;
+    }
+    return false;
+  }
+
+  /** Writes what is left at once (a synchronous snapshot, or a new barrier while this one is pending). */
+  runToEnd(): void {
+    while (!this.step(Number.POSITIVE_INFINITY));
+  }
+
+  /** The snapshot, once complete; the error it failed with, if it failed. */
+  result(): Uint8Array {
+    if (this.#failure !== undefined) throw this.#failure;
+    if (this.#result === undefined) {
+      throw new WeirError(
+        'CHECKPOINT_NOT_COMPLETED',
+        `operator "${this.#contents.operatorName}": the keyed state snapshot is not written (given up, or still being written)`,
+        {
+          fault: 'internal',
+          hint: 'call result() only after step() returned true',
+        },
+      );
+    }
+    return this.#result;
+  }
+
+  /** Gives the snapshot up: writes to the state are free again. */
+  release(): void {
+    if (this.#ended) return;
+    this.#ended = true;
+    for (const { table } of this.#tables) table.cow.end();
+    for (const timers of this.#contents.timers) timers.cow.end();
+    this.#onEnd();
+  }
+
+  /** Writes up to {@link CHUNK_ENTRIES} entries of the current state in the current key group. */
+  #writeChunk(): void {
+    const { table, ttl } = this.#tables[this.#table] as SnapshotTable;
+    const index = this.#group;
+    const live = table.groups[index];
+    if (this.#keys === undefined) {
+      const preimages = table.cow.preimages[index];
+      if ((live === undefined || live.size === 0) && preimages === undefined) {
+        table.cow.finish(index);
+        this.#table++;
+        return;
+      }
+      this.#keys = live === undefined ? [] : [...live.keys()];
+      this.#position = 0;
+      this.#deleted = [];
+      if (preimages !== undefined) for (const entry of preimages) if (entry[1] !== ABSENT && live?.has(entry[0]) !== true) this.#deleted.push(entry);
+      this.#current = { stateIndex: this.#table, count: 0, blobs: [] };
+    }
+    const keys = this.#keys;
+    const preimages = table.cow.preimages[index];
+    const flat: unknown[] = [];
+    const end = Math.min(keys.length, this.#position + CHUNK_ENTRIES);
+    for (let i = this.#position; i < end; i++) {
+      const key = keys[i] as StateKey;
+      const preimage = preimages?.get(key);
+      let value = preimage === undefined ? live?.get(key) : preimage;
+      if (value === ABSENT || value === undefined) continue;
+      if (ttl !== undefined) value = liveValue(table.kind, value, ttl, this.#now);
+      if (value === undefined) continue;
+      flat.push(key, value);
+    }
+    this.#position = end;
+    if (end >= keys.length) {
+      for (const [key, preimage] of this.#deleted) {
+        const value = ttl === undefined ? preimage : liveValue(table.kind, preimage, ttl, this.#now);
+        if (value !== undefined) flat.push(key, value);
+      }
+      this.#deleted = [];
+    }
+    const section = this.#current as TableSection;
+    if (flat.length > 0) {
+      section.count += flat.length / 2;
+      section.blobs.push(this.#serialize(flat, `${table.description} of operator "${this.#contents.operatorName}"`));
+    }
+    if (end < keys.length) return;
+    if (section.count > 0) this.#groupSections.push(section);
+    table.cow.finish(index);
+    this.#keys = undefined;
+    this.#current = undefined;
+    this.#table++;
+  }
+
+  /** Writes the current key group's timers and its section, then moves to the next key group. */
+  #writeTimersAndSection(): void {
+    const index = this.#group;
+    const timerFlats = this.#contents.timers.map((timers) => barrierTimers(timers, index));
+    const tableSections = this.#groupSections;
+    if (tableSections.length > 0 || timerFlats.some((flat) => flat.length > 0)) {
+      const pieces: Uint8Array[] = [uint32s(tableSections.length)];
+      for (const section of tableSections) {
+        pieces.push(uint32s(section.stateIndex, section.count, section.blobs.length));
+        for (const blob of section.blobs) pieces.push(uint32s(blob.length), blob);
+      }
+      for (let d = 0; d < TIME_DOMAINS.length; d++) {
+        const flat = timerFlats[d] as unknown[];
+        if (flat.length === 0) pieces.push(uint32s(0, 0));
+        else {
+          const blob = this.#serialize(flat, `the ${TIME_DOMAINS[d]}-time timers of operator "${this.#contents.operatorName}"`);
+          pieces.push(uint32s(flat.length / 3, blob.length), blob);
+        }
+      }
+      let length = 0;
+      let crc = 0;
+      for (const piece of pieces) {
+        length += piece.length;
+        crc = crc32(piece, crc);
+        this.#pieces.push(piece);
+      }
+      this.#sections.push({ keyGroup: index + this.#contents.keyGroupRange.start, offset: this.#bodyLength, length, crc: crc >>> 0 });
+      this.#bodyLength += length;
+    }
+    for (const timers of this.#contents.timers) timers.cow.finish(index);
+    this.#groupSections = [];
+    this.#table = 0;
+    this.#group++;
+  }
+
+  #serialize(flat: unknown[], what: string): Uint8Array {
+    for (let i = 1; i < flat.length; i += 2) if (flat[i] instanceof UncloneableValue) flat[i] = (flat[i] as UncloneableValue).original;
+    return serializeStateValue(flat, what);
+  }
+
+  /**
+   * Every key group is written: copies the header and the pieces into the snapshot, until `until`
+   * (the copy of a large snapshot takes several slices too). Returns whether it is complete.
+   */
+  #assemble(until: number): boolean {
+    if (this.#out === undefined) this.#start();
+    const out = this.#out as Uint8Array;
+    const pieces = this.#pieces;
+    while (this.#nextPiece < pieces.length) {
+      const piece = pieces[this.#nextPiece] as Uint8Array;
+      out.set(piece, this.#outPosition);
+      this.#outPosition += piece.length;
+      pieces[this.#nextPiece++] = EMPTY;
+      if (performance.now() >= until) break;
+    }
+    if (this.#nextPiece < pieces.length) return false;
+    this.#result = out;
+    this.release();
+    return true;
+  }
+
+  /** Writes the header's index and checksum and allocates the snapshot. */
+  #start(): void {
+    const header = this.#header;
+    const sections = this.#sections;
+    const headerLength = header.length + 4 + sections.length * SECTION_INDEX_ENTRY_BYTES + 4;
+    if (headerLength + this.#bodyLength > 0xffffffff) {
+      throw new WeirError('STATE_TOO_LARGE', `operator "${this.#contents.operatorName}": the keyed state snapshot would exceed 4 GiB`, {
+        hint: 'raise the parallelism of the operator so each subtask holds less state',
+      });
+    }
+    header.writeUint32(sections.length);
+    for (const section of sections) {
+      header.writeUint32(section.keyGroup);
+      header.writeUint32(headerLength + section.offset);
+      header.writeUint32(section.length);
+      header.writeUint32(section.crc);
+    }
+    header.writeUint32(checksum(header.view()));
+    const out = new Uint8Array(header.length + this.#bodyLength);
+    out.set(header.view(), 0);
+    this.#out = out;
+    this.#outPosition = header.length;
+  }
+}
+
+const EMPTY = new Uint8Array(0);
+
+/** Little-endian uint32s, as a piece of a section. */
+function uint32s(...values: number[]): Uint8Array {
+  const bytes = new Uint8Array(values.length * 4);
+  const view = new DataView(bytes.buffer);
+  for (let i = 0; i < values.length; i++) view.setUint32(i * 4, values[i] as number, true);
+  return bytes;
+}
+
+/** The timers of key group `index` as they were at the barrier, flat: key, timestamp, namespace. */
+function barrierTimers(timers: InternalTimerService, index: number): unknown[] {
+  const flat: unknown[] = [];
+  const live = timers.groups[index];
+  const preimages = timers.cow.preimages[index];
+  const add = (key: StateKey, keyTimers: Map<number | string, TimerHeapInternalTimer>) => {
+    for (const timer of keyTimers.values()) flat.push(key, timer.timestamp, timer.namespace);
+  };
+  if (live !== undefined) {
+    for (const [key, keyTimers] of live) {
+      const preimage = preimages?.get(key);
+      if (preimage === undefined) add(key, keyTimers);
+      else if (preimage !== ABSENT) add(key, preimage as Map<number | string, TimerHeapInternalTimer>);
+    }
+  }
+  if (preimages !== undefined) {
+    for (const [key, preimage] of preimages) {
+      if (preimage !== ABSENT && live?.has(key) !== true) add(key, preimage as Map<number | string, TimerHeapInternalTimer>);
+    }
+  }
+  return flat;
+}
