@@ -154,11 +154,18 @@ export class CheckpointCoordinator {
     return this.#trigger(kind, stop);
   }
 
-  receiveAcknowledge(checkpointId: number, task: TaskId, operators: OperatorSubtaskState[], alignmentMs: number, bytes: number): void {
+  receiveAcknowledge(
+    checkpointId: number,
+    task: TaskId,
+    operators: OperatorSubtaskState[],
+    alignmentMs: number,
+    bytes: number,
+    durations?: { syncMs: number; asyncMs: number },
+  ): void {
     const pending = this.#pending.get(checkpointId);
     if (pending === undefined) return; // a late acknowledgement of an aborted checkpoint: its location is discarded
     if (!pending.acknowledge(task, operators)) return;
-    this.#options.stats.reportAcknowledged(checkpointId, bytes, alignmentMs);
+    this.#options.stats.reportAcknowledged(checkpointId, bytes, alignmentMs, durations);
     if (!pending.isFullyAcknowledged) return;
     const completing = this.#complete(pending).catch((error: unknown) => {
       const message = `writing its metadata failed: ${error instanceof Error ? error.message : String(error)}`;

@@ -102,7 +102,7 @@ export const DASHBOARD_HTML = `<!doctype html>
   <section>
     <h2>Checkpoints <span class="meta" id="checkpoint-counts"></span></h2>
     <table data-testid="checkpoints">
-      <thead><tr><th>ID</th><th class="text">Kind</th><th class="text">Status</th><th class="text">Triggered</th><th>Duration</th><th>Size</th><th>Alignment</th><th class="text">Reason</th></tr></thead>
+      <thead><tr><th>ID</th><th class="text">Kind</th><th class="text">Status</th><th class="text">Triggered</th><th>Duration</th><th title="the longest time a task stood still for it">Sync</th><th title="the longest time a task wrote its state while records flowed">Async</th><th>Size</th><th>Alignment</th><th class="text">Reason</th></tr></thead>
       <tbody id="checkpoints"></tbody>
     </table>
   </section>

@@ -20,6 +20,7 @@ function rate(n) { return n >= 1000 ? (n / 1000).toFixed(1) + "k" : n.toFixed(0)
 function percent(r) { return (r * 100).toFixed(0) + "%"; }
 function bytes(n) { return n < 1024 ? n + " B" : n < 1048576 ? (n / 1024).toFixed(1) + " KiB" : (n / 1048576).toFixed(1) + " MiB"; }
 function ms(n) { return n === undefined || n === null ? "" : n + " ms"; }
+function tenths(n) { return n === undefined || n === null ? n : Math.round(n * 10) / 10; }
 function time(t) { return new Date(t).toLocaleTimeString(); }
 function watermark(w) { return w === null || w === undefined ? "—" : w >= 8e15 ? "end of event time" : new Date(w).toISOString().replace("T", " ").replace(/[.][0-9]+Z$/, "Z"); }
 function bpClass(r) { return r < 0.1 ? "bp-ok" : r < 0.5 ? "bp-low" : "bp-high"; }
@@ -231,7 +232,7 @@ function render(job, checkpoints) {
   document.getElementById("checkpoint-counts").textContent =
     count(counts.completed) + " completed · " + count(counts.failed) + " aborted · " + count(counts.inProgress) + " in progress · " + count(counts.restored) + " restored";
   fill("checkpoints", checkpoints.slice(-50).reverse().map(function (c) {
-    return row([c.checkpointId, cell(c.kind, "text"), cell(c.status, "text " + c.status), cell(time(c.triggeredAt), "text"), ms(c.durationMs), bytes(c.bytes), ms(c.alignmentMs), cell(c.reason || "", "text")], { "data-testid": "checkpoint-row", "data-status": c.status });
+    return row([c.checkpointId, cell(c.kind, "text"), cell(c.status, "text " + c.status), cell(time(c.triggeredAt), "text"), ms(c.durationMs), ms(tenths(c.syncMs)), ms(tenths(c.asyncMs)), bytes(c.bytes), ms(c.alignmentMs), cell(c.reason || "", "text")], { "data-testid": "checkpoint-row", "data-status": c.status });
   }), "no checkpoints yet", 8);
 
   fill("restarts", job.restarts.slice().reverse().map(function (r) {

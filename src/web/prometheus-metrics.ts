@@ -25,6 +25,12 @@ export function createPrometheusMetrics(jobName: string): PrometheusMetrics {
     labelNames: ['job'],
     registers: [registry],
   });
+  const parts = new Gauge({
+    name: 'weir_last_checkpoint_part_seconds',
+    help: "The latest completed checkpoint's longest synchronous part of a task (part=sync: the task stood still) and asynchronous part (part=async: state written while records flowed)",
+    labelNames: ['job', 'part'],
+    registers: [registry],
+  });
   const size = new Gauge({
     name: 'weir_last_checkpoint_size_bytes',
     help: 'State size of the latest completed checkpoint',
@@ -152,6 +158,8 @@ export function createPrometheusMetrics(jobName: string): PrometheusMetrics {
     if (latest !== undefined) {
       duration.set(labels, (latest.durationMs ?? 0) / 1000);
       size.set(labels, latest.bytes);
+      if (latest.syncMs !== undefined) parts.set({ ...labels, part: 'sync' }, latest.syncMs / 1000);
+      if (latest.asyncMs !== undefined) parts.set({ ...labels, part: 'async' }, latest.asyncMs / 1000);
     }
     restarts.set(labels, status.restarts.length);
     for (const gauge of [

@@ -42,7 +42,7 @@ const ROUTES_HINT =
  *                          life, the job graph with parallelism, per vertex: records in/out, rates,
  *                          busy and back-pressured shares, operator metrics (the sinks' transactions
  *                          among them, records skipped and dead letters), the latest failure with its stack
- *   GET  /api/checkpoints  checkpoint history (the latest 100): id, kind, status, duration, size, alignment
+ *   GET  /api/checkpoints  checkpoint history (the latest 100): id, kind, status, duration, sync and async parts, size, alignment
  *   POST /api/savepoints   trigger a savepoint; answers when its transactions are committed
  *   POST /api/stop         stop with a savepoint (?drain=true: the end of event time first)
  *   GET  /metrics          Prometheus text format

@@ -37,7 +37,18 @@ export type ToWorker =
 /** Worker to main thread. */
 export type FromWorker =
   | { type: 'ready'; workerIndex: number }
-  | { type: 'ack'; checkpointId: number; vertexId: number; subtaskIndex: number; operators: OperatorSubtaskState[]; alignmentMs: number; bytes: number }
+  | {
+      type: 'ack';
+      checkpointId: number;
+      vertexId: number;
+      subtaskIndex: number;
+      operators: OperatorSubtaskState[];
+      alignmentMs: number;
+      bytes: number;
+      /** The task stood still for its checkpoint (snapshot hooks, the backends' synchronous part), and then wrote its state while records flowed. */
+      syncMs?: number;
+      asyncMs?: number;
+    }
   | { type: 'decline'; checkpointId: number; vertexId: number; subtaskIndex: number; failure: CheckpointFailure }
   | { type: 'failed'; vertexName: string; subtaskIndex: number; error: SerializedWeirError }
   | { type: 'endOfData'; vertexId: number; subtaskIndex: number }

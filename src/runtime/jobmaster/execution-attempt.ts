@@ -183,7 +183,10 @@ export class ExecutionAttempt implements CheckpointTaskGateway {
           }
           return;
         case 'ack':
-          coordinator?.receiveAcknowledge(message.checkpointId, message, message.operators, message.alignmentMs, message.bytes);
+          coordinator?.receiveAcknowledge(message.checkpointId, message, message.operators, message.alignmentMs, message.bytes, {
+            syncMs: message.syncMs ?? 0,
+            asyncMs: message.asyncMs ?? 0,
+          });
           if (injectedFaultPoint === 'checkpoint-acknowledged') this.#injectAfterAcknowledged(message.checkpointId, totalTasks);
           return;
         case 'decline':

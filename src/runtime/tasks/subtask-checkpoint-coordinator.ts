@@ -186,6 +186,6 @@ export class SubtaskCheckpointCoordinator {
     const asyncMs = performance.now() - started;
     this.lastDurations = { checkpointId: location.checkpointId, syncMs, asyncMs };
     if (checkpointChannel.hasSubscribers) checkpointChannel.publish({ checkpointId: location.checkpointId, vertexId, subtaskIndex, syncMs, asyncMs, bytes });
-    toMaster({ type: 'ack', checkpointId: location.checkpointId, vertexId, subtaskIndex, operators, alignmentMs, bytes });
+    toMaster({ type: 'ack', checkpointId: location.checkpointId, vertexId, subtaskIndex, operators, alignmentMs, bytes, syncMs, asyncMs });
   }
 }

@@ -59,7 +59,9 @@ test('the dashboard of a running job shows its graph, records, sink transactions
     assert.ok(later > first, `the checkpoint list grew from ${first} to ${later}`);
     const cells = await page.locator('[data-testid="checkpoint-row"][data-status="completed"]').first().locator('td').allTextContents();
     assert.match(cells[4] ?? '', /^\d+ ms$/, `duration: ${cells.join(' | ')}`);
-    assert.match(cells[5] ?? '', /B$/, `size: ${cells.join(' | ')}`);
+    assert.match(cells[5] ?? '', /^[\d.]+ ms$/, `sync part: ${cells.join(' | ')}`);
+    assert.match(cells[6] ?? '', /^[\d.]+ ms$/, `async part: ${cells.join(' | ')}`);
+    assert.match(cells[7] ?? '', /B$/, `size: ${cells.join(' | ')}`);
 
     // Records flow: the source chain has read some, the sink chain received some.
     await until('records in on both operator chains', async () => {
