@@ -283,7 +283,8 @@ export class KeyedStateSnapshotWriter {
       header.writeUint32(section.crc);
     }
     header.writeUint32(checksum(header.view()));
-    const out = new Uint8Array(header.length + this.#bodyLength);
+    // Every byte is written by the slices that follow: no zero-filling (hundreds of MB at once on the task thread).
+    const out = Buffer.allocUnsafe(header.length + this.#bodyLength);
     out.set(header.view(), 0);
     this.#out = out;
     this.#outPosition = header.length;
