@@ -1,6 +1,6 @@
 import { readFileSync } from 'node:fs';
-import avsc from 'avsc';
-import { avroType } from '../../connectors/schema-registry/avro-schema.ts';
+import type avscModule from 'avsc';
+import { avroType, avsc } from '../../connectors/schema-registry/avro-schema.ts';
 import { type AvroSerializer, avroSerializer } from '../../connectors/schema-registry/avro-serializer.ts';
 import type { SchemaRegistryClient } from '../../connectors/schema-registry/schema-registry-client.ts';
 import type { SubjectNameStrategy } from '../../connectors/schema-registry/subject-name.ts';
@@ -14,7 +14,7 @@ import { WeirError } from '../../core/errors/weir-error.ts';
  */
 export class AvroLineEncoder {
   readonly subject: string;
-  readonly #type: avsc.Type;
+  readonly #type: avscModule.Type;
   readonly #serializer: AvroSerializer<unknown>;
   readonly #what: string;
 
@@ -102,7 +102,7 @@ export class AvroLineEncoder {
 /** `weir consume --value-format avro`: registry wire-format bytes as Avro's JSON encoding, each schema id fetched once. */
 export class AvroRecordDecoder {
   readonly #registry: SchemaRegistryClient;
-  readonly #types = new Map<number, avsc.Type>();
+  readonly #types = new Map<number, avscModule.Type>();
 
   constructor(registry: SchemaRegistryClient) {
     this.#registry = registry;
@@ -128,7 +128,7 @@ export class AvroRecordDecoder {
       const schema = this.#registry.cached(id);
       if (schema === undefined) throw new Error(`schema id ${id} is unknown to ${this.#registry}`);
       if (schema.schemaType !== 'AVRO') throw new Error(`schema id ${id} is a ${schema.schemaType} schema, not Avro`);
-      type = avsc.Type.forSchema(JSON.parse(schema.schema));
+      type = avsc().Type.forSchema(JSON.parse(schema.schema));
       this.#types.set(id, type);
     }
     const { value, offset } = type.decode(message, WIRE_HEADER_SIZE);

@@ -1,4 +1,4 @@
-import pg from 'pg';
+import type pg from 'pg';
 import { postgresFailure } from './postgres-errors.ts';
 
 /**
@@ -7,7 +7,9 @@ import { postgresFailure } from './postgres-errors.ts';
  * the connection fails (and with it the task).
  */
 export async function connectPostgres(connectionString: string | undefined, applicationName: string, where: string): Promise<pg.Client> {
-  const client = new pg.Client({
+  // pg loads when a sink first connects, not with every job that imports the package (nor in every worker thread).
+  const { default: postgres } = await import('pg');
+  const client = new postgres.Client({
     ...(connectionString === undefined ? {} : { connectionString }),
     application_name: applicationName,
   });

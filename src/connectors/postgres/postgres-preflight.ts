@@ -1,4 +1,3 @@
-import pg from 'pg';
 import type { PreflightContext, PreflightFinding } from '../../core/connector/preflight.ts';
 import { describePostgresError } from './postgres-errors.ts';
 import { defaultGidPrefix } from './postgres-gid.ts';
@@ -36,7 +35,8 @@ export async function readPostgresFacts(
   columns: readonly string[],
   gids?: { prefix: string; predecessorGone: string | undefined },
 ): Promise<PostgresFacts> {
-  const client = new pg.Client(connectionString === undefined ? {} : { connectionString });
+  const { default: postgres } = await import('pg');
+  const client = new postgres.Client(connectionString === undefined ? {} : { connectionString });
   client.on('error', () => {});
   await client.connect();
   try {

@@ -1,8 +1,8 @@
-import avsc from 'avsc';
+import type avscModule from 'avsc';
 import type { PreflightFinding } from '../../core/connector/preflight.ts';
 import { WeirError } from '../../core/errors/weir-error.ts';
 import type { TopicRecord } from '../kafka/topic-record.ts';
-import { type AvroSchema, avroType } from './avro-schema.ts';
+import { type AvroSchema, avroType, avsc } from './avro-schema.ts';
 import { type RegisteredSchema, registryClient, type SchemaRegistryClient } from './schema-registry-client.ts';
 import type { SchemaRegistrySettings } from './schema-registry-settings.ts';
 import { readSchemaId, WIRE_HEADER_SIZE } from './wire-format.ts';
@@ -40,8 +40,8 @@ export interface AvroDeserializer<T> {
 }
 
 interface Decoder {
-  type: avsc.Type;
-  resolver: ReturnType<avsc.Type['createResolver']> | undefined;
+  type: avscModule.Type;
+  resolver: ReturnType<avscModule.Type['createResolver']> | undefined;
   /** Set when records of this id cannot be read (a schema that is not Avro, or that the reader schema cannot resolve). */
   failure: string | undefined;
 }
@@ -49,7 +49,7 @@ interface Decoder {
 export function avroDeserializer<T>(options: AvroDeserializerOptions): AvroDeserializer<T> {
   const registry = registryClient(options.registry);
   const isKey = options.isKey === true;
-  let readerType: avsc.Type | undefined;
+  let readerType: avscModule.Type | undefined;
   if (options.readerSchema !== undefined) {
     try {
       readerType = avroType(options.readerSchema);
@@ -63,15 +63,15 @@ export function avroDeserializer<T>(options: AvroDeserializerOptions): AvroDeser
 
   const decoderOf = (schema: RegisteredSchema): Decoder => {
     if (schema.schemaType !== 'AVRO') {
-      return { type: avsc.Type.forSchema('null'), resolver: undefined, failure: `schema id ${schema.id} is a ${schema.schemaType} schema, not Avro` };
+      return { type: avsc().Type.forSchema('null'), resolver: undefined, failure: `schema id ${schema.id} is a ${schema.schemaType} schema, not Avro` };
     }
     try {
-      const writer = avsc.Type.forSchema(JSON.parse(schema.schema));
+      const writer = avsc().Type.forSchema(JSON.parse(schema.schema));
       if (readerType === undefined) return { type: writer, resolver: undefined, failure: undefined };
       return { type: readerType, resolver: readerType.createResolver(writer), failure: undefined };
     } catch (error) {
       return {
-        type: avsc.Type.forSchema('null'),
+        type: avsc().Type.forSchema('null'),
         resolver: undefined,
         failure: `the Avro schema of id ${schema.id} ${readerType === undefined ? 'does not parse' : 'cannot be read with the readerSchema'}: ${(error as Error).message}`,
       };

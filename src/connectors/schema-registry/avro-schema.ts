@@ -1,4 +1,13 @@
-import avsc from 'avsc';
+import { createRequire } from 'node:module';
+import type avscModule from 'avsc';
+
+let loaded: typeof avscModule | undefined;
+
+/** avsc, required on first use: a job without Avro (and every worker thread of one) does not load it. */
+export function avsc(): typeof avscModule {
+  loaded ??= createRequire(import.meta.url)('avsc') as typeof avscModule;
+  return loaded;
+}
 
 /**
  * An Avro schema as a job gives it: the schema's JSON as an object (or array, for a union), its
@@ -7,8 +16,8 @@ import avsc from 'avsc';
 export type AvroSchema = string | object;
 
 /** An Avro schema as avsc's Type; throws (avsc's message) when it is not a valid schema. */
-export function avroType(schema: AvroSchema): avsc.Type {
-  return avsc.Type.forSchema(JSON.parse(schemaText(schema)) as avsc.Schema);
+export function avroType(schema: AvroSchema): avscModule.Type {
+  return avsc().Type.forSchema(JSON.parse(schemaText(schema)) as avscModule.Schema);
 }
 
 /** The schema as JSON text, as the registry takes it. */

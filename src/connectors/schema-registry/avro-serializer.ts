@@ -1,4 +1,4 @@
-import type avsc from 'avsc';
+import type avscModule from 'avsc';
 import type { PreflightFinding } from '../../core/connector/preflight.ts';
 import { WeirError } from '../../core/errors/weir-error.ts';
 import { type AvroSchema, avroType, schemaText } from './avro-schema.ts';
@@ -49,7 +49,7 @@ export interface AvroSerializer<T> {
 
 export function avroSerializer<T>(options: AvroSerializerOptions): AvroSerializer<T> {
   const registry = registryClient(options.registry);
-  let type: avsc.Type;
+  let type: avscModule.Type;
   try {
     type = avroType(options.schema);
   } catch (error) {
