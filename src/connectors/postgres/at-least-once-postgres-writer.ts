@@ -1,7 +1,7 @@
 import type pg from 'pg';
 import type { OperatorContext } from '../../core/operator/stream-operator.ts';
 import { StreamOperator } from '../../core/operator/stream-operator.ts';
-import { connectPostgres, type PostgresQuery, sendInOrder } from './postgres-connection.ts';
+import { connectPostgres, type PostgresQuery, sendInOrder, settleWrites } from './postgres-connection.ts';
 import { postgresFailure } from './postgres-errors.ts';
 import type { ParsedPostgresSinkOptions, PostgresRow } from './postgres-sink-options.ts';
 import { InsertStatements } from './postgres-statements.ts';
@@ -89,12 +89,7 @@ export class AtLeastOncePostgresWriter<T, R extends PostgresRow> extends StreamO
   async #settle(what: string): Promise<void> {
     const inFlight = this.#inFlight;
     this.#inFlight = undefined;
-    if (inFlight === undefined) return;
-    try {
-      await inFlight;
-    } catch (error) {
-      throw postgresFailure(this.#where, what, error);
-    }
+    await settleWrites(inFlight, this.#where, what);
   }
 
   /** What was not committed is rolled back (a lost connection rolls back by itself): the restart writes it again. */

@@ -3,7 +3,7 @@ import { WeirError } from '../../core/errors/weir-error.ts';
 import { processLog } from '../../core/logging/pino-logger.ts';
 import type { OperatorContext } from '../../core/operator/stream-operator.ts';
 import { dataLoss, type RecoveryContext, type TwoPhaseCommitLogic } from '../two-phase-commit-sink.ts';
-import { connectPostgres, type PostgresQuery, sendInOrder } from './postgres-connection.ts';
+import { connectPostgres, type PostgresQuery, sendInOrder, settleWrites } from './postgres-connection.ts';
 import { postgresFailure, SQLSTATE, sqlStateOf } from './postgres-errors.ts';
 import { defaultGidPrefix, gidLiteral, parseGid, preparedTransactionGid, sinkSessionName } from './postgres-gid.ts';
 import type { ParsedPostgresSinkOptions, PostgresRow } from './postgres-sink-options.ts';
@@ -150,12 +150,7 @@ export class ExactlyOncePostgresWriter<T, R extends PostgresRow> implements TwoP
   async #settle(what: string): Promise<void> {
     const inFlight = this.#inFlight;
     this.#inFlight = undefined;
-    if (inFlight === undefined) return;
-    try {
-      await inFlight;
-    } catch (error) {
-      throw postgresFailure(this.#where, what, error);
-    }
+    await settleWrites(inFlight, this.#where, what);
   }
 
   async preCommit(transaction: PostgresTransaction, checkpointId: number): Promise<PostgresCommittable | null> {

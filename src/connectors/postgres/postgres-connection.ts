@@ -34,3 +34,13 @@ export type PostgresQuery = string | pg.QueryConfig;
 export async function sendInOrder(client: pg.Client, queries: readonly PostgresQuery[]): Promise<void> {
   for (const query of queries) await client.query(query);
 }
+
+/** Waits for a batch's statements sent earlier (sendInOrder), their failure named as the writer's (`what`, at `where`). */
+export async function settleWrites(inFlight: Promise<unknown> | undefined, where: string, what: string): Promise<void> {
+  if (inFlight === undefined) return;
+  try {
+    await inFlight;
+  } catch (error) {
+    throw postgresFailure(where, what, error);
+  }
+}

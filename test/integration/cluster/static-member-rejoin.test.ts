@@ -13,35 +13,16 @@
  * status` names the group's generation (not -1).
  */
 import assert from 'node:assert/strict';
-import { randomBytes } from 'node:crypto';
-import { mkdtemp, rm } from 'node:fs/promises';
-import { tmpdir } from 'node:os';
-import { join } from 'node:path';
-import { after, test } from 'node:test';
+import { test } from 'node:test';
 import { setTimeout as sleep } from 'node:timers/promises';
 import type { ClusterStatus } from '../../../src/cluster/cluster-status.ts';
 import type { Payment } from '../../fixtures/jobs/cluster-job.ts';
 import { weir } from '../../harness/cli.ts';
-import {
-  auditClusterOutputs,
-  BASE_TS,
-  closers,
-  clusterJobTopics,
-  producePayments,
-  startClusterMember,
-  stopMember,
-  totalsAtLeast,
-  withMemberLogs,
-} from '../../harness/cluster-job.ts';
+import { auditClusterOutputs, BASE_TS, closers, producePayments, totalsAtLeast, withMemberLogs } from '../../harness/cluster-job.ts';
+import { clusterTest, payment } from '../../harness/cluster-test.ts';
 import { bootstrapList, testBrokers } from '../../harness/kafka.ts';
 import { until, type WeirRun } from '../../harness/weir-run.ts';
 
-const cleanups: (() => Promise<void>)[] = [];
-after(async () => {
-  for (const cleanup of cleanups) await cleanup().catch(() => {});
-});
-
-const payment = (seq: number): Payment => ({ seq, account: `a${seq % 40}`, amount: (seq % 7) + 1, ts: BASE_TS + seq * 5 });
 const REJOIN_BOUND_MS = 30_000;
 
 /** Polls a member's /health/ready every 50 ms until stopped: each answer's status code (0: no answer in time, e.g. while paused). */
@@ -85,18 +66,9 @@ async function rejoined(run: WeirRun, from: number, name: string): Promise<void>
 test('static members paused past the session timeout rejoin under their instance ids (not ready while out), run tasks again; exact', {
   timeout: 600_000,
 }, async () => {
-  const storage = await mkdtemp(join(tmpdir(), 'weir-cluster-static-'));
-  cleanups.push(() => rm(storage, { recursive: true, force: true }));
-  const topics = await clusterJobTopics();
-  cleanups.push(topics.remove);
-  const cluster = `weir-test-static-${randomBytes(4).toString('hex')}`;
-  const members: WeirRun[] = [];
-  const member = (instance: string) => {
-    const run = startClusterMember({ cluster, storage, topics, interval: '500ms', ui: true, args: ['--instance-id', instance] });
-    members.push(run);
-    cleanups.push(() => stopMember(run));
-    return run;
-  };
+  const scaffold = await clusterTest('static');
+  const { cluster, topics, members } = scaffold;
+  const member = (instance: string) => scaffold.member({ ui: true, args: ['--instance-id', instance] });
 
   await withMemberLogs(members, async () => {
     const all: Payment[] = Array.from({ length: 8000 }, (_, seq) => payment(seq));
