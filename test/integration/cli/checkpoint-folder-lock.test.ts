@@ -4,7 +4,7 @@
  */
 import assert from 'node:assert/strict';
 import { existsSync } from 'node:fs';
-import { mkdtemp, readFile, rm, writeFile } from 'node:fs/promises';
+import { mkdtemp, readFile, rename, rm, writeFile } from 'node:fs/promises';
 import { hostname, tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { test } from 'node:test';
@@ -62,7 +62,9 @@ test("a run whose lock another process took over stops, and leaves the job's tra
     // Another process took it over as stale (this one was stopped, or could not refresh it, for a minute).
     const now = Date.now();
     const owner = { version: 1, pid: 1, host: 'elsewhere', startedAt: now, heartbeatAt: now, id: 'the-new-owner' };
-    await writeFile(join(storage, '_lock'), JSON.stringify(owner));
+    // Replaced whole, as a lock is always written (never half-written in place: a check between the truncation and the write read an empty lock).
+    await writeFile(join(storage, '_lock.new-owner'), JSON.stringify(owner));
+    await rename(join(storage, '_lock.new-owner'), join(storage, '_lock'));
     await run.waitFor(
       /no longer this process's \(now held by process 1 on host elsewhere.*: cancelling the job, and leaving its transactions to the new owner/,
       30_000,
