@@ -284,7 +284,8 @@ export class KeyedStateSnapshotWriter {
     }
     header.writeUint32(checksum(header.view()));
     // Every byte is written by the slices that follow: no zero-filling (hundreds of MB at once on the task thread).
-    const out = Buffer.allocUnsafe(header.length + this.#bodyLength);
+    const length = header.length + this.#bodyLength;
+    const out = new Uint8Array(Buffer.allocUnsafeSlow(length).buffer, 0, length);
     out.set(header.view(), 0);
     this.#out = out;
     this.#outPosition = header.length;
