@@ -74,8 +74,6 @@ export interface SubtaskCheckpointDurations {
  */
 export class SubtaskCheckpointCoordinator {
   readonly #options: SubtaskCheckpointCoordinatorOptions;
-  /** The durations of the latest checkpoint this task acknowledged (tests, and what the acknowledgement could carry). */
-  lastDurations: (SubtaskCheckpointDurations & { checkpointId: number }) | undefined;
 
   constructor(options: SubtaskCheckpointCoordinatorOptions) {
     this.#options = options;
@@ -184,7 +182,6 @@ export class SubtaskCheckpointCoordinator {
       }
     }
     const asyncMs = performance.now() - started;
-    this.lastDurations = { checkpointId: location.checkpointId, syncMs, asyncMs };
     if (checkpointChannel.hasSubscribers) checkpointChannel.publish({ checkpointId: location.checkpointId, vertexId, subtaskIndex, syncMs, asyncMs, bytes });
     toMaster({ type: 'ack', checkpointId: location.checkpointId, vertexId, subtaskIndex, operators, alignmentMs, bytes, syncMs, asyncMs });
   }
