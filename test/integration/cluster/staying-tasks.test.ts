@@ -12,53 +12,25 @@
  * audited read_committed.
  */
 import assert from 'node:assert/strict';
-import { randomBytes } from 'node:crypto';
-import { mkdtemp, rm } from 'node:fs/promises';
-import { tmpdir } from 'node:os';
-import { join } from 'node:path';
-import { after, test } from 'node:test';
+import { test } from 'node:test';
 import { setTimeout as sleep } from 'node:timers/promises';
 import { clusterTopicName } from '../../../src/cluster/stage-plan.ts';
 import { decodeTaskCheckpoint } from '../../../src/cluster/task-checkpoint.ts';
 import { readTopic } from '../../../src/connectors/kafka/topic-reader.ts';
 import type { Total } from '../../fixtures/jobs/cluster-job.ts';
-import {
-  auditClusterOutputs,
-  BASE_TS,
-  closers,
-  clusterJobTopics,
-  producePayments,
-  readJson,
-  startClusterMember,
-  stopMember,
-  withMemberLogs,
-} from '../../harness/cluster-job.ts';
-import { steadyInput } from '../../harness/cluster-test.ts';
+import { auditClusterOutputs, BASE_TS, closers, producePayments, readJson, withMemberLogs } from '../../harness/cluster-job.ts';
+import { cleanUpAfter, clusterTest, steadyInput } from '../../harness/cluster-test.ts';
 import { testBrokers } from '../../harness/kafka.ts';
-import { until, type WeirRun } from '../../harness/weir-run.ts';
-
-const cleanups: (() => Promise<void>)[] = [];
-after(async () => {
-  for (const cleanup of cleanups) await cleanup().catch(() => {});
-});
+import { until } from '../../harness/weir-run.ts';
 
 const SESSION_MS = 6000; // startClusterMember's --session-timeout
 
 test('a member leaves and comes back: the tasks that stay on the other keep committing (no wait for a generation that does not come); exact', {
   timeout: 600_000,
 }, async () => {
-  const storage = await mkdtemp(join(tmpdir(), 'weir-cluster-staying-'));
-  cleanups.push(() => rm(storage, { recursive: true, force: true }));
-  const topics = await clusterJobTopics();
-  cleanups.push(topics.remove);
-  const cluster = `weir-test-staying-${randomBytes(4).toString('hex')}`;
-  const members: WeirRun[] = [];
-  const member = () => {
-    const run = startClusterMember({ cluster, storage, topics, interval: '200ms', env: { CJ_MAX_PARALLELISM: '24' } });
-    members.push(run);
-    cleanups.push(() => stopMember(run));
-    return run;
-  };
+  const scaffold = await clusterTest('staying');
+  const { cluster, topics, members } = scaffold;
+  const member = () => scaffold.member({ interval: '200ms', env: { CJ_MAX_PARALLELISM: '24' } });
   const totals = async () => (await readJson<Total>(topics.totals)).length;
   const progress = async (more: number) => {
     const target = (await totals()) + more;
@@ -66,7 +38,7 @@ test('a member leaves and comes back: the tasks that stay on the other keep comm
   };
 
   const input = steadyInput(topics.input);
-  cleanups.unshift(async () => void (await input.stop()));
+  cleanUpAfter(async () => void (await input.stop()));
   await withMemberLogs(members, async () => {
     const a = member();
     await a.waitFor(/generation \d+, 60 tasks/, 120_000);
