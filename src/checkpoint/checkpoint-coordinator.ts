@@ -40,7 +40,7 @@ interface CommitTracking {
 }
 
 /** How soon after an attempt's tasks run its first checkpoint is triggered (at most the interval). */
-export const FIRST_CHECKPOINT_DELAY_MS = 200;
+export const FIRST_CHECKPOINT_DELAY_MS = 100;
 
 /** How many completed checkpoints keep their notification tracking (a waiter asks right after completion). */
 const TRACKED_COMMITS = 16;

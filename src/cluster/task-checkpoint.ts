@@ -2,7 +2,7 @@ import type { MessageRecord } from '@platformatic/kafka';
 import { z } from 'zod';
 import { stateHandleSchema } from '../checkpoint/storage/checkpoint-metadata.ts';
 import type { ClusterConnections } from '../connectors/kafka/cluster-connections.ts';
-import { murmur2 } from '../connectors/kafka/kafka-protocol.ts';
+import { murmur2 } from '../connectors/kafka/murmur2.ts';
 import type { TopicRecord } from '../connectors/kafka/partition-fetcher.ts';
 import { fencedOr, type InputOffset, type OffsetsOwner, type OpenTransaction, type TransactionDriver } from '../connectors/kafka/transaction-driver.ts';
 import { WeirError } from '../core/errors/weir-error.ts';
@@ -43,12 +43,36 @@ const taskCheckpointSchema = z.object({
    * Absent in records of older versions (their tasks wrote a frame every checkpoint).
    */
   channels: z.array(z.object({ channel: z.number().int().nonnegative(), watermark: z.number().nullable(), idle: z.boolean() })).optional(),
+  /**
+   * Frames of a channel below an offset of its partition that are in the state already (a
+   * savepoint's alignment ended past them on other channels): read past on restore. Absent: none.
+   */
+  skips: z
+    .array(z.object({ topic: z.string(), partition: z.number().int().nonnegative(), channel: z.number().int().nonnegative(), below: z.string().regex(/^\d+$/) }))
+    .optional(),
+  /**
+   * The latest savepoint this task wrote its part of (cluster-savepoint.ts), carried by every later
+   * record: its state files (relative to the savepoint's folder) as the savepoint's `_metadata` names
+   * them, the task being subtask `task` of its stage's operators at parallelism `parallelism`.
+   */
+  savepoint: z
+    .object({
+      id: z.number().int().positive(),
+      target: z.string(),
+      stop: z.enum(['suspend', 'drain']).optional(),
+      jobName: z.string(),
+      maxParallelism: z.number().int().positive(),
+      parallelism: z.number().int().positive(),
+      operators: z.array(z.object({ uid: z.string(), name: z.string(), keyed: stateHandleSchema.optional(), operator: stateHandleSchema.optional() })),
+    })
+    .optional(),
   /** Which member committed it, in which generation. */
   member: z.object({ memberId: z.string(), generationId: z.number().int() }),
   completedAt: z.number(),
 });
 
 export type TaskCheckpoint = z.infer<typeof taskCheckpointSchema>;
+export type TaskSavepointPart = NonNullable<TaskCheckpoint['savepoint']>;
 
 /** The checkpoint topic's key of a task. */
 export function taskCheckpointKey(stage: string, task: number): string {

@@ -1,7 +1,7 @@
 import type { MessageRecord } from '@platformatic/kafka';
 import { WeirError } from '../../core/errors/weir-error.ts';
 import type { ClusterConnections } from './cluster-connections.ts';
-import { murmur2 } from './kafka-protocol.ts';
+import { murmur2 } from './murmur2.ts';
 import type { KafkaProducerRecord, KafkaSinkOptions } from './kafka-sink-options.ts';
 
 /**

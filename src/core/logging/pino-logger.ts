@@ -1,5 +1,6 @@
+import { createRequire } from 'node:module';
 import pino from 'pino';
-import pretty from 'pino-pretty';
+import type PinoPretty from 'pino-pretty';
 import { WeirError } from '../errors/weir-error.ts';
 import { isLogLevel, type LogFields, type LogFormat, type Logger, type LogLevel } from './logger.ts';
 
@@ -20,8 +21,16 @@ export function createPinoLogger(options: PinoLoggerOptions = {}): Logger {
   const stream =
     (options.format ?? 'pretty') === 'json'
       ? pino.destination({ dest: destination, sync: true })
-      : pretty({ destination, sync: true, colorize: false, translateTime: 'SYS:HH:MM:ss.l', ignore: 'pid,hostname' });
+      : loadPretty()({ destination, sync: true, colorize: false, translateTime: 'SYS:HH:MM:ss.l', ignore: 'pid,hostname' });
   return wrap(pino({ level, base: undefined, redact: { paths: REDACTED, censor: '[redacted]' } }, stream));
+}
+
+/**
+ * pino-pretty (about 30 modules) loads only where a pretty logger is made: a JSON log, and every
+ * worker thread that never logs, skip it (synchronous: loggers are made synchronously).
+ */
+function loadPretty(): typeof PinoPretty {
+  return createRequire(import.meta.url)('pino-pretty') as typeof PinoPretty;
 }
 
 function wrap(logger: pino.Logger): Logger {
