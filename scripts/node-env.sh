@@ -35,8 +35,17 @@ fi
 if [ "${WEIR_SKIP_NPM_CI:-}" != "1" ]; then
   stamp="$root/node_modules/.package-lock.json"
   if [ ! -f "$stamp" ] || [ "$root/package-lock.json" -nt "$stamp" ]; then
-    echo "weir: installing npm dependencies (npm ci)" >&2
-    (cd "$root" && npm ci --no-audit --no-fund --loglevel=error >&2)
+    # One install at a time: a second command started meanwhile (two terminals, a test runner's
+    # processes) waits for it instead of deleting node_modules under it, then finds it done.
+    mkdir -p "$root/.weir"
+    exec 9>"$root/.weir/npm-ci.lock"
+    flock 9
+    if [ ! -f "$stamp" ] || [ "$root/package-lock.json" -nt "$stamp" ]; then
+      echo "weir: installing npm dependencies (npm ci)" >&2
+      (cd "$root" && npm ci --no-audit --no-fund --loglevel=error >&2)
+    fi
+    flock -u 9
+    exec 9>&-
   fi
 fi
 
