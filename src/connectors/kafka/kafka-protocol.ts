@@ -2,6 +2,7 @@ import { createRequire } from 'node:module';
 import { fileURLToPath } from 'node:url';
 import type * as Kafka from '@platformatic/kafka';
 import { trimApiBarrel } from './trim-api-barrel.ts';
+import { trimConnectionImports } from './trim-connection-imports.ts';
 
 /**
  * The parts of `@platformatic/kafka` that Weir uses: its protocol APIs, connections and record
@@ -62,10 +63,13 @@ function load(): Needed {
       NEEDED.filter((name) => /V\d+$/.test(name)),
       requireUrl,
     );
+    trimConnectionImports(dist);
     const paths = [
       ...(apis === undefined ? ['apis/index.js'] : ['apis/definitions.js', 'apis/enumerations.js']),
-      'network/index.js',
-      'protocol/index.js',
+      'network/connection-pool.js',
+      'protocol/compression.js',
+      'protocol/crc32c.js',
+      'protocol/writer.js',
       'utils.js',
     ];
     const merged = Object.assign({}, apis, ...paths.map((path) => requireUrl(new URL(path, dist)))) as Record<string, unknown>;

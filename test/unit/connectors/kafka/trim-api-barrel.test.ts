@@ -31,6 +31,20 @@ test("the client's connection loads without its whole API barrel; Weir's API ver
   assert.equal(out.pool, 'function');
 });
 
+test("the client's connection loads without the protocol barrel (murmur2's LRU library) and without compiling the client options", () => {
+  const out = inFreshProcess(`
+    out.pool = typeof protocol.ConnectionPool;
+    out.crc = typeof protocol.crc32c;
+  `);
+  const loaded = (path: string) => out.loaded.some((url) => url.endsWith(`@platformatic/kafka/dist/${path}`));
+  assert.ok(!loaded('protocol/index.js'), 'the protocol barrel was loaded');
+  assert.ok(!loaded('protocol/murmur2.js'), 'murmur2 was loaded');
+  assert.ok(!out.loaded.some((url) => url.includes('/node_modules/mnemonist/')), 'mnemonist was loaded');
+  assert.ok(!loaded('clients/base/options.js'), "the client's options (two ajv compiles) were loaded");
+  assert.ok(loaded('protocol/sasl/plain.js') && loaded('protocol/sasl/scram-sha.js'), 'the SASL helpers are there');
+  assert.deepEqual([out.pool, out.crc], ['function', 'function']);
+});
+
 test('a job that imports the client itself still gets all of it', () => {
   const out = inFreshProcess(`
     const kafka = await import('@platformatic/kafka');
