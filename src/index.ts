@@ -56,7 +56,18 @@ export type { PostgresRow, PostgresSinkOptions } from './connectors/postgres/pos
 export { type AvroDeserializer, type AvroDeserializerOptions, avroDeserializer } from './connectors/schema-registry/avro-deserializer.ts';
 export type { AvroSchema } from './connectors/schema-registry/avro-schema.ts';
 export { type AvroSerializer, type AvroSerializerOptions, avroSerializer } from './connectors/schema-registry/avro-serializer.ts';
-export { type RegisteredSchema, SchemaRegistryClient, schemaRegistry } from './connectors/schema-registry/schema-registry-client.ts';
+export type { JsonSchema } from './connectors/schema-registry/json-schema.ts';
+export {
+  type JsonSchemaDeserializer,
+  type JsonSchemaDeserializerOptions,
+  jsonSchemaDeserializer,
+} from './connectors/schema-registry/json-schema-deserializer.ts';
+export { type JsonSchemaSerializer, type JsonSchemaSerializerOptions, jsonSchemaSerializer } from './connectors/schema-registry/json-schema-serializer.ts';
+export { type ProtobufDeserializer, type ProtobufDeserializerOptions, protobufDeserializer } from './connectors/schema-registry/protobuf-deserializer.ts';
+export { type ProtobufSerializer, type ProtobufSerializerOptions, protobufSerializer } from './connectors/schema-registry/protobuf-serializer.ts';
+export type { RegistryDeserializer } from './connectors/schema-registry/registry-deserializer.ts';
+export type { RegistrySerializer, RegistrySerializerOptions } from './connectors/schema-registry/registry-serializer.ts';
+export { type RegisteredSchema, type SchemaReference, SchemaRegistryClient, schemaRegistry } from './connectors/schema-registry/schema-registry-client.ts';
 export type { SchemaRegistrySettings } from './connectors/schema-registry/schema-registry-settings.ts';
 export type { SubjectNameStrategy } from './connectors/schema-registry/subject-name.ts';
 export { withSchemaRegistry } from './connectors/schema-registry/with-schema-registry.ts';

@@ -16,7 +16,8 @@ import { WeirError } from '../../core/errors/weir-error.ts';
 import { nonNegativeIntegerArgument, positiveIntegerArgument } from '../arguments.ts';
 import { addKafkaOptions, useKafkaSettings } from '../kafka-options.ts';
 import { AvroRecordDecoder } from './avro-lines.ts';
-import { addRegistryOptions, type RegistryCliOptions, registryOf } from './registry-options.ts';
+import { type RecordDecoder, registryRecordDecoder } from './registry-lines.ts';
+import { addRegistryOptions, type RecordFormat, type RegistryCliOptions, registryOf } from './registry-options.ts';
 
 interface ConsumeOptions extends KafkaSettingsOptions, RegistryCliOptions {
   from: string;
@@ -37,27 +38,42 @@ function startOf(from: string): bigint {
   });
 }
 
-/** How a key or a value is shown: its text, or (avro) its record as Avro's JSON encoding. */
+/** How a key or a value is shown: its text, or (a registry format) its record as JSON (Avro: Avro's JSON encoding). */
 interface Shown {
   text: string | null;
   /** Set when the text is a JSON record: --json then nests it as an object. */
   json: boolean;
 }
 
-/** The key or value as it prints; an avro one that does not decode is printed as text, with why on stderr. */
-function shown(bytes: Buffer | null, decoder: AvroRecordDecoder | undefined, record: TopicRecord, what: string): Shown {
+/** A registry format's decoder, and its name for messages. */
+interface Decoder {
+  decoder: RecordDecoder;
+  format: string;
+}
+
+const FORMAT_NAMES: Record<RecordFormat, string> = { string: 'text', avro: 'Avro', protobuf: 'Protobuf', 'json-schema': 'JSON Schema' };
+
+/** The decoder of a registry format (undefined for string). */
+function decoderOf(format: RecordFormat, registry: ReturnType<typeof registryOf>): Decoder | undefined {
+  if (registry === undefined || format === 'string') return undefined;
+  const decoder = format === 'avro' ? new AvroRecordDecoder(registry) : registryRecordDecoder(format, registry);
+  return { decoder, format: FORMAT_NAMES[format] };
+}
+
+/** The key or value as it prints; a registry-format one that does not decode is printed as text, with why on stderr. */
+function shown(bytes: Buffer | null, decoder: Decoder | undefined, record: TopicRecord, what: string): Shown {
   if (decoder === undefined || bytes === null) return { text: bytes?.toString('utf8') ?? null, json: false };
   try {
-    return { text: decoder.decode(bytes), json: true };
+    return { text: decoder.decoder.decode(bytes), json: true };
   } catch (error) {
     process.stderr.write(
-      `${record.topic} partition ${record.partition} offset ${record.offset}: the ${what} is not Avro of the registry: ${(error as Error).message}\n`,
+      `${record.topic} partition ${record.partition} offset ${record.offset}: the ${what} is not ${decoder.format} of the registry: ${(error as Error).message}\n`,
     );
     return { text: bytes.toString('utf8'), json: false };
   }
 }
 
-function print(record: TopicRecord, json: boolean, keys: AvroRecordDecoder | undefined, values: AvroRecordDecoder | undefined): void {
+function print(record: TopicRecord, json: boolean, keys: Decoder | undefined, values: Decoder | undefined): void {
   const key = shown(record.key, keys, record, 'key');
   const value = shown(record.value, values, record, 'value');
   if (json) {
@@ -74,8 +90,9 @@ function print(record: TopicRecord, json: boolean, keys: AvroRecordDecoder | und
  * `weir consume <topic>`: prints a topic's records (partition, offset, key, value), read
  * read_committed by default (what a job downstream sees), from the earliest offset, a given one or
  * the latest; up to its end as it is when the command starts, or with --follow as records come.
- * With --value-format avro (--key-format avro), values (keys) in the Schema Registry wire format
- * print as Avro's JSON encoding, each schema fetched once from the registry.
+ * With --value-format avro, protobuf or json-schema (--key-format), values (keys) in the Schema
+ * Registry wire format print as JSON (Avro: Avro's JSON encoding; Protobuf: int64 as strings, enums
+ * by name, bytes as base64), each schema fetched once from the registry.
  */
 export function consumeCommand(): Command {
   return addKafkaOptions(
@@ -93,14 +110,14 @@ export function consumeCommand(): Command {
             .default('read_committed'),
         )
         .option('--json', 'one JSON object per record: partition, offset, timestamp, key, value', false),
-      'string (the bytes as UTF-8 text) or avro (Avro in the Schema Registry wire format, printed as JSON)',
+      'string (the bytes as UTF-8 text), or avro, protobuf or json-schema (that format in the Schema Registry wire format, printed as JSON)',
     ),
   ).action(async (topic: string, options: ConsumeOptions) => {
     useKafkaSettings(options, (line) => process.stderr.write(`${line}\n`));
     const { bootstrap, connection } = resolveKafkaConnection({}, 'weir consume');
     const registry = registryOf(options);
-    const keys = registry !== undefined && options.keyFormat === 'avro' ? new AvroRecordDecoder(registry) : undefined;
-    const values = registry !== undefined && options.valueFormat === 'avro' ? new AvroRecordDecoder(registry) : undefined;
+    const keys = decoderOf(options.keyFormat, registry);
+    const values = decoderOf(options.valueFormat, registry);
     const connections = new ClusterConnections(bootstrap, { clientId: 'weir-consume', ...connection });
     let stopped = false;
     const stop = () => {
@@ -139,8 +156,8 @@ export function consumeCommand(): Command {
           const end = ends?.get(result.partition);
           const records = [...fetchedRecords(result)];
           // Every schema id of the batch fetched at once, before its first record prints.
-          if (keys !== undefined) await keys.prepare(records.map((record) => record.key));
-          if (values !== undefined) await values.prepare(records.map((record) => record.value));
+          if (keys !== undefined) await keys.decoder.prepare(records.map((record) => record.key));
+          if (values !== undefined) await values.decoder.prepare(records.map((record) => record.value));
           for (const record of records) {
             if (end !== undefined && record.offset >= end) break;
             print(record, options.json, keys, values);

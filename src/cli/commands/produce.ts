@@ -15,7 +15,8 @@ import { WeirError } from '../../core/errors/weir-error.ts';
 import { positiveIntegerArgument } from '../arguments.ts';
 import { addKafkaOptions, useKafkaSettings } from '../kafka-options.ts';
 import { AvroLineEncoder } from './avro-lines.ts';
-import { addRegistryOptions, type RegistryCliOptions, registryOf } from './registry-options.ts';
+import { type LineEncoder, registryLineEncoder } from './registry-lines.ts';
+import { addRegistryOptions, isRegistryFormat, type RecordFormat, type RegistryCliOptions, registryOf } from './registry-options.ts';
 
 interface ProduceOptions extends KafkaSettingsOptions, RegistryCliOptions {
   file?: string;
@@ -23,43 +24,58 @@ interface ProduceOptions extends KafkaSettingsOptions, RegistryCliOptions {
   batch: number;
   schema?: string;
   keySchema?: string;
+  message?: string;
+  keyMessage?: string;
   autoRegister: boolean;
   subjectStrategy: SubjectNameStrategy;
 }
 
-/** A line as a record: `key<TAB>value`, or the whole line as the value (a JSON line, say) with no key; avro keys and values encoded. */
-function recordOf(line: string, where: string, keys: AvroLineEncoder | undefined, values: AvroLineEncoder | undefined): KafkaProducerRecord {
+/** A line as a record: `key<TAB>value`, or the whole line as the value (a JSON line, say) with no key; registry-format keys and values encoded. */
+function recordOf(line: string, where: string, keys: LineEncoder | undefined, values: LineEncoder | undefined, keyFormat: RecordFormat): KafkaProducerRecord {
   const tab = line.indexOf('\t');
   const key = tab < 0 ? undefined : line.slice(0, tab);
   const value = tab < 0 ? line : line.slice(tab + 1);
   if (keys !== undefined && key === undefined)
-    throw new WeirError('INVALID_CONFIG', `${where}: --key-format avro and the line has no key`, { hint: 'write each line as key<TAB>value' });
+    throw new WeirError('INVALID_CONFIG', `${where}: --key-format ${keyFormat} and the line has no key`, { hint: 'write each line as key<TAB>value' });
   const record: KafkaProducerRecord = { value: values === undefined ? value : values.encode(value, where) };
   if (key !== undefined) record.key = keys === undefined ? key : keys.encode(key, where);
   return record;
 }
 
-/** The Avro encoders the formats ask for, their schemas' ids looked up (or registered) before any line is read. */
-async function avroEncoders(topic: string, options: ProduceOptions): Promise<{ keys?: AvroLineEncoder; values?: AvroLineEncoder }> {
-  for (const [format, flag, schema] of [
-    [options.valueFormat, '--value-format', options.schema],
-    [options.keyFormat, '--key-format', options.keySchema],
+const SCHEMA_FILES: Record<RecordFormat, string> = { string: '', avro: 'file.avsc', protobuf: 'file.proto', 'json-schema': 'schema.json' };
+
+/** The registry encoders the formats ask for, their schemas' ids looked up (or registered) before any line is read. */
+async function registryEncoders(topic: string, options: ProduceOptions): Promise<{ keys?: LineEncoder; values?: LineEncoder }> {
+  for (const [format, flag, schema, message] of [
+    [options.valueFormat, '--value-format', options.schema, options.message],
+    [options.keyFormat, '--key-format', options.keySchema, options.keyMessage],
   ] as const) {
     const schemaFlag = flag === '--value-format' ? '--schema' : '--key-schema';
-    if (format === 'avro' && schema === undefined)
-      throw new WeirError('INVALID_CONFIG', `${flag} avro needs the schema the records are written with`, { hint: `pass ${schemaFlag} <file.avsc>` });
-    if (format !== 'avro' && schema !== undefined)
+    const messageFlag = flag === '--value-format' ? '--message' : '--key-message';
+    if (isRegistryFormat(format) && schema === undefined)
+      throw new WeirError('INVALID_CONFIG', `${flag} ${format} needs the schema the records are written with`, {
+        hint: `pass ${schemaFlag} <${SCHEMA_FILES[format]}>`,
+      });
+    if (!isRegistryFormat(format) && schema !== undefined)
       throw new WeirError('INVALID_CONFIG', `${schemaFlag} is given and ${flag} is ${format}`, {
-        hint: `pass ${flag} avro to write Avro, or leave ${schemaFlag} out`,
+        hint: `pass ${flag} avro, protobuf or json-schema to write in the registry's wire format, or leave ${schemaFlag} out`,
+      });
+    if (format !== 'protobuf' && message !== undefined)
+      throw new WeirError('INVALID_CONFIG', `${messageFlag} is given and ${flag} is ${format}`, {
+        hint: `${messageFlag} names a Protobuf message: pass ${flag} protobuf, or leave ${messageFlag} out`,
       });
   }
   const registry = registryOf(options);
   if (registry === undefined) return {};
   const common = { registry, topic, autoRegister: options.autoRegister, subjectStrategy: options.subjectStrategy };
-  const values =
-    options.valueFormat === 'avro' ? new AvroLineEncoder({ ...common, schemaFile: options.schema as string, flag: '--schema', isKey: false }) : undefined;
-  const keys =
-    options.keyFormat === 'avro' ? new AvroLineEncoder({ ...common, schemaFile: options.keySchema as string, flag: '--key-schema', isKey: true }) : undefined;
+  const encoder = (format: RecordFormat, schemaFile: string, flag: string, isKey: boolean, messageName: string | undefined): LineEncoder | undefined => {
+    if (format === 'avro') return new AvroLineEncoder({ ...common, schemaFile, flag, isKey });
+    if (format === 'protobuf' || format === 'json-schema')
+      return registryLineEncoder(format, { ...common, schemaFile, flag, isKey, ...(messageName === undefined ? {} : { messageName }) });
+    return undefined;
+  };
+  const values = encoder(options.valueFormat, options.schema as string, '--schema', false, options.message);
+  const keys = encoder(options.keyFormat, options.keySchema as string, '--key-schema', true, options.keyMessage);
   await values?.prepare();
   await keys?.prepare();
   return { keys, values };
@@ -70,9 +86,10 @@ async function avroEncoders(topic: string, options: ProduceOptions): Promise<{ k
  * lines as they are), or `key<TAB>value`. Keys pick partitions as Kafka's Java client does
  * (murmur2); lines without a key go round-robin. With --transactional, each batch of lines is one
  * committed transaction (a read_committed reader sees a batch whole or not at all). With
- * --value-format avro (--key-format avro), each value (key) is a JSON record written as Avro in the
- * Schema Registry wire format, under the schema --schema (--key-schema) gives, which the topic's
- * subject must hold (or --auto-register registers).
+ * --value-format avro, protobuf or json-schema (--key-format), each value (key) is a JSON record
+ * written in that format in the Schema Registry wire format, under the schema --schema
+ * (--key-schema) gives (Protobuf: the message --message names, default the file's first), which the
+ * topic's subject must hold (or --auto-register registers).
  */
 export function produceCommand(): Command {
   return addKafkaOptions(
@@ -83,15 +100,17 @@ export function produceCommand(): Command {
         .option('--file <path>', 'read the lines from this file instead of stdin')
         .option('--transactional', 'write each batch in one committed transaction', false)
         .option('--batch <lines>', 'lines per produce request (and per transaction)', positiveIntegerArgument, 1000)
-        .option('--schema <file.avsc>', 'the Avro schema of the values (--value-format avro)')
-        .option('--key-schema <file.avsc>', 'the Avro schema of the keys (--key-format avro)')
+        .option('--schema <file>', 'the schema of the values: an Avro .avsc, a .proto or a JSON Schema file, as --value-format says')
+        .option('--key-schema <file>', 'the schema of the keys (as --key-format says)')
+        .option('--message <name>', "the values' Protobuf message (--value-format protobuf; default the .proto's first message)")
+        .option('--key-message <name>', "the keys' Protobuf message (--key-format protobuf; default the .proto's first message)")
         .option('--auto-register', "register a schema its subject does not hold yet (the registry checks the subject's compatibility rule)", false)
         .addOption(
           new Option('--subject-strategy <strategy>', 'the subject: topic (<topic>-value, <topic>-key), record (the record name), topic-record')
             .choices(['topic', 'record', 'topic-record'])
             .default('topic'),
         ),
-      'string (each line as it is) or avro (a JSON record, written as Avro in the Schema Registry wire format)',
+      'string (each line as it is), or avro, protobuf or json-schema (a JSON record, written in that format in the Schema Registry wire format)',
     ),
   ).action(async (topic: string, options: ProduceOptions) => {
     useKafkaSettings(options, (line) => process.stderr.write(`${line}\n`));
@@ -99,7 +118,7 @@ export function produceCommand(): Command {
     const connections = new ClusterConnections(bootstrap, { clientId: 'weir-produce', ...connection });
     try {
       await connections.topic(topic); // an unknown topic is one clear error naming it
-      const { keys, values } = await avroEncoders(topic, options);
+      const { keys, values } = await registryEncoders(topic, options);
       const serializer = new KafkaRecordSerializer<KafkaProducerRecord>(
         { topic, serializer: (record: KafkaProducerRecord) => record } as unknown as KafkaSinkOptions<KafkaProducerRecord>,
         connections,
@@ -131,7 +150,7 @@ export function produceCommand(): Command {
         for await (const line of createInterface({ input, crlfDelay: Number.POSITIVE_INFINITY })) {
           lineNumber++;
           if (line === '') continue;
-          pending.push(recordOf(line, `${from} line ${lineNumber}`, keys, values));
+          pending.push(recordOf(line, `${from} line ${lineNumber}`, keys, values, options.keyFormat));
           if (pending.length >= options.batch) {
             await flush(pending);
             pending = [];

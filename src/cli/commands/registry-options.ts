@@ -4,9 +4,12 @@ import { SchemaRegistryClient } from '../../connectors/schema-registry/schema-re
 import { SCHEMA_REGISTRY_VARIABLES, type SchemaRegistrySettings } from '../../connectors/schema-registry/schema-registry-settings.ts';
 import { WeirError } from '../../core/errors/weir-error.ts';
 
-/** How `weir produce` / `weir consume` read and write a key or a value: text as it is, or Avro in the Schema Registry wire format. */
-export const RECORD_FORMATS = ['string', 'avro'] as const;
+/** How `weir produce` / `weir consume` read and write a key or a value: text as it is, or Avro, Protobuf or JSON Schema in the Schema Registry wire format. */
+export const RECORD_FORMATS = ['string', 'avro', 'protobuf', 'json-schema'] as const;
 export type RecordFormat = (typeof RECORD_FORMATS)[number];
+
+/** Whether a format goes through the Schema Registry. */
+export const isRegistryFormat = (format: RecordFormat): format is Exclude<RecordFormat, 'string'> => format !== 'string';
 
 export interface RegistryCliOptions {
   keyFormat: RecordFormat;
@@ -23,7 +26,7 @@ export function addRegistryOptions(command: Command, formatHelp: string): Comman
   return command
     .addOption(new Option('--key-format <format>', `the keys: ${formatHelp}`).choices(RECORD_FORMATS).default('string'))
     .addOption(new Option('--value-format <format>', `the values: ${formatHelp}`).choices(RECORD_FORMATS).default('string'))
-    .option('--registry <url>', `the Schema Registry (Confluent API root) for avro formats (default ${names.url})`)
+    .option('--registry <url>', `the Schema Registry (Confluent API root) for the avro, protobuf and json-schema formats (default ${names.url})`)
     .option(
       '--registry-user <name>',
       `the registry's basic-auth user (default ${names.user}); the password has no option (a command line is visible to every user): ${names.password}`,
@@ -31,10 +34,10 @@ export function addRegistryOptions(command: Command, formatHelp: string): Comman
     .option('--registry-ca-location <file>', `PEM file of the CA that signed an https registry's certificate (default ${names.caLocation})`);
 }
 
-/** The registry client when a format needs one (undefined when neither key nor value is avro); options first, then the environment. */
+/** The registry client when a format needs one (undefined when key and value are both strings); options first, then the environment. */
 export function registryOf(options: RegistryCliOptions, env: NodeJS.ProcessEnv = process.env): SchemaRegistryClient | undefined {
-  if (options.keyFormat !== 'avro' && options.valueFormat !== 'avro') return undefined;
-  const flag = options.valueFormat === 'avro' ? '--value-format avro' : '--key-format avro';
+  if (!isRegistryFormat(options.keyFormat) && !isRegistryFormat(options.valueFormat)) return undefined;
+  const flag = isRegistryFormat(options.valueFormat) ? `--value-format ${options.valueFormat}` : `--key-format ${options.keyFormat}`;
   const settings: SchemaRegistrySettings = {};
   if (options.registry !== undefined) settings.url = options.registry;
   else if ((env[names.url] ?? '').trim() === '')

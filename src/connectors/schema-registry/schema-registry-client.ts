@@ -12,7 +12,23 @@ import { registryHttpCallSync, sleepSync } from './sync-registry-http.ts';
 export interface RegisteredSchema {
   id: number;
   schemaType: 'AVRO' | 'JSON' | 'PROTOBUF';
-  /** The schema text (Avro: its JSON). */
+  /** The schema text (Avro: its JSON; Protobuf: the .proto; JSON Schema: its JSON). */
+  schema: string;
+  /** The other subjects' schemas it uses (Protobuf imports, JSON Schema $refs), when it has any. */
+  references?: SchemaReference[];
+}
+
+/** A schema's use of another subject's schema: `name` is how the schema refers to it (a Protobuf import path, a JSON Schema $ref). */
+export interface SchemaReference {
+  name: string;
+  subject: string;
+  version: number;
+}
+
+/** A referenced schema, fetched: its name in the referring schema, its text and type. */
+export interface ResolvedReference {
+  name: string;
+  schemaType: RegisteredSchema['schemaType'];
   schema: string;
 }
 
@@ -38,6 +54,7 @@ export class SchemaRegistryClient {
   readonly #settings: ParsedSchemaRegistrySettings;
   readonly #schemas = new Map<number, RegisteredSchema>();
   readonly #unknown = new Map<number, number>();
+  readonly #versions = new Map<string, RegisteredSchema>();
 
   /** What `settings` leave out (url, basicAuth, tls.ca) comes from `env`'s WEIR_SCHEMA_REGISTRY_* variables (schema-registry-settings.ts). */
   constructor(settings: SchemaRegistrySettings = {}, env: NodeJS.ProcessEnv = process.env) {
@@ -72,42 +89,111 @@ export class SchemaRegistryClient {
   }
 
   /** The id (and version) of `schema` under `subject`, or undefined when the subject does not hold it. */
-  async lookup(subject: string, schema: string, schemaType: RegisteredSchema['schemaType']): Promise<{ id: number; version: number } | undefined> {
+  async lookup(
+    subject: string,
+    schema: string,
+    schemaType: RegisteredSchema['schemaType'],
+    references?: readonly SchemaReference[],
+  ): Promise<{ id: number; version: number } | undefined> {
     return this.#lookupAnswer(
       subject,
       schemaType,
       schema,
-      await this.#send('POST', `/subjects/${encodeURIComponent(subject)}`, schemaBody(schema, schemaType)),
+      await this.#send('POST', `/subjects/${encodeURIComponent(subject)}`, schemaBody(schema, schemaType, references)),
+      references,
     );
   }
 
-  lookupSync(subject: string, schema: string, schemaType: RegisteredSchema['schemaType']): { id: number; version: number } | undefined {
-    return this.#lookupAnswer(subject, schemaType, schema, this.#sendSync('POST', `/subjects/${encodeURIComponent(subject)}`, schemaBody(schema, schemaType)));
+  lookupSync(
+    subject: string,
+    schema: string,
+    schemaType: RegisteredSchema['schemaType'],
+    references?: readonly SchemaReference[],
+  ): { id: number; version: number } | undefined {
+    return this.#lookupAnswer(
+      subject,
+      schemaType,
+      schema,
+      this.#sendSync('POST', `/subjects/${encodeURIComponent(subject)}`, schemaBody(schema, schemaType, references)),
+      references,
+    );
   }
 
   /** Registers `schema` under `subject` (the registry checks the subject's compatibility rule): its id. */
-  async register(subject: string, schema: string, schemaType: RegisteredSchema['schemaType']): Promise<number> {
+  async register(subject: string, schema: string, schemaType: RegisteredSchema['schemaType'], references?: readonly SchemaReference[]): Promise<number> {
     return this.#registerAnswer(
       subject,
       schemaType,
       schema,
-      await this.#send('POST', `/subjects/${encodeURIComponent(subject)}/versions`, schemaBody(schema, schemaType)),
+      await this.#send('POST', `/subjects/${encodeURIComponent(subject)}/versions`, schemaBody(schema, schemaType, references)),
+      references,
     );
   }
 
-  registerSync(subject: string, schema: string, schemaType: RegisteredSchema['schemaType']): number {
+  registerSync(subject: string, schema: string, schemaType: RegisteredSchema['schemaType'], references?: readonly SchemaReference[]): number {
     return this.#registerAnswer(
       subject,
       schemaType,
       schema,
-      this.#sendSync('POST', `/subjects/${encodeURIComponent(subject)}/versions`, schemaBody(schema, schemaType)),
+      this.#sendSync('POST', `/subjects/${encodeURIComponent(subject)}/versions`, schemaBody(schema, schemaType, references)),
+      references,
     );
+  }
+
+  /**
+   * The schemas `schema` references, fetched (each subject version once for the process), those
+   * they reference in turn first: what a parser needs before the schema itself. Throws, naming the
+   * reference, when the registry does not hold one.
+   */
+  async references(schema: RegisteredSchema): Promise<ResolvedReference[]> {
+    const resolved: ResolvedReference[] = [];
+    const visit = async (references: readonly SchemaReference[] | undefined, seen: Set<string>): Promise<void> => {
+      for (const reference of references ?? []) {
+        if (seen.has(reference.name)) continue;
+        seen.add(reference.name);
+        const path = versionPath(reference);
+        const held = this.#versions.get(path) ?? this.#versionAnswer(reference, schema, await this.#send('GET', path));
+        await visit(held.references, seen);
+        resolved.push({ name: reference.name, schemaType: held.schemaType, schema: held.schema });
+      }
+    };
+    await visit(schema.references, new Set());
+    return resolved;
+  }
+
+  referencesSync(schema: RegisteredSchema): ResolvedReference[] {
+    const resolved: ResolvedReference[] = [];
+    const visit = (references: readonly SchemaReference[] | undefined, seen: Set<string>): void => {
+      for (const reference of references ?? []) {
+        if (seen.has(reference.name)) continue;
+        seen.add(reference.name);
+        const path = versionPath(reference);
+        const held = this.#versions.get(path) ?? this.#versionAnswer(reference, schema, this.#sendSync('GET', path));
+        visit(held.references, seen);
+        resolved.push({ name: reference.name, schemaType: held.schemaType, schema: held.schema });
+      }
+    };
+    visit(schema.references, new Set());
+    return resolved;
+  }
+
+  /** Whether every reference of `schema` (and theirs) is cached: then referencesSync makes no request. */
+  referencesCached(schema: RegisteredSchema): boolean {
+    return (schema.references ?? []).every((reference) => {
+      const held = this.#versions.get(versionPath(reference));
+      return held !== undefined && this.referencesCached(held);
+    });
   }
 
   /** Whether `subject`'s rule accepts `schema` after its latest version; undefined when the subject has no version yet (anything goes). */
-  async compatibility(subject: string, schema: string, schemaType: RegisteredSchema['schemaType']): Promise<CompatibilityAnswer | undefined> {
+  async compatibility(
+    subject: string,
+    schema: string,
+    schemaType: RegisteredSchema['schemaType'],
+    references?: readonly SchemaReference[],
+  ): Promise<CompatibilityAnswer | undefined> {
     const path = `/compatibility/subjects/${encodeURIComponent(subject)}/versions/latest?verbose=true`;
-    const answer = await this.#send('POST', path, schemaBody(schema, schemaType));
+    const answer = await this.#send('POST', path, schemaBody(schema, schemaType, references));
     if (answer.status === 404) return undefined;
     const body = this.#json<{ is_compatible?: boolean; messages?: string[]; reason?: string | null }>('POST', path, answer);
     const messages = [...(body.messages ?? []), ...(typeof body.reason === 'string' ? [body.reason] : [])];
@@ -140,11 +226,28 @@ export class SchemaRegistryClient {
       this.#unknown.set(id, Date.now() + UNKNOWN_ID_TTL_MS);
       return undefined;
     }
-    const body = this.#json<{ schema?: string; schemaType?: string }>('GET', `/schemas/ids/${id}`, answer);
+    const body = this.#json<{ schema?: string; schemaType?: string; references?: SchemaReference[] }>('GET', `/schemas/ids/${id}`, answer);
     if (typeof body.schema !== 'string') throw this.#failure('GET', `/schemas/ids/${id}`, 'the answer holds no schema');
     const schema: RegisteredSchema = { id, schemaType: (body.schemaType ?? 'AVRO') as RegisteredSchema['schemaType'], schema: body.schema };
+    if (Array.isArray(body.references) && body.references.length > 0) schema.references = body.references;
     this.#schemas.set(id, schema);
     return schema;
+  }
+
+  #versionAnswer(reference: SchemaReference, from: RegisteredSchema, answer: RegistryHttpAnswer): RegisteredSchema {
+    const path = versionPath(reference);
+    if (answer.status === 404)
+      throw new WeirError(
+        'TASK_FAILED',
+        `${this}: schema id ${from.id} references "${reference.name}" (subject "${reference.subject}" version ${reference.version}), which the registry does not hold`,
+        { hint: `register "${reference.name}" under subject "${reference.subject}" (or fix the reference of schema id ${from.id})`, fault: 'external' },
+      );
+    const body = this.#json<{ id?: number; schema?: string; schemaType?: string; references?: SchemaReference[] }>('GET', path, answer);
+    if (typeof body.schema !== 'string') throw this.#failure('GET', path, 'the answer holds no schema');
+    const held: RegisteredSchema = { id: body.id ?? -1, schemaType: (body.schemaType ?? 'AVRO') as RegisteredSchema['schemaType'], schema: body.schema };
+    if (Array.isArray(body.references) && body.references.length > 0) held.references = body.references;
+    this.#versions.set(path, held);
+    return held;
   }
 
   #lookupAnswer(
@@ -152,14 +255,21 @@ export class SchemaRegistryClient {
     schemaType: RegisteredSchema['schemaType'],
     schema: string,
     answer: RegistryHttpAnswer,
+    references?: readonly SchemaReference[],
   ): { id: number; version: number } | undefined {
     if (answer.status === 404) return undefined; // 40401 no such subject, 40403 the subject does not hold the schema
     const body = this.#json<{ id: number; version: number }>('POST', `/subjects/${subject}`, answer);
-    this.#schemas.set(body.id, { id: body.id, schemaType, schema });
+    this.#schemas.set(body.id, held(body.id, schemaType, schema, references));
     return { id: body.id, version: body.version };
   }
 
-  #registerAnswer(subject: string, schemaType: RegisteredSchema['schemaType'], schema: string, answer: RegistryHttpAnswer): number {
+  #registerAnswer(
+    subject: string,
+    schemaType: RegisteredSchema['schemaType'],
+    schema: string,
+    answer: RegistryHttpAnswer,
+    references?: readonly SchemaReference[],
+  ): number {
     if (answer.status === 409) {
       // Apicurio answers error_code 0 here, Confluent 409: the status is what counts.
       const message = parse<{ message?: string }>(answer.text)?.message ?? answer.text;
@@ -168,7 +278,7 @@ export class SchemaRegistryClient {
       });
     }
     const body = this.#json<{ id: number }>('POST', `/subjects/${subject}/versions`, answer);
-    this.#schemas.set(body.id, { id: body.id, schemaType, schema });
+    this.#schemas.set(body.id, held(body.id, schemaType, schema, references));
     return body.id;
   }
 
@@ -241,7 +351,16 @@ export function registryClient(registry: SchemaRegistryClient | SchemaRegistrySe
 
 const retriable = (answer: RegistryHttpAnswer) => answer.status === 0 || answer.status >= 500;
 
-const schemaBody = (schema: string, schemaType: RegisteredSchema['schemaType']) => (schemaType === 'AVRO' ? { schema } : { schema, schemaType });
+const schemaBody = (schema: string, schemaType: RegisteredSchema['schemaType'], references?: readonly SchemaReference[]) => ({
+  schema,
+  ...(schemaType === 'AVRO' ? {} : { schemaType }),
+  ...(references === undefined || references.length === 0 ? {} : { references }),
+});
+
+const held = (id: number, schemaType: RegisteredSchema['schemaType'], schema: string, references?: readonly SchemaReference[]): RegisteredSchema =>
+  references === undefined || references.length === 0 ? { id, schemaType, schema } : { id, schemaType, schema, references: [...references] };
+
+const versionPath = (reference: SchemaReference) => `/subjects/${encodeURIComponent(reference.subject)}/versions/${reference.version}`;
 
 function parse<T>(text: string): T | undefined {
   try {
