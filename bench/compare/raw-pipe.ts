@@ -16,7 +16,7 @@
 import { isMainThread, Worker, workerData } from 'node:worker_threads';
 import { ClusterConnections, type TopicInfo } from '../../src/connectors/kafka/cluster-connections.ts';
 import { parseBootstrap } from '../../src/connectors/kafka/kafka-connection-options.ts';
-import { murmur2 } from '../../src/connectors/kafka/kafka-protocol.ts';
+import { murmur2 } from '../../src/connectors/kafka/murmur2.ts';
 import { EARLIEST_OFFSET, fetchPartitions, LATEST_OFFSET, listOffsets, type PartitionFetchResult } from '../../src/connectors/kafka/partition-fetcher.ts';
 import { PlainProducer } from '../../src/connectors/kafka/plain-producer.ts';
 import { decodeRecords, type FetchedBatch } from '../../src/connectors/kafka/record-batch-reader.ts';
