@@ -26,6 +26,10 @@ export const POSTGRES_TEST_DATABASE = 'weir';
 export interface PostgresServerOptions {
   /** `max_prepared_transactions` (default 20; PostgreSQL's own default is 0, which refuses PREPARE TRANSACTION). */
   maxPreparedTransactions?: number;
+  /** `wal_level` (default 'logical', for the PostgreSQL source's logical replication; 'replica' is PostgreSQL's own default). */
+  walLevel?: 'logical' | 'replica' | 'minimal';
+  /** `max_replication_slots` and `max_wal_senders` (default 10 each). */
+  maxReplicationSlots?: number;
 }
 
 export interface PostgresTestServer {
@@ -112,6 +116,10 @@ export async function startPostgres(options: PostgresServerOptions = {}): Promis
     `unix_socket_directories = '${folder}'`,
     `max_prepared_transactions = ${options.maxPreparedTransactions ?? 20}`,
     'max_connections = 60',
+    `wal_level = ${options.walLevel ?? 'logical'}`,
+    `max_replication_slots = ${options.maxReplicationSlots ?? 10}`,
+    // wal_level = minimal allows no WAL senders.
+    `max_wal_senders = ${options.walLevel === 'minimal' ? 0 : (options.maxReplicationSlots ?? 10)}`,
     'shared_buffers = 32MB',
     // Test speed: durability against an OS crash is not what these tests are about (a SIGKILL of the
     // server still loses nothing committed: the WAL is written, only not fsynced).
