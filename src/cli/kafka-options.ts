@@ -77,6 +77,9 @@ export function addKafkaOptions(command: Command): Command {
  */
 export function useKafkaSettings(options: KafkaSettingsOptions, log: (line: string) => void): KafkaSettings {
   let settings = loadKafkaSettings(options, process.env);
+  // The same file gives the Schema Registry settings (schema.registry.url, basic.auth.user.info), in
+  // this process and its worker threads, which read them from WEIR_KAFKA_CONFIG.
+  if (options.kafkaConfig !== undefined) process.env.WEIR_KAFKA_CONFIG = options.kafkaConfig;
   if (settings.bootstrap === undefined) {
     // No brokers given anywhere: the broker `weir kafka start` runs from this folder, if it does.
     const local = runningLocalBroker();

@@ -84,7 +84,7 @@ export function loadKafkaSettings(options: KafkaSettingsOptions = {}, env: NodeJ
     for (const [key, entry] of parseProperties(readFileSync(file, 'utf8'), file)) {
       const known = key === 'sasl.mechanisms' ? 'sasl.mechanism' : key;
       if ((KAFKA_SETTING_KEYS as readonly string[]).includes(known)) settings.set(known as SettingKey, { value: entry.value.trim(), from: `${file}: ${key}` });
-      else ignored.push(key);
+      else if (!REGISTRY_KEYS.includes(key)) ignored.push(key); // the Schema Registry's are read by its settings
     }
   }
   for (const key of KAFKA_SETTING_KEYS) {
@@ -103,6 +103,9 @@ export function loadKafkaSettings(options: KafkaSettingsOptions = {}, env: NodeJ
 function nonEmpty(value: string | undefined): string | undefined {
   return value === undefined || value.trim() === '' ? undefined : value;
 }
+
+/** The Schema Registry's keys in a client properties file (schema-registry-settings.ts reads them). */
+const REGISTRY_KEYS: readonly string[] = ['schema.registry.url', 'basic.auth.credentials.source', 'basic.auth.user.info', 'schema.registry.ssl.ca.location'];
 
 const protocolSchema = z.enum(SECURITY_PROTOCOLS);
 const mechanismSchema = z.enum(SASL_MECHANISMS);

@@ -1,6 +1,7 @@
 import { readFileSync } from 'node:fs';
 import { WeirError } from '../../core/errors/weir-error.ts';
 import { parseDuration } from '../../core/time/duration.ts';
+import { parseProperties } from '../kafka/kafka-properties.ts';
 
 /** How to reach a Confluent-compatible Schema Registry (Confluent, Apicurio's ccompat API, Karapace). */
 export interface SchemaRegistrySettings {
@@ -82,6 +83,57 @@ export function schemaRegistrySettingsWithEnvironment(settings: SchemaRegistrySe
       );
     }
     merged.tls = { ...merged.tls, ca };
+  }
+  return withPropertiesFile(merged, env);
+}
+
+/**
+ * What settings and variables still leave out, from the Kafka client properties file
+ * (WEIR_KAFKA_CONFIG, which `--kafka-config` sets), under the names Confluent's clients read there:
+ * `schema.registry.url`, `basic.auth.user.info` (`user:password`, with
+ * `basic.auth.credentials.source` USER_INFO or unset) and `schema.registry.ssl.ca.location` (for
+ * an https url).
+ * Messages name the file and the key, never a value.
+ */
+function withPropertiesFile(settings: SchemaRegistrySettings, env: NodeJS.ProcessEnv): SchemaRegistrySettings {
+  const file = variable(env, 'WEIR_KAFKA_CONFIG')?.trim();
+  if (file === undefined || (settings.url !== undefined && settings.basicAuth !== undefined && settings.tls?.ca !== undefined)) return settings;
+  let properties: Map<string, { value: string }>;
+  try {
+    properties = parseProperties(readFileSync(file, 'utf8'), file);
+  } catch {
+    return settings; // the Kafka settings report an unreadable file, naming it
+  }
+  const get = (key: string) => {
+    const value = properties.get(key)?.value.trim();
+    return value === undefined || value === '' ? undefined : value;
+  };
+  const merged: SchemaRegistrySettings = { ...settings };
+  const url = get('schema.registry.url');
+  if (merged.url === undefined && url !== undefined) merged.url = url;
+  const userInfo = get('basic.auth.user.info');
+  if (merged.basicAuth === undefined && userInfo !== undefined) {
+    const source = get('basic.auth.credentials.source');
+    if (source !== undefined && source.toUpperCase() !== 'USER_INFO')
+      throw invalid(
+        `${file}: basic.auth.credentials.source is ${source}; Weir reads USER_INFO only`,
+        'set basic.auth.credentials.source=USER_INFO (or leave it out) with basic.auth.user.info=<user>:<password>',
+      );
+    const colon = userInfo.indexOf(':');
+    if (colon <= 0) throw invalid(`${file}: basic.auth.user.info is not <user>:<password>`, 'write basic.auth.user.info=<user>:<password>');
+    merged.basicAuth = { username: userInfo.slice(0, colon), password: userInfo.slice(colon + 1) };
+  }
+  const caLocation = get('schema.registry.ssl.ca.location');
+  // Only for an https registry: one properties file may serve a plain http registry and a TLS broker.
+  if (merged.tls?.ca === undefined && caLocation !== undefined && merged.url?.trim().toLowerCase().startsWith('https:') === true) {
+    try {
+      merged.tls = { ...merged.tls, ca: readFileSync(caLocation, 'utf8') };
+    } catch (error) {
+      throw invalid(
+        `cannot read ${file}: schema.registry.ssl.ca.location (${caLocation}): ${(error as Error).message}`,
+        "point it at a readable PEM file of the CA that signed the registry's certificate",
+      );
+    }
   }
   return merged;
 }

@@ -106,6 +106,35 @@ describe('schema registry settings from the environment', () => {
     );
   });
 
+  test("the Kafka client properties file (WEIR_KAFKA_CONFIG, --kafka-config) gives what settings and variables leave out, under Confluent's names", async () => {
+    seen.length = 0;
+    const caFile = join(folder, 'file-ca.pem');
+    await writeFile(caFile, '-----BEGIN CERTIFICATE-----\nMIIC\n-----END CERTIFICATE-----\n');
+    const properties = join(folder, 'client.properties');
+    await writeFile(
+      properties,
+      `bootstrap.servers=broker:9092\nschema.registry.url=${url}\nbasic.auth.credentials.source=USER_INFO\nbasic.auth.user.info=file-user:${PASSWORD}\nschema.registry.ssl.ca.location=${caFile}\n`,
+    );
+    const client = new SchemaRegistryClient({}, { WEIR_KAFKA_CONFIG: properties });
+    assert.equal(client.url, url);
+    await client.ping();
+    assert.deepEqual(seen, [`Basic ${Buffer.from(`file-user:${PASSWORD}`).toString('base64')}`]);
+    // Variables win over the file, settings over both, each on its own.
+    const merged = schemaRegistrySettingsWithEnvironment(
+      { url: 'https://code:8081' },
+      { WEIR_KAFKA_CONFIG: properties, WEIR_SCHEMA_REGISTRY_USER: 'env', WEIR_SCHEMA_REGISTRY_PASSWORD: 'x' },
+    );
+    assert.equal(merged.url, 'https://code:8081');
+    assert.deepEqual(merged.basicAuth, { username: 'env', password: 'x' });
+    assert.match(String(merged.tls?.ca), /MIIC/);
+    // Another credentials source is refused by name; a user info without a colon too; the password never shown.
+    const other = join(folder, 'other.properties');
+    await writeFile(other, `schema.registry.url=${url}\nbasic.auth.credentials.source=SASL_INHERIT\nbasic.auth.user.info=u:${PASSWORD}\n`);
+    refuses(() => new SchemaRegistryClient({}, { WEIR_KAFKA_CONFIG: other }), /basic\.auth\.credentials\.source is SASL_INHERIT; Weir reads USER_INFO only/);
+    await writeFile(other, `schema.registry.url=${url}\nbasic.auth.user.info=${PASSWORD}\n`);
+    refuses(() => new SchemaRegistryClient({}, { WEIR_KAFKA_CONFIG: other }), /basic\.auth\.user\.info is not <user>:<password>/);
+  });
+
   test('bad combinations are one error naming the variables, never the password', () => {
     refuses(() => new SchemaRegistryClient({}, {}), /url is required/);
     try {
