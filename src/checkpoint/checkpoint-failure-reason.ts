@@ -9,6 +9,7 @@
 export type CheckpointFailureReason =
   | 'CHECKPOINT_EXPIRED'
   | 'CHECKPOINT_DECLINED'
+  | 'CHECKPOINT_DECLINED_TASK_NOT_READY'
   | 'CHECKPOINT_ASYNC_EXCEPTION'
   | 'FINALIZE_CHECKPOINT_FAILURE'
   | 'CHECKPOINT_SUBSUMED'
@@ -26,6 +27,7 @@ interface ReasonInfo {
 const REASONS: Record<CheckpointFailureReason, ReasonInfo> = {
   CHECKPOINT_EXPIRED: { message: 'it expired before completing', counts: true },
   CHECKPOINT_DECLINED: { message: 'a task declined it: its snapshot failed', counts: true },
+  CHECKPOINT_DECLINED_TASK_NOT_READY: { message: 'a source was not ready for it (in the middle of what a checkpoint cannot hold)', counts: false },
   CHECKPOINT_ASYNC_EXCEPTION: { message: 'a task could not write its state', counts: true },
   FINALIZE_CHECKPOINT_FAILURE: { message: 'its metadata could not be written', counts: true },
   CHECKPOINT_SUBSUMED: { message: 'a newer checkpoint completed first', counts: false },

@@ -85,6 +85,13 @@ export interface SourceReader<T, Split = unknown> {
    * strategy on this source calls it instead of `pollNext`.
    */
   pollNextBatch?(max: number): SourceBatch<T> | null | Promise<SourceBatch<T> | null>;
+  /**
+   * Optional: why no checkpoint can be taken now, if none can (Flink's
+   * CHECKPOINT_DECLINED_TASK_NOT_READY): the reader is in the middle of what a checkpoint cannot
+   * hold, such as an initial snapshot read in one database snapshot. The checkpoint is then
+   * declined (not counted toward checkpointing.tolerableFailures) and `snapshotState` not called.
+   */
+  checkpointNotReady?(): string | undefined;
   /** The splits with their current positions, taken as the barrier is emitted. */
   snapshotState(checkpointId: number): Split[];
   notifyCheckpointComplete?(checkpointId: number): void | Promise<void>;

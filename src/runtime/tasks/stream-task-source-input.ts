@@ -187,6 +187,11 @@ export class StreamTaskSourceInput implements MailboxDefaultAction, CheckpointLi
    * snapshots (`checkpointState`). Stop with drain sends the end of event time first, so every
    * window and event-time timer downstream fires and its output is part of the savepoint.
    */
+  /** Why the reader cannot take a checkpoint now (the checkpoint is then declined), or undefined. */
+  checkpointNotReady(): string | undefined {
+    return this.#reader.checkpointNotReady?.();
+  }
+
   async triggerCheckpoint(location: CheckpointLocation, stop: StopMode | undefined, checkpointState: () => Promise<void>): Promise<void> {
     if (stop === 'drain') await this.#options.chain.advanceWatermark(Number.POSITIVE_INFINITY);
     const splits = this.#reader.snapshotState(location.checkpointId);

@@ -260,6 +260,11 @@ export class StreamTask {
       case 'trigger-checkpoint': {
         const source = this.#sourceInput;
         if (source === undefined) return; // only sources are triggered; the others follow the barriers
+        const notReady = source.checkpointNotReady();
+        if (notReady !== undefined) {
+          this.#checkpoints.abortCheckpoint(mail.location.checkpointId, { reason: 'CHECKPOINT_DECLINED_TASK_NOT_READY', message: notReady });
+          return;
+        }
         const options = checkpointOptionsFor(this.env.config.checkpointing, mail.location, Date.now());
         await source.triggerCheckpoint(mail.location, mail.stop, () => this.#checkpoints.checkpointState(mail.location, 0, options));
         return;
