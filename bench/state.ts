@@ -1,16 +1,19 @@
 /**
  * Keyed state benchmark, Weir alone, no Kafka (issue 34): an unbounded generator over N keys ->
  * keyBy -> a small object per key in ValueState -> discarding sink (bench/jobs/keyed-state-job.ts),
- * parallelism 1, one worker, checkpoints every 2 s, the heap backend. Each size runs in its own
+ * parallelism 1, one worker, checkpoints every 2 s, the heap backend (`--backend disk`: the
+ * disk backend, lmdb, its working folder in the run's temporary folder). Each size runs in its own
  * process (so its peak RSS is its own): first until every key has a value (the fill), then for a
  * measured window. Reports over that window: records/s, the process's peak RSS, the synchronous
  * pause per checkpoint (the longest time the keyed task stood still while the checkpoint was
  * pending: the gap between two records it processed, GC included) and the whole checkpoint
  * duration (p50/p99), and the bytes written per checkpoint.
  *
- *   npm run bench:state [-- --keys 1000000,5000000] [--large] [--seconds 30] [--label after]
+ *   npm run bench:state [-- --keys 1000000,5000000] [--large] [--seconds 30] [--label after] [--backend heap|disk]
  * `--large` adds 10M keys. Writes (or replaces) the section `--label` (default "latest") of
  * bench/results/state.md.
+ *   npm run bench:state -- --micro [--keys 1000000] [--ops 1000000] [--backend heap,disk]
+ * measures the per-record get/put cost of each backend alone, no job (bench/state-micro.ts).
  */
 import { spawn } from 'node:child_process';
 import { existsSync } from 'node:fs';
@@ -28,8 +31,27 @@ const { values } = parseArgs({
     seconds: { type: 'string', default: '30' },
     label: { type: 'string', default: 'latest' },
     case: { type: 'string' },
+    backend: { type: 'string', default: 'heap' },
+    micro: { type: 'boolean', default: false },
+    ops: { type: 'string' },
   },
 });
+if (values.micro) {
+  // The per-record cost of each backend, no job: bench/state-micro.ts with the same flags.
+  const args = [
+    join(import.meta.dirname, 'state-micro.ts'),
+    '--keys',
+    values.keys.split(',')[0] as string,
+    '--backend',
+    values.backend === 'heap' ? 'heap,disk' : values.backend,
+  ];
+  if (values.ops !== undefined) args.push('--ops', values.ops);
+  const child = spawn(process.execPath, [...process.execArgv, ...args], { stdio: 'inherit' });
+  const code = await new Promise<number | null>((resolve) => child.on('exit', resolve));
+  process.exit(code ?? 1);
+}
+if (values.backend !== 'heap' && values.backend !== 'disk') throw new Error(`--backend is heap or disk, not ${values.backend}`);
+const stateBackend = values.backend;
 const seconds = Number(values.seconds);
 const job = join(import.meta.dirname, 'jobs', 'keyed-state-job.ts');
 const results = join(import.meta.dirname, 'results', 'state.md');
@@ -75,6 +97,8 @@ async function runCase(keys: number): Promise<CaseResult> {
         workers: 1,
         checkpointing: { interval: '2s', storage: join(folder, 'checkpoints') },
         workerHeap: { oldGenerationMb: 16384 },
+        stateBackend,
+        stateDir: join(folder, 'state'),
       },
       log: () => {},
       onEvent: (event) => {
@@ -218,7 +242,7 @@ for (const keys of sizes) {
 const section = [
   `## ${values.label}`,
   '',
-  `\`npm run bench:state -- ${process.argv.slice(2).join(' ')}\`, ${new Date().toISOString().slice(0, 16).replace('T', ' ')} UTC, this machine (2 cores, shared), Node ${process.versions.node}.`,
+  `\`npm run bench:state -- ${process.argv.slice(2).join(' ')}\` (the ${stateBackend} backend), ${new Date().toISOString().slice(0, 16).replace('T', ' ')} UTC, this machine (2 cores, shared), Node ${process.versions.node}.`,
   '',
   ...markdownTable(
     [

@@ -70,6 +70,8 @@ export class CheckpointCoordinator {
   readonly #completed = new WeakSet<PendingCheckpoint>();
   #gateway: CheckpointTaskGateway | undefined;
   #latestCompleted: CompletedCheckpoint | undefined;
+  /** The latest checkpoint (not savepoint) completed by this coordinator: what incremental snapshots add to. */
+  #latestCompletedCheckpointId: number | undefined;
   #nextId: number;
   #periodic = false;
   #timer: NodeJS.Timeout | undefined;
@@ -236,6 +238,9 @@ export class CheckpointCoordinator {
     const { storage, config, stats } = this.#options;
     const checkpointId = this.#nextId++;
     const location = kind === 'savepoint' ? storage.savepointLocation(checkpointId) : storage.checkpointLocation(checkpointId);
+    if (kind === 'checkpoint' && config.incremental === true && this.#latestCompletedCheckpointId !== undefined) {
+      location.incrementalBase = this.#latestCompletedCheckpointId;
+    }
     this.#lastTriggerAt = Date.now();
     const pending = new PendingCheckpoint({ checkpointId, location, triggeredAt: this.#lastTriggerAt, tasks: this.#tasks });
     this.#pending.set(checkpointId, pending);
@@ -279,6 +284,7 @@ export class CheckpointCoordinator {
     // transactions are committed, so restoring an older checkpoint would commit its records twice.
     if (this.#latestCompleted === undefined || completed.checkpointId > this.#latestCompleted.checkpointId) this.#latestCompleted = completed;
     if (pending.kind === 'checkpoint') {
+      this.#latestCompletedCheckpointId = pending.checkpointId;
       // Checkpoints below this one are subsumed; pending ones below it can never be needed.
       for (const older of [...this.#pending.values()]) {
         if (older.checkpointId < pending.checkpointId && older.kind === 'checkpoint') {

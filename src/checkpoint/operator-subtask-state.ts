@@ -7,5 +7,7 @@ import type { StateHandle } from './storage/checkpoint-metadata.ts';
 export interface OperatorSubtaskState {
   uid: string;
   keyed?: StateHandle;
+  /** Incremental checkpoints: the keyed changes since `keyed`, oldest first. */
+  keyedChanges?: StateHandle[];
   operator?: StateHandle;
 }

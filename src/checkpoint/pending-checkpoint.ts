@@ -3,7 +3,7 @@ import type { JobGraph } from '../graph/job-graph.ts';
 import type { CompletedCheckpoint } from './completed-checkpoint.ts';
 import type { OperatorSubtaskState } from './operator-subtask-state.ts';
 import type { CheckpointLocation } from './storage/checkpoint-location.ts';
-import type { CheckpointMetadata, OperatorStateMetadata } from './storage/checkpoint-metadata.ts';
+import { type CheckpointMetadata, metadataVersionFor, type OperatorStateMetadata } from './storage/checkpoint-metadata.ts';
 
 /** One subtask of a job vertex: who acknowledges a checkpoint. */
 export interface TaskId {
@@ -82,6 +82,7 @@ export class PendingCheckpoint {
           return {
             subtaskIndex: ack.task.subtaskIndex,
             ...(operator?.keyed === undefined ? {} : { keyed: operator.keyed }),
+            ...(operator?.keyedChanges === undefined ? {} : { keyedChanges: operator.keyedChanges }),
             ...(operator?.operator === undefined ? {} : { operator: operator.operator }),
           };
         })
@@ -90,7 +91,7 @@ export class PendingCheckpoint {
     });
     operators.push(...channelStateOf(graph, acknowledged));
     return {
-      version: 1,
+      version: metadataVersionFor(operators),
       kind: this.kind,
       jobName: graph.jobName,
       checkpointId: this.checkpointId,

@@ -17,6 +17,7 @@ import { HeapMapState } from './heap-map-state.ts';
 import { HeapReducingState } from './heap-reducing-state.ts';
 import { TtlAggregatingState, TtlListState, TtlMapState, TtlReducingState, TtlValueState } from './heap-ttl-states.ts';
 import { HeapValueState } from './heap-value-state.ts';
+import { type DeltaKeys, IncrementalTracker } from './incremental-tracker.ts';
 import { InternalKeyContext } from './internal-key-context.ts';
 import { InternalTimerService, VOID_NAMESPACE } from './internal-timer-service.ts';
 import { formatKeyGroupRange, type KeyGroupRange, keyGroupRange, keyGroupRangeSize } from './key-group-range.ts';
@@ -71,6 +72,8 @@ export class HeapKeyedStateBackend implements KeyedStateBackend {
   readonly #everyRecordCleanup: StateTable[] = [];
   /** The asynchronous snapshot being written, if any. */
   #pendingSnapshot: KeyedStateSnapshotWriter | undefined;
+  /** Which keys changed between barriers, once an incremental snapshot was asked for. */
+  #incremental: IncrementalTracker | undefined;
 
   constructor(options: HeapKeyedStateBackendOptions) {
     const { maxParallelism, keyGroupRange: range, operatorName } = options;
@@ -173,6 +176,7 @@ export class HeapKeyedStateBackend implements KeyedStateBackend {
       table = new StateTable(descriptor.name, descriptor.kind, this.#context, this.#keyGroupCount, this.#clock);
       table.ttlWrapped = descriptor.ttl !== undefined;
       this.#tables.set(descriptor.name, table);
+      this.#incremental?.attach(table);
     } else if (table.kind !== descriptor.kind) {
       throw new WeirError(
         'STATE_KIND_MISMATCH',
@@ -281,18 +285,36 @@ export class HeapKeyedStateBackend implements KeyedStateBackend {
    * the returned writer writes, slice by slice ({@link KeyedStateSnapshotWriter.step}), while the
    * state goes on changing. A snapshot still being written when the next one starts is finished
    * first. With fullSnapshot TTL cleanup, values expired now are left out.
+   *
+   * `incremental` (incremental checkpoints): the barrier's checkpoint id, and the completed
+   * checkpoint to add to; the writer then holds only what changed since (`writer.delta`), or
+   * everything when that is not known (the first one, or one long after).
    */
-  snapshotAsync(): KeyedStateSnapshotWriter {
+  snapshotAsync(incremental?: { checkpointId: number; base: number | undefined }): KeyedStateSnapshotWriter {
     try {
       this.#pendingSnapshot?.runToEnd();
     } catch {
       // That snapshot failed: its own result() reports why (a checkpoint's asynchronous part).
     }
-    const writer = new KeyedStateSnapshotWriter(this.#contents(), () => {
-      if (this.#pendingSnapshot === writer) this.#pendingSnapshot = undefined;
-    });
+    let delta: DeltaKeys | undefined;
+    if (incremental !== undefined) {
+      this.#incremental ??= new IncrementalTracker(this.#keyGroupCount);
+      delta = this.#incremental.barrier(incremental.checkpointId, incremental.base, this.#tables.values(), [this.#processingTimers, this.#eventTimers]);
+    }
+    const writer = new KeyedStateSnapshotWriter(
+      this.#contents(),
+      () => {
+        if (this.#pendingSnapshot === writer) this.#pendingSnapshot = undefined;
+      },
+      delta,
+    );
     this.#pendingSnapshot = writer;
     return writer;
+  }
+
+  /** Checkpoint `checkpointId` completed: incremental snapshots may add to it. */
+  notifyCheckpointComplete(checkpointId: number): void {
+    this.#incremental?.confirm(checkpointId);
   }
 
   /**

@@ -2,6 +2,7 @@ import { WeirError } from '../core/errors/weir-error.ts';
 import type { StateKey } from '../core/state/state-key.ts';
 import type { TimeDomain } from '../core/time/time-domain.ts';
 import { CopyOnWriteGroups } from './copy-on-write-groups.ts';
+import type { DirtyKeys } from './dirty-keys.ts';
 import { HeapPriorityQueue, type HeapPriorityQueueElement } from './heap-priority-queue.ts';
 import type { InternalKeyContext } from './internal-key-context.ts';
 
@@ -54,6 +55,8 @@ export class InternalTimerService {
   readonly #description: string;
   /** What a pending asynchronous snapshot needs kept of the key groups it has not written yet (a key's timers as they were). */
   readonly cow = new CopyOnWriteGroups();
+  /** With incremental checkpoints: the keys whose timers changed since the last barrier. */
+  dirty: DirtyKeys | undefined;
 
   constructor(domain: TimeDomain, context: InternalKeyContext, keyGroupCount: number) {
     this.domain = domain;
@@ -87,6 +90,7 @@ export class InternalTimerService {
     const id = timerId(timestamp, namespace);
     let timers = group.get(key);
     if (this.cow.pending?.[keyGroupIndex] === 1) this.cow.touch(keyGroupIndex, key, group, copyTimers);
+    this.dirty?.mark(keyGroupIndex, key);
     if (timers === undefined) {
       timers = new Map();
       group.set(key, timers);
@@ -125,6 +129,16 @@ export class InternalTimerService {
     return head;
   }
 
+  /** Deletes every timer of `key` in the key group at `keyGroupIndex` (a restore applying an incremental snapshot). */
+  removeKey(key: StateKey, keyGroupIndex: number): void {
+    const timers = this.groups[keyGroupIndex]?.get(key);
+    if (timers === undefined) return;
+    for (const timer of [...timers.values()]) {
+      this.#forget(timer);
+      this.#queue.remove(timer);
+    }
+  }
+
   /** Whether there are no timers. */
   isEmpty(): boolean {
     return this.#queue.size === 0;
@@ -133,6 +147,7 @@ export class InternalTimerService {
   #forget(timer: TimerHeapInternalTimer): void {
     const group = this.groups[timer.keyGroupIndex]!;
     if (this.cow.pending?.[timer.keyGroupIndex] === 1) this.cow.touch(timer.keyGroupIndex, timer.key, group, copyTimers);
+    this.dirty?.mark(timer.keyGroupIndex, timer.key);
     const timers = group.get(timer.key)!;
     timers.delete(timerId(timer.timestamp, timer.namespace));
     if (timers.size === 0) group.delete(timer.key);

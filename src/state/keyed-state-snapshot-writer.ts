@@ -5,6 +5,7 @@ import type { StateKey } from '../core/state/state-key.ts';
 import type { TimeDomain } from '../core/time/time-domain.ts';
 import { ABSENT, type CopyOnWriteGroups, UncloneableValue } from './copy-on-write-groups.ts';
 import { DataOutputSerializer } from './data-output-serializer.ts';
+import type { DeltaKeys } from './incremental-tracker.ts';
 import type { InternalTimerService, TimerHeapInternalTimer } from './internal-timer-service.ts';
 import type { KeyedStateContents } from './keyed-state-snapshot.ts';
 import {
@@ -12,6 +13,7 @@ import {
   KEYED_STATE_FORMAT_VERSION,
   KEYED_STATE_MAGIC,
   SECTION_INDEX_ENTRY_BYTES,
+  SNAPSHOT_FLAG_DELTA,
   serializeStateValue,
   stateKindCode,
   TTL_FLAG,
@@ -75,10 +77,13 @@ export class KeyedStateSnapshotWriter {
   /** Why writing failed, for {@link result}. */
   #failure: unknown;
   #ended = false;
+  /** An incremental snapshot: the keys it writes (values at the barrier, deletions as undefined); undefined for a full one. */
+  readonly delta: DeltaKeys | undefined;
 
-  constructor(contents: KeyedStateContents, onEnd: () => void = () => {}) {
+  constructor(contents: KeyedStateContents, onEnd: () => void = () => {}, delta?: DeltaKeys) {
     this.#contents = contents;
     this.#onEnd = onEnd;
+    this.delta = delta;
     this.#now = contents.clock();
     this.#tables = [...contents.tables.values()].map((table) => ({ table, ttl: table.ttl?.cleanupFullSnapshot === true ? table.ttl : undefined }));
     const header = this.#header;
@@ -87,6 +92,7 @@ export class KeyedStateSnapshotWriter {
     header.writeUint32(contents.maxParallelism);
     header.writeInt32(contents.keyGroupRange.start);
     header.writeInt32(contents.keyGroupRange.end);
+    header.writeUint8(delta === undefined ? 0 : SNAPSHOT_FLAG_DELTA);
     header.writeUint32(this.#tables.length);
     for (const { table } of this.#tables) {
       header.writeUint8(stateKindCode(table.kind) | (table.ttlWrapped ? TTL_FLAG : 0));
@@ -157,17 +163,21 @@ export class KeyedStateSnapshotWriter {
     const { table, ttl } = this.#tables[this.#table] as SnapshotTable;
     const index = this.#group;
     const live = table.groups[index];
+    const delta = this.delta;
     if (this.#keys === undefined) {
       const preimages = table.cow.preimages[index];
-      if ((live === undefined || live.size === 0) && preimages === undefined) {
+      const changed = delta?.tables.get(table.name)?.[index];
+      if (delta === undefined ? (live === undefined || live.size === 0) && preimages === undefined : changed === undefined || changed.size === 0) {
         table.cow.finish(index);
         this.#table++;
         return;
       }
-      this.#keys = live === undefined ? [] : [...live.keys()];
+      this.#keys = changed !== undefined ? [...changed] : live === undefined ? [] : [...live.keys()];
       this.#position = 0;
       this.#deleted = [];
-      if (preimages !== undefined) for (const entry of preimages) if (entry[1] !== ABSENT && live?.has(entry[0]) !== true) this.#deleted.push(entry);
+      if (preimages !== undefined && delta === undefined) {
+        for (const entry of preimages) if (entry[1] !== ABSENT && live?.has(entry[0]) !== true) this.#deleted.push(entry);
+      }
       this.#current = { stateIndex: this.#table, count: 0, blobs: [] };
     }
     const keys = this.#keys;
@@ -178,10 +188,10 @@ export class KeyedStateSnapshotWriter {
       const key = keys[i] as StateKey;
       const preimage = preimages?.get(key);
       let value = preimage === undefined ? live?.get(key) : preimage;
-      if (value === ABSENT || value === undefined) continue;
-      if (ttl !== undefined) value = liveValue(table.kind, value, ttl, this.#now);
-      if (value === undefined) continue;
-      flat.push(key, value);
+      if (value === ABSENT) value = undefined;
+      if (ttl !== undefined && value !== undefined) value = liveValue(table.kind, value, ttl, this.#now);
+      // A delta writes a key without a value at the barrier as its deletion (undefined).
+      if (value !== undefined || delta !== undefined) flat.push(key, value);
     }
     this.#position = end;
     if (end >= keys.length) {
@@ -207,7 +217,10 @@ export class KeyedStateSnapshotWriter {
   /** Writes the current key group's timers and its section, then moves to the next key group. */
   #writeTimersAndSection(): void {
     const index = this.#group;
-    const timerFlats = this.#contents.timers.map((timers) => barrierTimers(timers, index));
+    const delta = this.delta;
+    const timerFlats = this.#contents.timers.map((timers, d) =>
+      delta === undefined ? barrierTimers(timers, index) : changedTimers(timers, index, delta.timers[d as 0 | 1][index]),
+    );
     const tableSections = this.#groupSections;
     if (tableSections.length > 0 || timerFlats.some((flat) => flat.length > 0)) {
       const pieces: Uint8Array[] = [uint32s(tableSections.length)];
@@ -220,7 +233,7 @@ export class KeyedStateSnapshotWriter {
         if (flat.length === 0) pieces.push(uint32s(0, 0));
         else {
           const blob = this.#serialize(flat, `the ${TIME_DOMAINS[d]}-time timers of operator "${this.#contents.operatorName}"`);
-          pieces.push(uint32s(flat.length / 3, blob.length), blob);
+          pieces.push(uint32s(delta === undefined ? flat.length / 3 : flat.length / 2, blob.length), blob);
         }
       }
       let length = 0;
@@ -321,6 +334,27 @@ function barrierTimers(timers: InternalTimerService, index: number): unknown[] {
     for (const [key, preimage] of preimages) {
       if (preimage !== ABSENT && live?.has(key) !== true) add(key, preimage as Map<number | string, TimerHeapInternalTimer>);
     }
+  }
+  return flat;
+}
+
+/**
+ * The timers of the changed keys of key group `index` as they were at the barrier (an incremental
+ * snapshot), flat: key, then its [timestamp, namespace, ...] (empty: the key has none left).
+ */
+function changedTimers(timers: InternalTimerService, index: number, changed: Set<StateKey> | undefined): unknown[] {
+  const flat: unknown[] = [];
+  if (changed === undefined) return flat;
+  const live = timers.groups[index];
+  const preimages = timers.cow.preimages[index];
+  for (const key of changed) {
+    const preimage = preimages?.get(key);
+    const keyTimers = (preimage === undefined ? live?.get(key) : preimage === ABSENT ? undefined : preimage) as
+      | Map<number | string, TimerHeapInternalTimer>
+      | undefined;
+    const pairs: unknown[] = [];
+    if (keyTimers !== undefined) for (const timer of keyTimers.values()) pairs.push(timer.timestamp, timer.namespace);
+    flat.push(key, pairs);
   }
   return flat;
 }

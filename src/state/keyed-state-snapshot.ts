@@ -14,6 +14,7 @@ import {
   KEYED_STATE_MAGIC,
   readSnapshotHeader,
   SECTION_INDEX_ENTRY_BYTES,
+  SNAPSHOT_FLAG_DELTA,
   stateKindOfCode,
   TTL_FLAG,
 } from './state-snapshot-format.ts';
@@ -36,12 +37,13 @@ export interface KeyedStateContents {
  * The keyed state snapshot of one subtask: its state and timers, per key group. Written by
  * KeyedStateSnapshotWriter (keyed-state-snapshot-writer.ts), read here.
  *
- * Snapshot format (version 4, integers little-endian):
+ * Snapshot format (version 5, integers little-endian):
  * ```
  * "WKSB"                      magic, 4 bytes
  * uint16                      format version
  * uint32                      maxParallelism
  * int32 int32                 key-group range start, end (inclusive) of the backend that wrote it
+ * uint8                       flags: 0x01 an incremental snapshot (below)
  * uint32 S, S x {uint8 kind, uint32 length + UTF-8 name}
  *                             the states; kind 1 value, 2 list, 3 map, 4 reducing, 5 aggregating,
                              plus 0x80 when its values carry a TTL timestamp: { v, t } (a list's
@@ -59,6 +61,12 @@ export interface KeyedStateContents {
  *                             namespace ('' for a process function's own timers, the window for a
  *                             window operator's)
  * ```
+ * An incremental snapshot (flag 0x01) has the same layout and holds only the keys changed since
+ * the checkpoint it adds to: a state entry whose value is undefined is a deletion, and each timer
+ * list is `uint32 key count, uint32 length + v8([k0, [t, n, t, n...], k1, [...]...])`, a changed
+ * key's timers at the barrier (an empty list: none left). A restore reads a chain: a full snapshot,
+ * then the incremental ones taken on it, oldest first.
+ * Version 4 (before incremental snapshots) has no flags byte; it is still read.
  * Version 3 (before asynchronous snapshots) wrote a state's entries in one blob, without C; it is
  * still read.
  * Version 2 (before state TTL) has no 0x80 flag; it is still read.
@@ -66,20 +74,34 @@ export interface KeyedStateContents {
  * timers restored into the void namespace.
  * Restore reads the header and index, then only the sections of key groups it owns.
  */
-/** Loads the key groups the backend owns from snapshots of any earlier parallelism (one per old subtask, in any order). */
+/**
+ * Loads the key groups the backend owns from snapshots of any earlier parallelism: one full
+ * snapshot per old subtask, in any order, each followed by the incremental snapshots taken on it,
+ * oldest first (a checkpoint's chain).
+ */
 export function restoreKeyedStateSnapshots(contents: KeyedStateContents, snapshots: readonly Uint8Array[]): void {
   const restoredFrom = new Map<number, number>();
+  let fulls = 0;
   for (let s = 0; s < snapshots.length; s++) {
     const source = `keyed state snapshot ${s + 1} of ${snapshots.length} for operator "${contents.operatorName}"`;
-    restoreOne(contents, new DataInputDeserializer(snapshots[s]!, source), s, restoredFrom);
+    if (restoreOne(contents, new DataInputDeserializer(snapshots[s]!, source), s, restoredFrom, fulls > 0)) fulls++;
   }
 }
 
-function restoreOne(contents: KeyedStateContents, input: DataInputDeserializer, snapshotIndex: number, restoredFrom: Map<number, number>): void {
+/** Returns whether the snapshot was a full one. */
+function restoreOne(
+  contents: KeyedStateContents,
+  input: DataInputDeserializer,
+  snapshotIndex: number,
+  restoredFrom: Map<number, number>,
+  afterFull: boolean,
+): boolean {
   const version = readSnapshotHeader(input, KEYED_STATE_MAGIC, 'keyed state', KEYED_STATE_FORMAT_VERSION);
   const maxParallelism = input.readUint32('maxParallelism');
   const start = input.readInt32('the key-group range');
   const end = input.readInt32('the key-group range');
+  const delta = version >= 5 && (input.readUint8('the flags') & SNAPSHOT_FLAG_DELTA) !== 0;
+  if (delta && !afterFull) throw input.corrupt('it is an incremental snapshot with no full snapshot before it');
   const stateCount = input.readUint32('the state count');
   const states: { kind: StateKind; name: string; ttl: boolean }[] = [];
   for (let i = 0; i < stateCount; i++) {
@@ -117,7 +139,7 @@ function restoreOne(contents: KeyedStateContents, input: DataInputDeserializer, 
   for (const { keyGroup, offset, length, crc } of index) {
     if (!keyGroupRangeContains(written, keyGroup)) throw input.corrupt(`it has key group ${keyGroup}, outside its range ${formatKeyGroupRange(written)}`);
     if (!keyGroupRangeContains(contents.keyGroupRange, keyGroup)) continue;
-    const earlier = restoredFrom.get(keyGroup);
+    const earlier = delta ? undefined : restoredFrom.get(keyGroup);
     if (earlier !== undefined) {
       throw new WeirError(
         'DUPLICATE_KEY_GROUP',
@@ -128,14 +150,16 @@ function restoreOne(contents: KeyedStateContents, input: DataInputDeserializer, 
         },
       );
     }
-    restoredFrom.set(keyGroup, snapshotIndex);
+    if (!delta) restoredFrom.set(keyGroup, snapshotIndex);
     if (offset < headerEnd + 4 || offset + length > snapshotEnd)
       throw input.corrupt(`key group ${keyGroup}'s section (${offset}+${length}) is outside the snapshot`);
     if (checksum(input.slice(offset, offset + length)) !== crc) throw input.corrupt(`the checksum of key group ${keyGroup} does not match`);
     const section = new DataInputDeserializer(input.slice(0, snapshotEnd), input.source, offset, offset + length);
-    restoreSection(contents, section, keyGroup, tables, version);
+    if (delta) applyDeltaSection(contents, section, keyGroup, tables);
+    else restoreSection(contents, section, keyGroup, tables, version);
     if (section.remaining !== 0) throw section.corrupt(`key group ${keyGroup} has ${section.remaining} bytes too many`);
   }
+  return !delta;
 }
 
 function restoredTable(contents: KeyedStateContents, name: string, kind: StateKind, ttl: boolean, source: string): StateTable {
@@ -199,6 +223,56 @@ function restoreSection(contents: KeyedStateContents, input: DataInputDeserializ
       const namespace = width === 2 ? VOID_NAMESPACE : flat[e + 2];
       if (typeof namespace !== 'string') throw input.corrupt(`${what} hold a namespace that is not a string`);
       timers.add(checkRestoredKey(contents, flat[e], keyGroup, input), timestamp, namespace, index);
+    }
+  }
+}
+
+/**
+ * Applies one key group's section of an incremental snapshot: each state's changed keys get their
+ * value (undefined: deleted), each changed key's timers are replaced by the ones listed.
+ */
+function applyDeltaSection(contents: KeyedStateContents, input: DataInputDeserializer, keyGroup: number, tables: StateTable[]): void {
+  const index = keyGroup - contents.keyGroupRange.start;
+  const tableCount = input.readUint32('a section');
+  for (let i = 0; i < tableCount; i++) {
+    const table = tables[input.readUint32('a section')];
+    if (table === undefined) throw input.corrupt(`key group ${keyGroup} refers to a state that is not in its header`);
+    const count = input.readUint32('a section');
+    const flat = readChunks(input, count, `${table.description} in key group ${keyGroup}`);
+    let group = table.groups[index];
+    if (group === undefined) {
+      group = new Map();
+      table.groups[index] = group;
+    }
+    for (let e = 0; e < flat.length; e += 2) {
+      const key = checkRestoredKey(contents, flat[e], keyGroup, input);
+      const value = flat[e + 1];
+      if (value === undefined) group.delete(key);
+      else if ((table.kind === 'list' && !Array.isArray(value)) || (table.kind === 'map' && !(value instanceof Map))) {
+        throw input.corrupt(`${table.description} has a value of the wrong shape in key group ${keyGroup}`);
+      } else group.set(key, value);
+    }
+  }
+  for (const timers of [contents.timers[0], contents.timers[1]]) {
+    const count = input.readUint32('a section');
+    const what = `the ${timers.domain}-time timers of key group ${keyGroup}`;
+    if (count === 0) {
+      if (input.readUint32(what) !== 0) throw input.corrupt(`${what} are not empty`);
+      continue;
+    }
+    const flat = readFlat(input, count, what, 2);
+    for (let e = 0; e < flat.length; e += 2) {
+      const key = checkRestoredKey(contents, flat[e], keyGroup, input);
+      const pairs = flat[e + 1];
+      if (!Array.isArray(pairs) || pairs.length % 2 !== 0) throw input.corrupt(`${what} hold a key's timers that are not timestamp-namespace pairs`);
+      timers.removeKey(key, index);
+      for (let p = 0; p < pairs.length; p += 2) {
+        const timestamp = pairs[p];
+        const namespace = pairs[p + 1];
+        if (typeof timestamp !== 'number' || !Number.isFinite(timestamp) || typeof namespace !== 'string')
+          throw input.corrupt(`${what} hold a timer that is not a timestamp and a namespace`);
+        timers.add(key, timestamp, namespace, index);
+      }
     }
   }
 }

@@ -15,9 +15,11 @@ import type { DataInputDeserializer } from './data-input-deserializer.ts';
 /**
  * The keyed state snapshot format this Weir writes and the newest it reads. 2: timers carry a
  * namespace (windows, join buffers); 3: TTL-stamped states; 4: a state's entries in chunks
- * (asynchronous snapshots). Versions 1 to 3 are still read.
+ * (asynchronous snapshots); 5: a flags byte (incremental snapshots). Versions 1 to 4 are still read.
  */
-export const KEYED_STATE_FORMAT_VERSION = 4;
+export const KEYED_STATE_FORMAT_VERSION = 5;
+/** Set in a keyed state snapshot's flags byte (version 5 on): an incremental snapshot (the changes since another checkpoint's). */
+export const SNAPSHOT_FLAG_DELTA = 0x01;
 /** The operator state snapshot format this Weir writes and the newest it reads. */
 export const OPERATOR_STATE_FORMAT_VERSION = 1;
 /** Set in a keyed state's kind byte (version 3 on): its values carry a TTL timestamp ({ v, t }). */

@@ -2,6 +2,7 @@ import type { StateTtl } from '../core/state/state-descriptors.ts';
 import type { StateKey } from '../core/state/state-key.ts';
 import type { StateKind } from '../core/state/state-types.ts';
 import { CopyOnWriteGroups, copyStateValue } from './copy-on-write-groups.ts';
+import type { DirtyKeys } from './dirty-keys.ts';
 import type { InternalKeyContext } from './internal-key-context.ts';
 
 /**
@@ -26,6 +27,8 @@ export class StateTable {
   ttl: StateTtl | undefined;
   /** What a pending asynchronous snapshot needs kept of the key groups it has not written yet. */
   readonly cow = new CopyOnWriteGroups();
+  /** With incremental checkpoints: the keys changed since the last barrier (IncrementalTracker swaps it at each barrier). */
+  dirty: DirtyKeys | undefined;
   /** Where the incremental cleanup goes on: the key group, and an iterator over its map. */
   #cleanupGroup = 0;
   #cleanupCursor: Iterator<[StateKey, unknown]> | undefined;
@@ -62,6 +65,7 @@ export class StateTable {
       if (live === value) continue;
       const group = this.groups[this.#cleanupGroup] as Map<StateKey, unknown>;
       if (this.cow.pending?.[this.#cleanupGroup] === 1) this.cow.touch(this.#cleanupGroup, key, group, undefined);
+      this.dirty?.mark(this.#cleanupGroup, key);
       if (live === undefined) group.delete(key);
       else group.set(key, live);
     }
@@ -80,6 +84,7 @@ export class StateTable {
         const live = liveValue(this.kind, value, ttl, now);
         if (live === value) continue;
         if (pending?.[index] === 1) this.cow.touch(index, key, group, undefined);
+        this.dirty?.mark(index, key);
         if (live === undefined) group.delete(key);
         else group.set(key, live);
       }
@@ -96,6 +101,7 @@ export class StateTable {
     const index = context.requireKeyGroupIndex(this.description);
     const group = this.groups[index];
     if (this.cow.pending?.[index] === 1) this.cow.touch(index, context.currentKey as StateKey, group, copyStateValue);
+    this.dirty?.mark(index, context.currentKey as StateKey);
     return group?.get(context.currentKey as StateKey);
   }
 
@@ -105,6 +111,7 @@ export class StateTable {
     const index = context.requireKeyGroupIndex(this.description);
     let group = this.groups[index];
     if (this.cow.pending?.[index] === 1) this.cow.touch(index, context.currentKey as StateKey, group, undefined);
+    this.dirty?.mark(index, context.currentKey as StateKey);
     if (group === undefined) {
       group = new Map();
       this.groups[index] = group;
@@ -119,6 +126,7 @@ export class StateTable {
     const group = this.groups[index];
     if (group === undefined) return;
     if (this.cow.pending?.[index] === 1) this.cow.touch(index, context.currentKey as StateKey, group, undefined);
+    this.dirty?.mark(index, context.currentKey as StateKey);
     group.delete(context.currentKey as StateKey);
   }
 

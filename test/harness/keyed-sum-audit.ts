@@ -26,10 +26,11 @@ export function readCommittedRecords(folder: string): SumRecord[] {
     );
 }
 
-export function auditKeyedSum(folder: string, count: number): KeyedSumAudit {
+/** `keys`: how many keys the job's generator cycled through (KS_KEYS, default 50). */
+export function auditKeyedSum(folder: string, count: number, keys = 50): KeyedSumAudit {
   const expectedTotal = new Map<string, number>();
   for (let seq = 0; seq < count; seq++) {
-    const key = `key-${seq % 50}`;
+    const key = `key-${seq % keys}`;
     expectedTotal.set(key, (expectedTotal.get(key) ?? 0) + ((seq % 10) + 1) * 2);
   }
   const audit = auditRecords(readCommittedRecords(folder), {

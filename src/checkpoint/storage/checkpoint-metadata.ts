@@ -7,9 +7,11 @@ import { WeirError } from '../../core/errors/weir-error.ts';
  *
  * Version policy (see docs/checkpoint-storage.md): `version` rises whenever an older Weir would
  * misread the file; a Weir reads every version up to {@link CHECKPOINT_METADATA_VERSION} and
- * refuses newer ones with a clear error instead of guessing.
+ * refuses newer ones with a clear error instead of guessing. Version 2: incremental checkpoints
+ * (`keyedChanges`, handles in an earlier checkpoint's folder); a checkpoint without them is still
+ * written as version 1, so an older Weir restores it.
  */
-export const CHECKPOINT_METADATA_VERSION = 1;
+export const CHECKPOINT_METADATA_VERSION = 2;
 
 /** The name of the metadata file inside a checkpoint or savepoint folder. */
 export const METADATA_FILE_NAME = '_metadata';
@@ -22,11 +24,19 @@ export interface StateHandle {
   size: number;
   /** Lowercase hex SHA-256 of the bytes. */
   sha256: string;
+  /**
+   * The checkpoint whose folder holds the file, when it is an earlier one (incremental checkpoints
+   * share files): the folder `chk-<checkpoint>` beside this one. Metadata version 2.
+   */
+  checkpoint?: number;
 }
 
 export interface SubtaskStateMetadata {
   subtaskIndex: number;
+  /** The keyed state snapshot; with incremental checkpoints, the full one the changes add to. */
   keyed?: StateHandle;
+  /** Incremental checkpoints: the changes since `keyed`, oldest first (restored in this order after it). Metadata version 2. */
+  keyedChanges?: StateHandle[];
   operator?: StateHandle;
 }
 
@@ -39,7 +49,7 @@ export interface OperatorStateMetadata {
 }
 
 export interface CheckpointMetadata {
-  version: 1;
+  version: 1 | 2;
   kind: 'checkpoint' | 'savepoint';
   jobName: string;
   checkpointId: number;
@@ -65,11 +75,13 @@ export const stateHandleSchema = z.object({
   path: relativePathSchema,
   size: z.number().int().nonnegative(),
   sha256: z.string().regex(/^[0-9a-f]{64}$/, 'expected 64 lowercase hex digits'),
+  checkpoint: z.number().int().positive().optional(),
 });
 
 export const subtaskStateMetadataSchema = z.object({
   subtaskIndex: z.number().int().nonnegative(),
   keyed: stateHandleSchema.optional(),
+  keyedChanges: z.array(stateHandleSchema).optional(),
   operator: stateHandleSchema.optional(),
 });
 
@@ -82,7 +94,7 @@ export const operatorStateMetadataSchema = z.object({
 
 export const checkpointMetadataSchema = z
   .object({
-    version: z.literal(CHECKPOINT_METADATA_VERSION),
+    version: z.union([z.literal(1), z.literal(2)]),
     kind: z.enum(['checkpoint', 'savepoint']),
     jobName: z.string(),
     checkpointId: z.number().int().positive(),
@@ -117,6 +129,23 @@ export const checkpointMetadataSchema = z
       });
     });
   }) satisfies z.ZodType<CheckpointMetadata>;
+
+/** The metadata version a checkpoint needs: 2 when it shares files with earlier ones (incremental), else 1 (older Weirs read it). */
+export function metadataVersionFor(operators: readonly OperatorStateMetadata[]): 1 | 2 {
+  const shares = operators.some((operator) =>
+    operator.subtasks.some(
+      (subtask) => subtask.keyedChanges !== undefined || subtask.keyed?.checkpoint !== undefined || subtask.operator?.checkpoint !== undefined,
+    ),
+  );
+  return shares ? 2 : 1;
+}
+
+/** Every state file a checkpoint's metadata names, each with the checkpoint whose folder holds it (undefined: its own). */
+export function stateFilesOf(metadata: Pick<CheckpointMetadata, 'operators'>): StateHandle[] {
+  return metadata.operators.flatMap((operator) =>
+    operator.subtasks.flatMap((subtask) => [subtask.keyed, ...(subtask.keyedChanges ?? []), subtask.operator].filter((handle) => handle !== undefined)),
+  );
+}
 
 /** `operators[0].subtasks[1].keyed.sha256: expected 64 lowercase hex digits; ...` (the first few issues). */
 export function describeSchemaIssues(error: z.ZodError, limit = 3): string {

@@ -1,7 +1,7 @@
 import { WeirError } from '../../core/errors/weir-error.ts';
 import { checkpointFolderName } from './checkpoint-folder-name.ts';
 import type { CheckpointLocation } from './checkpoint-location.ts';
-import type { CheckpointMetadata } from './checkpoint-metadata.ts';
+import { type CheckpointMetadata, stateFilesOf } from './checkpoint-metadata.ts';
 import type { CheckpointStorage, StoredCheckpointMetadata } from './checkpoint-storage.ts';
 
 /** One location of a checkpoint storage, as `weir checkpoints list` shows it. */
@@ -113,6 +113,12 @@ export class CompletedCheckpointStore {
    * Keeps the `retained` newest completed checkpoints and deletes the older completed ones and every
    * incomplete checkpoint location below the newest completed one (incomplete ones above it may be
    * in progress and stay). Savepoints are never touched. Returns the deleted ids, ascending.
+   *
+   * Incremental checkpoints share files (Flink's SharedStateRegistry, as a mark and sweep over the
+   * metadata): a checkpoint whose folder holds a file that a kept checkpoint names is kept too,
+   * whole (its own metadata names only files of itself and of checkpoints it keeps the same way).
+   * Each pass reads the kept metadata again, so a crash between deletions leaves nothing to
+   * reconcile, and an incomplete location (never named by a completed checkpoint) goes as before.
    */
   async subsume(retained: number): Promise<number[]> {
     if (!Number.isSafeInteger(retained) || retained < 1) {
@@ -124,16 +130,20 @@ export class CompletedCheckpointStore {
     const locations = (await storage.listLocations('checkpoint')).reverse();
     const kept = new Set<number>();
     let newestCompleted: number | undefined;
+    let retainedCount = 0;
     for (const location of locations) {
-      if (kept.size >= retained) break;
+      if (retainedCount >= retained) break;
       if (!(await storage.hasMetadata(location))) continue;
+      let metadata: CheckpointMetadata;
       try {
-        await storage.readMetadata(location.path);
+        metadata = await storage.readMetadata(location.path);
       } catch (error) {
         if (error instanceof WeirError && UNREADABLE.includes(error.code)) continue;
         throw error;
       }
+      retainedCount++;
       kept.add(location.checkpointId);
+      for (const handle of stateFilesOf(metadata)) if (handle.checkpoint !== undefined) kept.add(handle.checkpoint);
       newestCompleted ??= location.checkpointId;
     }
     if (newestCompleted === undefined) return [];

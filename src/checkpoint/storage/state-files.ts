@@ -1,8 +1,9 @@
 import { createHash } from 'node:crypto';
 import { mkdir, readdir, readFile } from 'node:fs/promises';
-import { join, resolve } from 'node:path';
+import { dirname, join, resolve } from 'node:path';
 import { setImmediate as nextTurn } from 'node:timers/promises';
 import { WeirError } from '../../core/errors/weir-error.ts';
+import { checkpointFolderName } from './checkpoint-folder-name.ts';
 import type { CheckpointLocation } from './checkpoint-location.ts';
 import { describeSchemaIssues, type StateHandle, stateHandleSchema } from './checkpoint-metadata.ts';
 import { writeFileDurably } from './durable-file.ts';
@@ -49,7 +50,8 @@ export async function readStateFile(location: CheckpointLocation | string, handl
   if (!valid.success) {
     throw new WeirError('INVALID_STATE_HANDLE', `a state handle for ${folder} is invalid: ${describeSchemaIssues(valid.error)}`, { fault: 'internal' });
   }
-  const file = join(folder, handle.path);
+  // A file an incremental checkpoint shares with an earlier one is in that one's folder, beside this one.
+  const file = join(handle.checkpoint === undefined ? folder : join(dirname(folder), checkpointFolderName(handle.checkpoint)), handle.path);
   const restoreHint = `the checkpoint in ${folder} is damaged; restore from another checkpoint or savepoint`;
   let bytes: Buffer;
   try {

@@ -1,4 +1,5 @@
 import { Command } from 'commander';
+import { stateFilesOf } from '../../checkpoint/storage/checkpoint-metadata.ts';
 import { type CheckpointSummary, CompletedCheckpointStore } from '../../checkpoint/storage/completed-checkpoint-store.ts';
 import { openCheckpointStorage } from '../../checkpoint/storage/open-checkpoint-storage.ts';
 import { existingStorage } from '../existing-storage.ts';
@@ -58,9 +59,16 @@ export function checkpointsCommand(): Command {
       console.log(`  transactions:    ${committed ? recorded : 'not recorded as committed (a restore commits them again)'}`);
       console.log('  operators:');
       for (const operator of metadata.operators) {
-        const files = operator.subtasks.flatMap((subtask) => [subtask.keyed, subtask.operator].filter((handle) => handle !== undefined));
+        const files = stateFilesOf({ operators: [operator] });
         const bytes = files.reduce((sum, handle) => sum + handle.size, 0);
-        console.log(`    ${operator.uid} (${operator.name}): parallelism ${operator.parallelism}, ${files.length} state files, ${formatBytes(bytes)}`);
+        const shared = files.filter((handle) => handle.checkpoint !== undefined);
+        const sharedText =
+          shared.length === 0
+            ? ''
+            : ` (${shared.length} of them, ${formatBytes(shared.reduce((sum, handle) => sum + handle.size, 0))}, in earlier checkpoints' folders)`;
+        console.log(
+          `    ${operator.uid} (${operator.name}): parallelism ${operator.parallelism}, ${files.length} state files, ${formatBytes(bytes)}${sharedText}`,
+        );
       }
     });
 

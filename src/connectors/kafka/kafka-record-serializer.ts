@@ -1,8 +1,8 @@
 import type { MessageRecord } from '@platformatic/kafka';
 import { WeirError } from '../../core/errors/weir-error.ts';
 import type { ClusterConnections } from './cluster-connections.ts';
-import { murmur2 } from './murmur2.ts';
 import type { KafkaProducerRecord, KafkaSinkOptions } from './kafka-sink-options.ts';
+import { murmur2 } from './murmur2.ts';
 
 /**
  * Turns the job's records into partitioned Kafka messages with the sink's serializer (shared by

@@ -52,9 +52,16 @@ export const checkpointingSchema = z
       description:
         "With `unaligned`: how long a checkpoint stays aligned (Flink's execution.checkpointing.aligned-checkpoint-timeout), counted from its trigger; a task whose barriers of it have not all been processed by then switches it to unaligned. 0: unaligned from the first barrier. Without `unaligned` it has no effect.",
     }),
+    incremental: z.boolean().optional().meta({
+      defaultText: 'false',
+      description:
+        "Incremental checkpoints (Flink's execution.checkpointing.incremental) for the heap state backend: a checkpoint writes each keyed subtask's changes since the latest completed checkpoint (the keys changed between barriers, with their values at the barrier; deletions as such), not its whole state; a restore reads the last full snapshot and the changes after it, oldest first. A full snapshot is written again when the changes since the last one add up to its size or after 8 of them, so a restore reads at most about twice the state. A checkpoint shares the files of the earlier ones its changes add to: retention keeps those until no retained checkpoint needs them (`retained` then keeps more folders than it says). Savepoints are always full and self-contained. The disk backend writes full snapshots. Not in cluster mode yet.",
+    }),
     retained: positiveInt
       .default(1)
-      .describe('How many completed checkpoints are kept on disk; older ones are deleted when a new one completes. Savepoints are never deleted.'),
+      .describe(
+        'How many completed checkpoints are kept on disk; older ones are deleted when a new one completes (with `incremental`, not while a kept one shares their files). Savepoints are never deleted.',
+      ),
     storage: z
       .string()
       .min(1)
@@ -198,6 +205,17 @@ export const environmentConfigSchema = z
       description:
         'Periodic barrier checkpoints, as in Flink. Without it the job takes no checkpoints, a restart starts from the beginning, and the preflight refuses an exactly-once sink.',
       defaultText: 'none: off',
+    }),
+    stateBackend: z
+      .enum(['heap', 'disk'])
+      .default('heap')
+      .describe(
+        "Where keyed state and timers live (Flink's state backends). `heap`: JavaScript values in each worker's V8 heap (fastest; state must fit in memory). `disk`: an embedded lmdb store per keyed subtask in a local working folder under `stateDir` (Flink's EmbeddedRocksDBStateBackend), so state is bounded by the disk, not the heap; memory per subtask is a write buffer of 8192 entries plus the OS page cache. Both take asynchronous snapshots in one canonical format: a job moves between them through any checkpoint or savepoint.",
+      ),
+    stateDir: z.string().min(1).optional().meta({
+      defaultText: 'the OS temp folder (`os.tmpdir()`) + `/weir-state`',
+      description:
+        "With `stateBackend: disk`: the folder of the local working folders, `<stateDir>/<job>/<operator uid>/<subtask>`, each emptied when its task starts (state comes back from the checkpoint, never from here) and deleted when it ends. Put it on a local disk with room for the job's state (not a RAM-backed tmpfs); a folder that cannot be written fails the job naming this setting.",
     }),
     cluster: z
       .object({

@@ -30,3 +30,63 @@ export interface KeyedStateBackend {
    */
   pollTimersUpTo(domain: TimeDomain, time: number, onTimer: (key: StateKey, timestamp: number, namespace: string) => void): number;
 }
+
+/**
+ * A keyed state snapshot being written asynchronously (the heap's KeyedStateSnapshotWriter, the
+ * disk backend's LmdbSnapshotWriter): created at the barrier (the synchronous part), then written
+ * in slices between the task's turns.
+ */
+export interface AsyncKeyedStateSnapshot {
+  /** Whether the snapshot is written (or given up). */
+  readonly done: boolean;
+  /** Writes on for about `budgetMs`; returns whether the snapshot is complete. Throws (and gives up) when the state cannot be written. */
+  step(budgetMs: number): boolean;
+  /** Writes what is left at once. */
+  runToEnd(): void;
+  /** The snapshot (canonical keyed format), once complete; the error it failed with, if it failed. */
+  result(): Uint8Array;
+  /** Gives the snapshot up. */
+  release(): void;
+  /** An incremental snapshot: the completed checkpoint it adds to (restored after that one's snapshots); undefined for a full one. */
+  readonly delta?: { readonly base: number } | undefined;
+}
+
+/** Asks a backend for an incremental snapshot: the barrier's checkpoint, and the completed one to add to (undefined: full). */
+export interface IncrementalSnapshotRequest {
+  checkpointId: number;
+  base: number | undefined;
+}
+
+/**
+ * What the task does with a keyed backend besides what operators use (Flink's
+ * CheckpointableKeyedStateBackend): snapshot it by key group in the canonical format, restore it
+ * from such snapshots of any parallelism, and dispose of it when the task ends. Both backends
+ * (heap, disk) read and write the same format, so a job moves between them through any
+ * checkpoint or savepoint.
+ */
+export interface CheckpointableKeyedStateBackend extends KeyedStateBackend {
+  /** The job's maxParallelism: the number of key groups. */
+  readonly maxParallelism: number;
+  /** The key groups this subtask owns, inclusive (Flink's KeyGroupRange). */
+  readonly keyGroupRange: { readonly start: number; readonly end: number };
+  /** The names of all states: registered with getState or brought in by restore. */
+  stateNames(): string[];
+  /** How many timers `domain` holds. */
+  numTimers(domain: TimeDomain): number;
+  /** Whether no state holds any key and there are no timers. */
+  isEmpty(): boolean;
+  /**
+   * The synchronous part of a snapshot; the returned snapshot writes the rest in slices. With
+   * `incremental`, a backend that can writes only what changed since `incremental.base` (the
+   * snapshot's `delta` says so); one that cannot writes a full snapshot.
+   */
+  snapshotAsync(incremental?: IncrementalSnapshotRequest): AsyncKeyedStateSnapshot;
+  /** Checkpoint `checkpointId` completed (an incremental snapshot may add to it). */
+  notifyCheckpointComplete?(checkpointId: number): void;
+  /** A whole snapshot at once (the test driver, tests). */
+  snapshot(): Uint8Array;
+  /** Loads the key groups this backend owns from canonical snapshots of any earlier parallelism. */
+  restore(snapshots: readonly Uint8Array[]): void;
+  /** Frees what the backend holds outside the V8 heap (the disk backend's lmdb and working folder). */
+  dispose?(): Promise<void>;
+}

@@ -1,7 +1,7 @@
 import type { CheckpointLocation } from '../../checkpoint/storage/checkpoint-location.ts';
 import { WeirError } from '../../core/errors/weir-error.ts';
 import type { StreamOperator } from '../../core/operator/stream-operator.ts';
-import type { HeapKeyedStateBackend } from '../../state/heap-keyed-state-backend.ts';
+import type { CheckpointableKeyedStateBackend } from '../../core/state/keyed-state-backend.ts';
 import type { OperatorStateBackend } from '../../state/operator-state-backend.ts';
 import type { CheckpointOptions } from '../io/checkpointing/checkpoint-options.ts';
 import type { RecordWriter } from '../io/record-writer.ts';
@@ -11,7 +11,7 @@ import { isThenable } from './is-thenable.ts';
 /** The state of one node of a task's chain, as the checkpoint path snapshots it. */
 export interface OperatorStateHolder {
   uid: string;
-  keyed: HeapKeyedStateBackend | undefined;
+  keyed: CheckpointableKeyedStateBackend | undefined;
   operatorState: OperatorStateBackend;
 }
 
@@ -225,10 +225,15 @@ export class OperatorChain {
     for (const writer of this.#writers) writer.broadcastBarrier(location, options);
   }
 
+  /** Closes every operator, then disposes of the keyed state backends (the disk backend's lmdb and working folder), also when a close failed. */
   async close(): Promise<void> {
-    for (const chained of this.#operators) {
-      const closed = chained.operator.close();
-      if (isThenable(closed)) await closed;
+    try {
+      for (const chained of this.#operators) {
+        const closed = chained.operator.close();
+        if (isThenable(closed)) await closed;
+      }
+    } finally {
+      for (const chained of this.#operators) await chained.keyed?.dispose?.();
     }
   }
 

@@ -1,8 +1,12 @@
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
 import type { CheckpointStorage } from '../../checkpoint/storage/checkpoint-storage.ts';
 import { storageFor } from '../../checkpoint/storage/open-checkpoint-storage.ts';
+import type { CheckpointableKeyedStateBackend } from '../../core/state/keyed-state-backend.ts';
 import { HeapKeyedStateBackend } from '../../state/heap-keyed-state-backend.ts';
-import { keyGroupRangeIntersection, keyGroupRangeSize } from '../../state/key-group-range.ts';
+import { type KeyGroupRange, keyGroupRangeIntersection, keyGroupRangeSize } from '../../state/key-group-range.ts';
 import { computeKeyGroupRangeForOperatorIndex } from '../../state/key-group-range-assignment.ts';
+import { LmdbKeyedStateBackend } from '../../state/lmdb-keyed-state-backend.ts';
 import { OperatorStateBackend } from '../../state/operator-state-backend.ts';
 import type { RestoreInfo } from '../deployment/restore-info.ts';
 
@@ -12,7 +16,19 @@ export interface StateInitializerOptions {
   subtaskIndex: number;
   restore: RestoreInfo | undefined;
   storage: CheckpointStorage | undefined;
+  /** Where keyed state lives (the job's `stateBackend`): 'heap' (default) or 'disk' (lmdb under `stateDir`). */
+  stateBackend?: 'heap' | 'disk';
+  /** The disk backend's local working folders go under this folder (default: the OS temp folder's weir-state). */
+  stateDir?: string;
+  /** Names the job's folder under `stateDir`. */
+  jobName?: string;
 }
+
+/** The default `stateDir`: where Flink keeps RocksDB's working folders too (the temp folder). */
+export const DEFAULT_STATE_DIR = join(tmpdir(), 'weir-state');
+
+/** A name as one folder name: what is not a letter, digit, `.`, `_` or `-` becomes `_`. */
+const folderName = (name: string) => name.replace(/[^A-Za-z0-9._-]/g, '_').slice(0, 100) || '_';
 
 /**
  * Builds the state backends of a task's operators, restored from the checkpoint the attempt starts
@@ -42,22 +58,42 @@ export class StreamTaskStateInitializer {
     return this.#restoredUids.has(uid);
   }
 
-  /** `reinterpreted`: keyed by reinterpretAsKeyedStream, so a key outside the range breaks the user's partitioning contract. */
-  async keyedStateBackend(uid: string, operatorName: string, reinterpreted = false): Promise<HeapKeyedStateBackend> {
+  /**
+   * The keyed backend of operator `uid`, of the job's `stateBackend` (a disk backend works in
+   * `<stateDir>/<job>/<uid>/<subtask>`, emptied first: the state comes from the checkpoint).
+   * `reinterpreted`: keyed by reinterpretAsKeyedStream, so a key outside the range breaks the
+   * user's partitioning contract.
+   */
+  async keyedStateBackend(uid: string, operatorName: string, reinterpreted = false): Promise<CheckpointableKeyedStateBackend> {
     const { maxParallelism, parallelism, subtaskIndex, restore, storage } = this.#options;
     const range = computeKeyGroupRangeForOperatorIndex(maxParallelism, parallelism, subtaskIndex);
-    const backend = new HeapKeyedStateBackend({ maxParallelism, keyGroupRange: range, operatorName, reinterpreted });
     const restored = restore?.operators.find((operator) => operator.uid === uid);
-    if (restore === undefined || restored === undefined || storage === undefined) return backend;
     const snapshots: Uint8Array[] = [];
-    for (const subtask of restored.subtasks) {
-      if (subtask.keyed === undefined) continue;
-      const oldRange = computeKeyGroupRangeForOperatorIndex(restore.maxParallelism, restored.parallelism, subtask.subtaskIndex);
-      if (keyGroupRangeSize(keyGroupRangeIntersection(oldRange, range)) === 0) continue;
-      snapshots.push(await this.#reader(storage).readState(restore.folder, subtask.keyed));
+    if (restore !== undefined && restored !== undefined && storage !== undefined) {
+      for (const subtask of restored.subtasks) {
+        if (subtask.keyed === undefined) continue;
+        const oldRange = computeKeyGroupRangeForOperatorIndex(restore.maxParallelism, restored.parallelism, subtask.subtaskIndex);
+        if (keyGroupRangeSize(keyGroupRangeIntersection(oldRange, range)) === 0) continue;
+        snapshots.push(await this.#reader(storage).readState(restore.folder, subtask.keyed));
+        // An incremental checkpoint: the changes on that snapshot, oldest first.
+        for (const changes of subtask.keyedChanges ?? []) snapshots.push(await this.#reader(storage).readState(restore.folder, changes));
+      }
     }
-    backend.restore(snapshots);
+    const backend = this.#createKeyed(uid, operatorName, range, reinterpreted);
+    try {
+      if (snapshots.length > 0) backend.restore(snapshots);
+    } catch (error) {
+      await backend.dispose?.();
+      throw error;
+    }
     return backend;
+  }
+
+  #createKeyed(uid: string, operatorName: string, range: KeyGroupRange, reinterpreted: boolean): CheckpointableKeyedStateBackend {
+    const { maxParallelism, subtaskIndex, stateBackend, stateDir, jobName } = this.#options;
+    if (stateBackend !== 'disk') return new HeapKeyedStateBackend({ maxParallelism, keyGroupRange: range, operatorName, reinterpreted });
+    const dir = join(stateDir ?? DEFAULT_STATE_DIR, folderName(jobName ?? 'job'), folderName(uid), String(subtaskIndex));
+    return new LmdbKeyedStateBackend({ maxParallelism, keyGroupRange: range, operatorName, reinterpreted, dir });
   }
 
   /**

@@ -97,6 +97,7 @@ export class StreamTask {
       vertexId: env.vertex.id,
       subtaskIndex: env.subtaskIndex,
       toMaster: env.toMaster,
+      incremental: env.config.checkpointing?.incremental === true,
     });
     this.#timers = new ProcessingTimeService((operatorIndex) => this.#mailbox.put({ kind: 'processing-time', operatorIndex }));
     if (!env.vertex.isSource) {
@@ -138,6 +139,9 @@ export class StreamTask {
       subtaskIndex,
       restore: env.restore,
       storage: env.storage,
+      stateBackend: config.stateBackend,
+      ...(config.stateDir === undefined ? {} : { stateDir: config.stateDir }),
+      jobName: env.jobName,
     });
     for (const [position, nodeId] of vertex.nodeIds.entries()) {
       const node = env.streamGraph.node(nodeId);

@@ -5,11 +5,12 @@ import type { OperatorSubtaskState } from '../../checkpoint/operator-subtask-sta
 import type { CheckpointLocation } from '../../checkpoint/storage/checkpoint-location.ts';
 import type { CheckpointStorage } from '../../checkpoint/storage/checkpoint-storage.ts';
 import { WeirError } from '../../core/errors/weir-error.ts';
-import type { KeyedStateSnapshotWriter } from '../../state/keyed-state-snapshot-writer.ts';
+import type { AsyncKeyedStateSnapshot } from '../../core/state/keyed-state-backend.ts';
 import type { FromWorker } from '../deployment/worker-messages.ts';
 import type { ChannelStateResult } from '../io/checkpointing/checkpoint-barrier-handler.ts';
 import type { CheckpointOptions } from '../io/checkpointing/checkpoint-options.ts';
 import { isThenable } from './is-thenable.ts';
+import { type ChainBase, KeyedStateChains } from './keyed-state-chains.ts';
 import type { OperatorChain, OperatorStateHolder } from './operator-chain.ts';
 
 /** Something of the task that hears of completed and aborted checkpoints (the chain, a source's reader). */
@@ -28,12 +29,16 @@ export interface SubtaskCheckpointCoordinatorOptions {
   vertexId: number;
   subtaskIndex: number;
   toMaster: (message: FromWorker) => void;
+  /** `checkpointing.incremental`: keyed snapshots of checkpoints add to the latest completed one (KeyedStateChains). */
+  incremental?: boolean;
 }
 
 interface StateSnapshot {
   uid: string;
   /** The keyed state as it was at the barrier, written slice by slice after the barrier went on. */
-  keyed: KeyedStateSnapshotWriter | undefined;
+  keyed: AsyncKeyedStateSnapshot | undefined;
+  /** What an incremental keyed snapshot adds to. */
+  base: ChainBase | undefined;
   operator: Uint8Array | undefined;
 }
 
@@ -74,6 +79,7 @@ export interface SubtaskCheckpointDurations {
  */
 export class SubtaskCheckpointCoordinator {
   readonly #options: SubtaskCheckpointCoordinatorOptions;
+  readonly #chains = new KeyedStateChains();
 
   constructor(options: SubtaskCheckpointCoordinatorOptions) {
     this.#options = options;
@@ -97,10 +103,14 @@ export class SubtaskCheckpointCoordinator {
     const started = performance.now();
     try {
       await chain.snapshotState(id);
+      const incremental = this.#options.incremental === true && location.kind === 'checkpoint';
       for (const holder of stateHolders()) {
+        const base = incremental ? this.#chains.baseFor(holder.uid, location.incrementalBase) : undefined;
+        const keyed = holder.keyed === undefined || holder.keyed.isEmpty() ? undefined : holder.keyed;
         snapshots.push({
           uid: holder.uid,
-          keyed: holder.keyed === undefined || holder.keyed.isEmpty() ? undefined : holder.keyed.snapshotAsync(),
+          keyed: incremental ? keyed?.snapshotAsync({ checkpointId: id, base: base?.checkpointId }) : keyed?.snapshotAsync(),
+          base,
           operator: holder.operatorState.stateNames().length === 0 ? undefined : holder.operatorState.snapshot(),
         });
       }
@@ -131,6 +141,7 @@ export class SubtaskCheckpointCoordinator {
 
   async notifyCheckpointComplete(checkpointId: number): Promise<void> {
     const { vertexId, subtaskIndex, toMaster } = this.#options;
+    for (const holder of this.#options.stateHolders()) holder.keyed?.notifyCheckpointComplete?.(checkpointId);
     for (const listener of this.#options.listeners()) {
       const done = listener.notifyCheckpointComplete(checkpointId);
       if (isThenable(done)) await done;
@@ -139,6 +150,7 @@ export class SubtaskCheckpointCoordinator {
   }
 
   async notifyCheckpointAborted(checkpointId: number): Promise<void> {
+    this.#chains.aborted(checkpointId);
     for (const listener of this.#options.listeners()) {
       const done = listener.notifyCheckpointAborted(checkpointId);
       if (isThenable(done)) await done;
@@ -164,7 +176,10 @@ export class SubtaskCheckpointCoordinator {
         // One slice per turn of the event loop: the task's loop takes its turns in between.
         while (!writer.step(SNAPSHOT_SLICE_MS)) await nextTurn();
         const keyed = writer.result();
-        state.keyed = await storage.writeState(location, snapshot.uid, subtaskIndex, 'keyed', keyed);
+        const handle = await storage.writeState(location, snapshot.uid, subtaskIndex, 'keyed', keyed);
+        if (this.#options.incremental === true && location.kind === 'checkpoint') {
+          Object.assign(state, this.#chains.written(snapshot.uid, location.checkpointId, handle, writer.delta === undefined ? undefined : snapshot.base));
+        } else state.keyed = handle;
         bytes += keyed.byteLength;
       }
       if (snapshot.operator !== undefined) {

@@ -94,9 +94,11 @@ export class S3CheckpointStorage implements CheckpointStorage {
     if (!valid.success) {
       throw new WeirError('INVALID_STATE_HANDLE', `a state handle for ${folder} is invalid: ${describeSchemaIssues(valid.error)}`, { fault: 'internal' });
     }
-    const file = `${folder}/${handle.path}`;
+    // A file an incremental checkpoint shares with an earlier one is in that one's folder, beside this one.
+    const holder = handle.checkpoint === undefined ? folder : `${folder.slice(0, folder.lastIndexOf('/'))}/${checkpointFolderName(handle.checkpoint)}`;
+    const file = `${holder}/${handle.path}`;
     const hint = `the checkpoint in ${folder} is damaged; restore from another checkpoint or savepoint`;
-    const object = await this.#objects.get(childKey(this.#keyOf(folder), handle.path));
+    const object = await this.#objects.get(childKey(this.#keyOf(holder), handle.path));
     if (object === undefined) throw new WeirError('STATE_FILE_MISSING', `state file ${file} is missing`, { fault: 'external', hint });
     if (object.body.byteLength !== handle.size) {
       throw new WeirError(

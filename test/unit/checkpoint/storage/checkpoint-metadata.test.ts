@@ -1,6 +1,12 @@
 import assert from 'node:assert/strict';
 import { test } from 'node:test';
-import { CHECKPOINT_METADATA_VERSION, type CheckpointMetadata, parseCheckpointMetadata } from '../../../../src/checkpoint/storage/checkpoint-metadata.ts';
+import {
+  CHECKPOINT_METADATA_VERSION,
+  type CheckpointMetadata,
+  metadataVersionFor,
+  parseCheckpointMetadata,
+  stateFilesOf,
+} from '../../../../src/checkpoint/storage/checkpoint-metadata.ts';
 import { WeirError } from '../../../../src/core/errors/weir-error.ts';
 
 const handle = { path: 'map-0.keyed', size: 3, sha256: 'a'.repeat(64) };
@@ -26,8 +32,23 @@ function corruptWith(pattern: RegExp) {
 }
 
 test('valid metadata parses', () => {
-  assert.equal(CHECKPOINT_METADATA_VERSION, 1);
+  assert.equal(CHECKPOINT_METADATA_VERSION, 2);
   assert.deepEqual(parseCheckpointMetadata(JSON.stringify(metadata()), '/x/_metadata'), metadata());
+});
+
+test('version 2 (incremental checkpoints): keyed changes and handles in earlier checkpoints parse; a checkpoint without them is written as version 1', () => {
+  const shared = metadata();
+  shared.version = 2;
+  shared.operators[0]!.subtasks[0] = { subtaskIndex: 0, keyed: { ...handle, checkpoint: 3 }, keyedChanges: [{ ...handle, checkpoint: 4 }, handle] };
+  assert.deepEqual(parseCheckpointMetadata(JSON.stringify(shared), '/x/_metadata'), shared);
+  assert.equal(metadataVersionFor(shared.operators), 2);
+  assert.equal(metadataVersionFor(metadata().operators), 1);
+  assert.deepEqual(
+    stateFilesOf(shared)
+      .slice(0, 3)
+      .map((file) => file.checkpoint),
+    [3, 4, undefined],
+  );
 });
 
 test('schema failures name the field', () => {
@@ -63,11 +84,11 @@ test('inconsistent operators are corrupt', () => {
 
 test('a newer version is refused with a hint to upgrade', () => {
   assert.throws(
-    () => parseCheckpointMetadata(JSON.stringify({ version: 2, whatever: true }), '/x/_metadata'),
+    () => parseCheckpointMetadata(JSON.stringify({ version: 3, whatever: true }), '/x/_metadata'),
     (error: unknown) =>
       error instanceof WeirError &&
       error.code === 'CHECKPOINT_METADATA_TOO_NEW' &&
-      error.message === '/x/_metadata has metadata version 2, newer than this Weir reads (1)' &&
+      error.message === '/x/_metadata has metadata version 3, newer than this Weir reads (2)' &&
       /use a newer Weir/.test(error.hint ?? ''),
   );
 });

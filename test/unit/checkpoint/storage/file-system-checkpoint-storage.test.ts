@@ -211,15 +211,15 @@ test('metadata from a newer Weir is refused with a hint to upgrade', async (t) =
   const storage = await freshStorage(t);
   const location = await completeCheckpoint(storage, 1);
   const metadataFile = join(location.path, '_metadata');
-  const future = { ...JSON.parse(await readFile(metadataFile, 'utf8')), version: 2, somethingNew: [] };
+  const future = { ...JSON.parse(await readFile(metadataFile, 'utf8')), version: 3, somethingNew: [] };
   await writeFile(metadataFile, JSON.stringify(future));
   await assert.rejects(
     storage.readMetadata(location.path),
-    weirError('CHECKPOINT_METADATA_TOO_NEW', /chk-1\/_metadata has metadata version 2, newer than this Weir reads \(1\)$/, /^use a newer Weir/),
+    weirError('CHECKPOINT_METADATA_TOO_NEW', /chk-1\/_metadata has metadata version 3, newer than this Weir reads \(2\)$/, /^use a newer Weir/),
   );
   await assert.rejects(
     new CompletedCheckpointStore(storage).latest(),
-    weirError('CHECKPOINT_METADATA_TOO_NEW', /newer than this Weir reads \(1\)/, /^use a newer Weir, or delete .*chk-1 to start without state/),
+    weirError('CHECKPOINT_METADATA_TOO_NEW', /newer than this Weir reads \(2\)/, /^use a newer Weir, or delete .*chk-1 to start without state/),
   );
 });
 

@@ -126,7 +126,7 @@ test('keyed state restores at the same parallelism: each subtask gets back its o
     storage.reads.length = 0;
     const initializer = initializerFor(storage, restore, 3, index);
     assert.equal(initializer.isRestored(UID), true);
-    assert.deepEqual(countsOf(await initializer.keyedStateBackend(UID, 'Counter')), expectedCounts(3, index));
+    assert.deepEqual(countsOf((await initializer.keyedStateBackend(UID, 'Counter')) as HeapKeyedStateBackend), expectedCounts(3, index));
     assert.deepEqual(storage.reads, [`${UID}-${index}.keyed`]);
   }
 });
@@ -139,7 +139,7 @@ for (const parallelism of [1, 2, 5]) {
     for (let index = 0; index < parallelism; index++) {
       storage.reads.length = 0;
       const range = computeKeyGroupRangeForOperatorIndex(MAX_PARALLELISM, parallelism, index);
-      const counts = countsOf(await initializerFor(storage, restore, parallelism, index).keyedStateBackend(UID, 'Counter'));
+      const counts = countsOf((await initializerFor(storage, restore, parallelism, index).keyedStateBackend(UID, 'Counter')) as HeapKeyedStateBackend);
       assert.deepEqual(counts, expectedCounts(parallelism, index));
       for (const key of counts.keys()) seen.add(key);
       const overlapping = [0, 1, 2].filter((old) => {

@@ -1,0 +1,314 @@
+import { WeirError } from '../core/errors/weir-error.ts';
+import type { AsyncKeyedStateSnapshot, CheckpointableKeyedStateBackend } from '../core/state/keyed-state-backend.ts';
+import type { AnyStateDescriptor, StateDescriptor } from '../core/state/state-descriptors.ts';
+import type { StateKey } from '../core/state/state-key.ts';
+import type { StateKind } from '../core/state/state-types.ts';
+import type { TimeDomain } from '../core/time/time-domain.ts';
+import { formatKey } from './format-key.ts';
+import { VOID_NAMESPACE } from './internal-timer-service.ts';
+import { formatKeyGroupRange, type KeyGroupRange, keyGroupRange, keyGroupRangeSize } from './key-group-range.ts';
+import { assignToKeyGroup, UPPER_BOUND_MAX_PARALLELISM } from './key-group-range-assignment.ts';
+import { KeyWriter, MAX_KEY_BYTES, MAX_STATE_ID } from './lmdb-key-codec.ts';
+import { restoreIntoLmdb } from './lmdb-restore.ts';
+import { LmdbSnapshotWriter, type SnapshotState } from './lmdb-snapshot-writer.ts';
+import { createLmdbState, type LmdbKeyedState } from './lmdb-state-factory.ts';
+import { LmdbKeyContext, LmdbStateTable } from './lmdb-state-table.ts';
+import { FIRST_KEY, LmdbStore, type LmdbStoreSettings } from './lmdb-store.ts';
+import { type LmdbTimer, LmdbTimerService } from './lmdb-timer-service.ts';
+
+export interface LmdbKeyedStateBackendOptions {
+  maxParallelism: number;
+  keyGroupRange: KeyGroupRange;
+  operatorName: string;
+  /** The local working folder: emptied when the backend opens, deleted when it is disposed. */
+  dir: string;
+  settings?: LmdbStoreSettings;
+  clock?: () => number;
+  reinterpreted?: boolean;
+}
+
+/** Keys longer than this (encoded) leave no room for a map user key or a timer in lmdb's key limit. */
+const MAX_STATE_KEY_BYTES = MAX_KEY_BYTES - 256;
+const LAST_KEY = Buffer.alloc(3, 0xff);
+
+/**
+ * Keyed state and timers of one subtask in lmdb on local disk (Flink's
+ * EmbeddedRocksDBStateBackend, on lmdb: see docs/architecture.md for why lmdb), so state is
+ * bounded by the disk, not the V8 heap. Same contract and behaviour as the heap backend, same
+ * canonical snapshot format (a job moves between the two through any checkpoint or savepoint),
+ * snapshots taken asynchronously from an lmdb read transaction. Key layout: lmdb-key-codec.ts.
+ */
+export class LmdbKeyedStateBackend implements CheckpointableKeyedStateBackend {
+  readonly maxParallelism: number;
+  readonly keyGroupRange: KeyGroupRange;
+  readonly operatorName: string;
+  readonly #store: LmdbStore;
+  readonly #context: LmdbKeyContext;
+  readonly #keyGroupCount: number;
+  readonly #tables = new Map<string, LmdbStateTable>();
+  readonly #tablesById: LmdbStateTable[] = [];
+  readonly #states = new Map<string, LmdbKeyedState>();
+  /** Tables brought in by a restore whose TTL is not known yet (purged of what expired when the operator asks for them). */
+  readonly #restored = new Set<string>();
+  readonly #processingTimers: LmdbTimerService;
+  readonly #eventTimers: LmdbTimerService;
+  readonly #clock: () => number;
+  readonly #reinterpreted: boolean;
+  readonly #keyWriter = new KeyWriter();
+  readonly #everyRecordCleanup: LmdbStateTable[] = [];
+  #pendingSnapshot: LmdbSnapshotWriter | undefined;
+
+  constructor(options: LmdbKeyedStateBackendOptions) {
+    const { maxParallelism, keyGroupRange: range, operatorName } = options;
+    if (!Number.isInteger(maxParallelism) || maxParallelism < 1 || maxParallelism > UPPER_BOUND_MAX_PARALLELISM) {
+      throw new WeirError(
+        'INVALID_MAX_PARALLELISM',
+        `operator "${operatorName}": maxParallelism (${maxParallelism}) must be between 1 and ${UPPER_BOUND_MAX_PARALLELISM}`,
+        {
+          fault: 'internal',
+          hint: 'check parallelism settings with checkParallelism before building backends',
+        },
+      );
+    }
+    const empty = range.end < range.start;
+    if (!Number.isInteger(range.start) || !Number.isInteger(range.end) || (!empty && (range.start < 0 || range.end >= maxParallelism))) {
+      throw new WeirError(
+        'INVALID_KEY_GROUP_RANGE',
+        `operator "${operatorName}": key-group range ${range.start}-${range.end} is not inside [0, ${maxParallelism})`,
+        {
+          fault: 'internal',
+          hint: 'compute key-group ranges with computeKeyGroupRangeForOperatorIndex',
+        },
+      );
+    }
+    this.maxParallelism = maxParallelism;
+    this.keyGroupRange = keyGroupRange(range.start, range.end);
+    this.operatorName = operatorName;
+    this.#keyGroupCount = keyGroupRangeSize(range);
+    this.#clock = options.clock ?? Date.now;
+    this.#reinterpreted = options.reinterpreted === true;
+    this.#store = new LmdbStore(options.dir, options.settings);
+    this.#store.describeKey = (key) => {
+      const table = this.#tablesById[key.readUInt16BE(2)];
+      return table === undefined ? `a timer of operator "${operatorName}"` : `${table.description} of operator "${operatorName}"`;
+    };
+    this.#context = new LmdbKeyContext(operatorName, range.start);
+    this.#processingTimers = new LmdbTimerService('processing', this.#context, this.#store);
+    this.#eventTimers = new LmdbTimerService('event', this.#context, this.#store);
+  }
+
+  setCurrentKey(key: StateKey): void {
+    const context = this.#context;
+    if (key === context.currentKey && context.keyGroupIndex >= 0) return;
+    const keyGroup = assignToKeyGroup(key, this.maxParallelism);
+    const range = this.keyGroupRange;
+    if (keyGroup < range.start || keyGroup > range.end) {
+      if (this.#reinterpreted) {
+        throw new WeirError(
+          'KEY_NOT_PARTITIONED',
+          `operator "${this.operatorName}" reads a stream reinterpreted as keyed, but key ${formatKey(key)} (key group ${keyGroup}) arrived at the subtask of key groups ${formatKeyGroupRange(range)}: the input is not partitioned as keyBy would partition it`,
+          {
+            hint: 'reinterpretAsKeyedStream needs every record at the subtask that owns its key group: a stream after keyBy that kept its key and parallelism, or a Kafka topic of maxParallelism partitions written with partitioner: keyGroupPartitioner; otherwise use keyBy',
+            fault: 'user',
+          },
+        );
+      }
+      throw new WeirError(
+        'KEY_GROUP_OUT_OF_RANGE',
+        `operator "${this.operatorName}": key ${formatKey(key)} is in key group ${keyGroup}, outside this subtask's key groups ${formatKeyGroupRange(range)}`,
+        { fault: 'internal', hint: 'records must be routed to subtasks by key group (computeOperatorIndexForKeyGroup)' },
+      );
+    }
+    const bytes = this.#keyWriter.reset().value(key, () => `key ${formatKey(key)}`);
+    if (bytes.length > MAX_STATE_KEY_BYTES) {
+      throw new WeirError(
+        'INVALID_KEY',
+        `operator "${this.operatorName}": key ${formatKey(key)} is ${bytes.length} bytes long, more than the disk state backend keys by (${MAX_STATE_KEY_BYTES})`,
+        {
+          hint: 'key by something shorter (an id, or a hash of the long key), or run the job with stateBackend: heap',
+        },
+      );
+    }
+    context.currentKey = key;
+    context.keyGroup = keyGroup;
+    context.keyGroupIndex = keyGroup - range.start;
+    context.keyBytes = bytes.copy();
+    for (const table of this.#everyRecordCleanup) table.cleanupStep();
+  }
+
+  getCurrentKey(): StateKey | undefined {
+    return this.#context.currentKey;
+  }
+
+  currentKeyGroup(): number {
+    return this.#context.keyGroupIndex < 0 ? -1 : this.#context.keyGroup;
+  }
+
+  getState<S>(descriptor: StateDescriptor<S>): S {
+    const named = descriptor as AnyStateDescriptor;
+    const existing = this.#states.get(named.name);
+    const table = this.#table(named.name, named.kind, named.ttl !== undefined, existing !== undefined);
+    if (existing !== undefined) return existing as S;
+    if (table.ttlWrapped !== (named.ttl !== undefined)) {
+      throw new WeirError(
+        'STATE_TTL_CHANGED',
+        `operator "${this.operatorName}" asks for ${named.kind} state "${named.name}" ${named.ttl === undefined ? 'without' : 'with'} a time to live, but the restored checkpoint holds it ${table.ttlWrapped ? 'with' : 'without'} one`,
+        { hint: 'turning TTL on or off changes how a state is stored (Flink refuses it too): give the state a new name, or keep its TTL setting' },
+      );
+    }
+    table.ttl = named.ttl;
+    // Expired values never come back from a checkpoint.
+    if (this.#restored.delete(named.name)) table.purgeExpired();
+    if (named.ttl?.incrementalEveryRecord === true) this.#everyRecordCleanup.push(table);
+    const state = createLmdbState(named, table);
+    this.#states.set(named.name, state);
+    return state as S;
+  }
+
+  /** The table of state `name`, made on first use (`ttl`: a new table's values are TTL-wrapped). */
+  #table(name: string, kind: StateKind, ttl: boolean, registered: boolean): LmdbStateTable {
+    let table = this.#tables.get(name);
+    if (table === undefined) {
+      const id = this.#tablesById.length;
+      if (id > MAX_STATE_ID) {
+        throw new WeirError('INVALID_STATE_DESCRIPTOR', `operator "${this.operatorName}" uses more than ${MAX_STATE_ID + 1} keyed states`, {
+          hint: 'use fewer states per operator (a map state can hold many values per key)',
+        });
+      }
+      table = new LmdbStateTable(name, kind, id, this.#context, this.#store, this.#keyGroupCount, this.#clock);
+      table.ttlWrapped = ttl;
+      this.#tables.set(name, table);
+      this.#tablesById.push(table);
+    } else if (table.kind !== kind) {
+      throw new WeirError(
+        'STATE_KIND_MISMATCH',
+        registered
+          ? `operator "${this.operatorName}" uses state "${name}" both as ${table.kind} state and as ${kind} state`
+          : `operator "${this.operatorName}" asks for ${kind} state "${name}", but the restored checkpoint holds it as ${table.kind} state`,
+        { hint: registered ? 'give each state its own name' : 'a state keeps its kind for the life of a job; give the new state a new name' },
+      );
+    }
+    return table;
+  }
+
+  stateNames(): string[] {
+    return [...this.#tables.keys()];
+  }
+
+  *keysOf(stateName: string): Iterable<StateKey> {
+    const table = this.#tables.get(stateName);
+    if (table !== undefined) yield* table.keys();
+  }
+
+  #timers(domain: TimeDomain): LmdbTimerService {
+    if (domain === 'processing') return this.#processingTimers;
+    if (domain === 'event') return this.#eventTimers;
+    throw new WeirError('INVALID_TIME_DOMAIN', `operator "${this.operatorName}": unknown time domain ${JSON.stringify(domain)}`, {
+      hint: "use 'processing' or 'event'",
+    });
+  }
+
+  registerTimer(domain: TimeDomain, timestamp: number, namespace: string = VOID_NAMESPACE): boolean {
+    return this.#timers(domain).register(timestamp, namespace);
+  }
+
+  deleteTimer(domain: TimeDomain, timestamp: number, namespace: string = VOID_NAMESPACE): boolean {
+    return this.#timers(domain).delete(timestamp, namespace);
+  }
+
+  nextTimerTimestamp(domain: TimeDomain): number | undefined {
+    return this.#timers(domain).nextTimestamp();
+  }
+
+  numTimers(domain: TimeDomain): number {
+    return this.#timers(domain).size;
+  }
+
+  pollTimersUpTo(domain: TimeDomain, time: number, onTimer: (key: StateKey, timestamp: number, namespace: string) => void): number {
+    const context = this.#context;
+    const start = this.keyGroupRange.start;
+    return this.#timers(domain).pollUpTo(time, (timer: LmdbTimer) => {
+      context.currentKey = timer.key;
+      context.keyGroup = timer.keyGroup;
+      context.keyGroupIndex = timer.keyGroup - start;
+      context.keyBytes = timer.keyBytes;
+      onTimer(timer.key, timer.timestamp, timer.namespace);
+    });
+  }
+
+  isEmpty(): boolean {
+    const store = this.#store;
+    store.flush();
+    for (const _ of store.state.range(FIRST_KEY, LAST_KEY, 1)) return false;
+    return true;
+  }
+
+  /** A whole snapshot at once (tests, the test driver). */
+  snapshot(): Uint8Array {
+    const writer = this.snapshotAsync();
+    writer.runToEnd();
+    return writer.result();
+  }
+
+  /**
+   * The synchronous part of a snapshot: buffered writes go to lmdb and a read transaction fixes it
+   * as it is (O(buffered writes)); the returned writer reads that transaction slice by slice. A
+   * snapshot still being written when the next one starts is finished first.
+   */
+  snapshotAsync(): AsyncKeyedStateSnapshot {
+    try {
+      this.#pendingSnapshot?.runToEnd();
+    } catch {
+      // That snapshot failed: its own result() says why.
+    }
+    const states: SnapshotState[] = this.#tablesById.map((table) => ({
+      id: table.id,
+      name: table.name,
+      kind: table.kind,
+      ttlWrapped: table.ttlWrapped,
+      ttl: table.ttl?.cleanupFullSnapshot === true ? table.ttl : undefined,
+    }));
+    const writer = new LmdbSnapshotWriter(this.#store, states, this.maxParallelism, this.keyGroupRange, this.operatorName, this.#clock(), () => {
+      if (this.#pendingSnapshot === writer) this.#pendingSnapshot = undefined;
+    });
+    this.#pendingSnapshot = writer;
+    return writer;
+  }
+
+  restore(snapshots: readonly Uint8Array[]): void {
+    if (!this.isEmpty()) {
+      throw new WeirError('RESTORE_INTO_USED_BACKEND', `operator "${this.operatorName}": state can only be restored into an empty backend`, {
+        fault: 'internal',
+        hint: 'restore state before processing any record',
+      });
+    }
+    restoreIntoLmdb(
+      {
+        maxParallelism: this.maxParallelism,
+        keyGroupRange: this.keyGroupRange,
+        operatorName: this.operatorName,
+        keyGroupCount: this.#keyGroupCount,
+        clock: this.#clock,
+        store: this.#store,
+        existing: this.#tables,
+        table: (name, kind, ttl) => {
+          const known = this.#tables.has(name);
+          const table = this.#table(name, kind, ttl, false);
+          if (!known) this.#restored.add(name);
+          return table;
+        },
+        timers: [this.#processingTimers, this.#eventTimers],
+      },
+      snapshots,
+    );
+    // A restore leaves the current key unset.
+    this.#context.currentKey = undefined;
+    this.#context.keyGroupIndex = -1;
+  }
+
+  /** Gives up a pending snapshot, closes lmdb and deletes the working folder. */
+  async dispose(): Promise<void> {
+    this.#pendingSnapshot?.release();
+    await this.#store.close();
+  }
+}

@@ -1,0 +1,133 @@
+import { WeirError } from '../core/errors/weir-error.ts';
+import type { StateKey } from '../core/state/state-key.ts';
+import type { StateKind } from '../core/state/state-types.ts';
+import { InternalKeyContext } from './internal-key-context.ts';
+import { InternalTimerService } from './internal-timer-service.ts';
+import type { KeyGroupRange } from './key-group-range.ts';
+import { restoreKeyedStateSnapshots } from './keyed-state-snapshot.ts';
+import { KeyWriter } from './lmdb-key-codec.ts';
+import type { LmdbStateTable } from './lmdb-state-table.ts';
+import type { LmdbStore } from './lmdb-store.ts';
+import type { LmdbTimerService } from './lmdb-timer-service.ts';
+import { StateTable } from './state-table.ts';
+
+/** What a restore writes into: the disk backend's store, its state tables and timers. */
+export interface LmdbRestoreTarget {
+  maxParallelism: number;
+  keyGroupRange: KeyGroupRange;
+  operatorName: string;
+  keyGroupCount: number;
+  clock: () => number;
+  store: LmdbStore;
+  /** The tables the operator registered already (their kind and TTL are checked against the snapshot's). */
+  existing: ReadonlyMap<string, LmdbStateTable>;
+  /** The table of a restored state (made when new). */
+  table(name: string, kind: StateKind, ttl: boolean): LmdbStateTable;
+  timers: readonly [LmdbTimerService, LmdbTimerService];
+}
+
+/**
+ * Loads canonical keyed snapshots (of any parallelism, heap or disk backend) into lmdb: one old
+ * subtask's snapshot at a time (with the incremental snapshots taken on it, if any) is read by
+ * the canonical reader (keyed-state-snapshot.ts, its checks and its format versions) into heap
+ * tables of this backend's key groups, then written into lmdb and dropped, so a restore holds at
+ * most one old subtask's share of the state in memory.
+ */
+export function restoreIntoLmdb(target: LmdbRestoreTarget, snapshots: readonly Uint8Array[]): void {
+  const { store, keyGroupRange: range } = target;
+  const key = new KeyWriter();
+  const restoredFrom = new Map<number, number>();
+  const chains = chainsOf(snapshots);
+  for (let s = 0; s < chains.length; s++) {
+    const context = new InternalKeyContext(target.operatorName, range.start);
+    const tables = new Map<string, StateTable>();
+    for (const [name, table] of target.existing) {
+      const heap = new StateTable(name, table.kind, context, target.keyGroupCount, target.clock);
+      heap.ttlWrapped = table.ttlWrapped;
+      tables.set(name, heap);
+    }
+    const timers: [InternalTimerService, InternalTimerService] = [
+      new InternalTimerService('processing', context, target.keyGroupCount),
+      new InternalTimerService('event', context, target.keyGroupCount),
+    ];
+    restoreKeyedStateSnapshots(
+      {
+        maxParallelism: target.maxParallelism,
+        keyGroupRange: range,
+        operatorName: target.operatorName,
+        keyGroupCount: target.keyGroupCount,
+        tables,
+        timers,
+        context,
+        clock: target.clock,
+      },
+      chains[s] as Uint8Array[],
+    );
+    const seen = new Set<number>();
+    for (const heap of tables.values()) {
+      const table = target.table(heap.name, heap.kind, heap.ttlWrapped);
+      heap.groups.forEach((group, index) => {
+        if (group === undefined || group.size === 0) return;
+        seen.add(index);
+        const keyGroup = range.start + index;
+        for (const [stateKey, value] of group) {
+          const what = () => `a key of ${table.description}`;
+          if (heap.kind !== 'map') {
+            store.state.put(key.reset().uint16(keyGroup).uint16(table.id).value(stateKey, what), value);
+            continue;
+          }
+          for (const [userKey, entry] of value as Map<unknown, unknown>) {
+            const userWhat = () => `a user key of ${table.description} of operator "${target.operatorName}"`;
+            store.state.put(key.reset().uint16(keyGroup).uint16(table.id).value(stateKey, what).value(userKey, userWhat), entry);
+          }
+        }
+      });
+    }
+    timers.forEach((heapTimers, domain) => {
+      const lmdbTimers = target.timers[domain] as LmdbTimerService;
+      heapTimers.groups.forEach((group, index) => {
+        if (group === undefined || group.size === 0) return;
+        seen.add(index);
+        for (const [stateKey, keyTimers] of group) {
+          const keyBytes = key
+            .reset()
+            .value(stateKey as StateKey, () => 'a timer key')
+            .copy();
+          for (const timer of keyTimers.values()) lmdbTimers.add(keyBytes, range.start + index, timer.timestamp, timer.namespace);
+        }
+      });
+    });
+    for (const index of seen) {
+      const earlier = restoredFrom.get(index);
+      if (earlier !== undefined) {
+        throw new WeirError(
+          'DUPLICATE_KEY_GROUP',
+          `key group ${range.start + index} is in keyed state snapshots ${earlier + 1} and ${s + 1} for operator "${target.operatorName}"`,
+          { fault: 'internal', hint: 'each key group must come from exactly one snapshot of the checkpoint' },
+        );
+      }
+      restoredFrom.set(index, s);
+    }
+  }
+  store.flush();
+}
+
+/** Flags byte of a version 5+ snapshot (after magic, version, maxParallelism and the range): 0x01 an incremental one. */
+const FLAGS_OFFSET = 18;
+const DELTA_FLAG = 0x01;
+
+/**
+ * The snapshots grouped as the canonical reader takes them: each full snapshot with the
+ * incremental snapshots that follow it (an old subtask's chain), restored together.
+ */
+function chainsOf(snapshots: readonly Uint8Array[]): Uint8Array[][] {
+  const chains: Uint8Array[][] = [];
+  for (const snapshot of snapshots) {
+    const version = snapshot.length >= 6 ? (snapshot[4] as number) | ((snapshot[5] as number) << 8) : 0;
+    const delta = version >= 5 && snapshot.length > FLAGS_OFFSET && ((snapshot[FLAGS_OFFSET] as number) & DELTA_FLAG) !== 0;
+    const last = chains[chains.length - 1];
+    if (delta && last !== undefined) last.push(snapshot);
+    else chains.push([snapshot]);
+  }
+  return chains;
+}

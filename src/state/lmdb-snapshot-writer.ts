@@ -1,0 +1,322 @@
+import { crc32 } from 'node:zlib';
+import { WeirError } from '../core/errors/weir-error.ts';
+import type { AsyncKeyedStateSnapshot } from '../core/state/keyed-state-backend.ts';
+import type { StateTtl } from '../core/state/state-descriptors.ts';
+import type { StateKind } from '../core/state/state-types.ts';
+import { DataOutputSerializer } from './data-output-serializer.ts';
+import type { KeyGroupRange } from './key-group-range.ts';
+import { EVENT_TIMERS_ID, KeyReader, PROCESSING_TIMERS_ID, prefixEnd } from './lmdb-key-codec.ts';
+import type { LmdbStore, LmdbTransaction } from './lmdb-store.ts';
+import { readGroupTimer } from './lmdb-timer-service.ts';
+import {
+  checksum,
+  KEYED_STATE_FORMAT_VERSION,
+  KEYED_STATE_MAGIC,
+  SECTION_INDEX_ENTRY_BYTES,
+  serializeStateValue,
+  stateKindCode,
+  TTL_FLAG,
+} from './state-snapshot-format.ts';
+import { isExpired, liveValue, type TtlValue } from './state-table.ts';
+
+/** Version 5 on, a flags byte follows the key-group range (keyed-state-snapshot.ts); a full snapshot's is 0. */
+const FLAGS_SINCE_VERSION = 5;
+/** Entries per v8 blob, as the heap's writer. */
+const CHUNK_ENTRIES = 2048;
+/** lmdb entries read per range call. */
+const READ_BATCH = 512;
+
+/** A state as it was at the barrier. */
+export interface SnapshotState {
+  id: number;
+  name: string;
+  kind: StateKind;
+  ttlWrapped: boolean;
+  /** With fullSnapshot cleanup, what expired at the barrier is left out. */
+  ttl: StateTtl | undefined;
+}
+
+interface Section {
+  stateIndex: number;
+  count: number;
+  blobs: Uint8Array[];
+}
+
+/**
+ * Writes the keyed state snapshot of a disk backend in the canonical format (the heap's, read by
+ * keyed-state-snapshot.ts: a heap backend restores it, and the other way round), asynchronously:
+ * the constructor is the synchronous part (buffered writes go to lmdb, then a read transaction
+ * fixes lmdb as it is: MVCC, so later writes do not show in it), each {@link step} reads key
+ * groups from that transaction (each one contiguous range: its states, then its timers) until its
+ * time budget is spent; the task processes records between steps.
+ */
+export class LmdbSnapshotWriter implements AsyncKeyedStateSnapshot {
+  readonly #store: LmdbStore;
+  readonly #range: KeyGroupRange;
+  readonly #operatorName: string;
+  readonly #states = new Map<number, { index: number; state: SnapshotState }>();
+  readonly #header = new DataOutputSerializer(256);
+  readonly #pieces: Uint8Array[] = [];
+  readonly #sections: { keyGroup: number; offset: number; length: number; crc: number }[] = [];
+  readonly #now: number;
+  readonly #onEnd: () => void;
+  readonly #reader = new KeyReader();
+  #transaction: LmdbTransaction | undefined;
+  #bodyLength = 0;
+  #keyGroup: number;
+  /** Where the current key group's range goes on (after this key), undefined at its start. */
+  #after: Buffer | undefined;
+  #groupSections: Section[] = [];
+  #section: Section | undefined;
+  #sectionId = -1;
+  #flat: unknown[] = [];
+  /** The map being gathered: its key's bytes (kg | id | key), key and entries. */
+  #mapPrefix: Buffer | undefined;
+  #mapKey: unknown;
+  #map: Map<unknown, unknown> | undefined;
+  #timers: [unknown[], unknown[]] = [[], []];
+  #result: Uint8Array | undefined;
+  #failure: unknown;
+  #ended = false;
+
+  constructor(
+    store: LmdbStore,
+    states: readonly SnapshotState[],
+    maxParallelism: number,
+    range: KeyGroupRange,
+    operatorName: string,
+    now: number,
+    onEnd: () => void,
+  ) {
+    this.#store = store;
+    this.#range = range;
+    this.#operatorName = operatorName;
+    this.#now = now;
+    this.#onEnd = onEnd;
+    this.#keyGroup = range.start;
+    const header = this.#header;
+    header.writeBytes(KEYED_STATE_MAGIC);
+    header.writeUint16(KEYED_STATE_FORMAT_VERSION);
+    header.writeUint32(maxParallelism);
+    header.writeInt32(range.start);
+    header.writeInt32(range.end);
+    if (KEYED_STATE_FORMAT_VERSION >= FLAGS_SINCE_VERSION) header.writeUint8(0);
+    header.writeUint32(states.length);
+    states.forEach((state, index) => {
+      header.writeUint8(stateKindCode(state.kind) | (state.ttlWrapped ? TTL_FLAG : 0));
+      header.writeString(state.name);
+      this.#states.set(state.id, { index, state });
+    });
+    this.#transaction = store.snapshot();
+  }
+
+  get done(): boolean {
+    return this.#ended;
+  }
+
+  step(budgetMs: number): boolean {
+    if (this.#ended) return true;
+    const until = performance.now() + budgetMs;
+    try {
+      do {
+        if (this.#keyGroup > this.#range.end) {
+          this.#assemble();
+          return true;
+        }
+        this.#readBatch();
+      } while (performance.now() < until);
+    } catch (error) {
+      this.#failure = error;
+      this.release();
+      throw error;
+    }
+    return false;
+  }
+
+  runToEnd(): void {
+    while (!this.step(Number.POSITIVE_INFINITY));
+  }
+
+  result(): Uint8Array {
+    if (this.#failure !== undefined) throw this.#failure;
+    if (this.#result === undefined) {
+      throw new WeirError(
+        'CHECKPOINT_NOT_COMPLETED',
+        `operator "${this.#operatorName}": the keyed state snapshot is not written (given up, or still being written)`,
+        {
+          fault: 'internal',
+          hint: 'call result() only after step() returned true',
+        },
+      );
+    }
+    return this.#result;
+  }
+
+  /** Gives the snapshot up (or it is written): the read transaction ends, so lmdb may reuse its pages. */
+  release(): void {
+    if (this.#ended) return;
+    this.#ended = true;
+    this.#transaction?.done();
+    this.#transaction = undefined;
+    this.#onEnd();
+  }
+
+  /** Reads up to {@link READ_BATCH} entries of the current key group; at its end, writes its section. */
+  #readBatch(): void {
+    const prefix = Buffer.allocUnsafe(2);
+    prefix.writeUInt16BE(this.#keyGroup, 0);
+    const after = this.#after;
+    let read = 0;
+    for (const { key, value } of this.#store.state.db.getRange({
+      start: after ?? prefix,
+      end: prefixEnd(prefix),
+      exclusiveStart: after !== undefined,
+      limit: READ_BATCH,
+      transaction: this.#transaction as LmdbTransaction,
+    })) {
+      read++;
+      this.#entry(key, value);
+      if (read === READ_BATCH) this.#after = Buffer.from(key);
+    }
+    if (read === READ_BATCH) return;
+    this.#endGroup();
+  }
+
+  #entry(key: Buffer, value: unknown): void {
+    const id = key.readUInt16BE(2);
+    if (id === PROCESSING_TIMERS_ID || id === EVENT_TIMERS_ID) {
+      if (this.#section !== undefined) this.#endSection();
+      readGroupTimer(key, this.#reader, this.#timers[id === PROCESSING_TIMERS_ID ? 0 : 1]);
+      return;
+    }
+    const known = this.#states.get(id);
+    if (known === undefined) return; // a state first used after the barrier
+    if (id !== this.#sectionId) {
+      if (this.#section !== undefined) this.#endSection();
+      this.#sectionId = id;
+      this.#section = { stateIndex: known.index, count: 0, blobs: [] };
+    }
+    const { state } = known;
+    const stateKey = this.#reader.key(key, 4);
+    if (state.kind !== 'map') {
+      const live = state.ttl === undefined ? value : liveValue(state.kind, value, state.ttl, this.#now);
+      if (live !== undefined) this.#push(stateKey, live);
+      return;
+    }
+    const keyEnd = this.#reader.next;
+    const userKey = this.#reader.value(key, keyEnd);
+    const mapPrefix = this.#mapPrefix;
+    if (mapPrefix === undefined || mapPrefix.length !== keyEnd || key.compare(mapPrefix, 0, keyEnd, 0, keyEnd) !== 0) {
+      this.#endMap();
+      this.#mapPrefix = Buffer.from(key.subarray(0, keyEnd));
+      this.#mapKey = stateKey;
+      this.#map = new Map();
+    }
+    if (state.ttl !== undefined && isExpired(value as TtlValue<unknown>, state.ttl, this.#now)) return;
+    (this.#map as Map<unknown, unknown>).set(userKey, value);
+  }
+
+  #push(key: unknown, value: unknown): void {
+    const flat = this.#flat;
+    flat.push(key, value);
+    if (flat.length >= CHUNK_ENTRIES * 2) this.#endChunk();
+  }
+
+  #endMap(): void {
+    const map = this.#map;
+    if (map !== undefined && map.size > 0) this.#push(this.#mapKey, map);
+    this.#map = undefined;
+    this.#mapPrefix = undefined;
+  }
+
+  #endChunk(): void {
+    const flat = this.#flat;
+    if (flat.length === 0) return;
+    const section = this.#section as Section;
+    section.count += flat.length / 2;
+    const name = this.#states.get(this.#sectionId)?.state.name;
+    section.blobs.push(serializeStateValue(flat, `state "${name}" of operator "${this.#operatorName}"`));
+    this.#flat = [];
+  }
+
+  #endSection(): void {
+    this.#endMap();
+    this.#endChunk();
+    const section = this.#section as Section;
+    if (section.count > 0) this.#groupSections.push(section);
+    this.#section = undefined;
+    this.#sectionId = -1;
+  }
+
+  /** The key group is read: its section (same layout as the heap writer's) goes into the body. */
+  #endGroup(): void {
+    if (this.#section !== undefined) this.#endSection();
+    const tableSections = this.#groupSections;
+    const timers = this.#timers;
+    if (tableSections.length > 0 || timers[0].length > 0 || timers[1].length > 0) {
+      const pieces: Uint8Array[] = [uint32s(tableSections.length)];
+      for (const section of tableSections) {
+        pieces.push(uint32s(section.stateIndex, section.count, section.blobs.length));
+        for (const blob of section.blobs) pieces.push(uint32s(blob.length), blob);
+      }
+      for (const flat of timers) {
+        if (flat.length === 0) pieces.push(uint32s(0, 0));
+        else {
+          const blob = serializeStateValue(flat, `the timers of operator "${this.#operatorName}"`);
+          pieces.push(uint32s(flat.length / 3, blob.length), blob);
+        }
+      }
+      let length = 0;
+      let crc = 0;
+      for (const piece of pieces) {
+        length += piece.length;
+        crc = crc32(piece, crc);
+        this.#pieces.push(piece);
+      }
+      this.#sections.push({ keyGroup: this.#keyGroup, offset: this.#bodyLength, length, crc: crc >>> 0 });
+      this.#bodyLength += length;
+    }
+    this.#groupSections = [];
+    this.#timers = [[], []];
+    this.#after = undefined;
+    this.#keyGroup++;
+  }
+
+  /** Header (with the index and its checksum), then the sections. */
+  #assemble(): void {
+    const header = this.#header;
+    const sections = this.#sections;
+    const headerLength = header.length + 4 + sections.length * SECTION_INDEX_ENTRY_BYTES + 4;
+    if (headerLength + this.#bodyLength > 0xffffffff) {
+      throw new WeirError('STATE_TOO_LARGE', `operator "${this.#operatorName}": the keyed state snapshot would exceed 4 GiB`, {
+        hint: 'raise the parallelism of the operator so each subtask holds less state',
+      });
+    }
+    header.writeUint32(sections.length);
+    for (const section of sections) {
+      header.writeUint32(section.keyGroup);
+      header.writeUint32(headerLength + section.offset);
+      header.writeUint32(section.length);
+      header.writeUint32(section.crc);
+    }
+    header.writeUint32(checksum(header.view()));
+    const length = header.length + this.#bodyLength;
+    const out = new Uint8Array(Buffer.allocUnsafeSlow(length).buffer, 0, length);
+    out.set(header.view(), 0);
+    let position = header.length;
+    for (const piece of this.#pieces) {
+      out.set(piece, position);
+      position += piece.length;
+    }
+    this.#pieces.length = 0;
+    this.#result = out;
+    this.release();
+  }
+}
+
+function uint32s(...values: number[]): Uint8Array {
+  const bytes = new Uint8Array(values.length * 4);
+  const view = new DataView(bytes.buffer);
+  for (let i = 0; i < values.length; i++) view.setUint32(i * 4, values[i] as number, true);
+  return bytes;
+}
