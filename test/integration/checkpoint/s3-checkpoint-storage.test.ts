@@ -16,6 +16,7 @@ import { S3CheckpointStorage } from '../../../src/checkpoint/storage/s3/s3-check
 import { LOCK_VERSION } from '../../../src/checkpoint/storage/storage-lock.ts';
 import { WeirError } from '../../../src/core/errors/weir-error.ts';
 import { metadataFor } from '../../harness/checkpoint-metadata.ts';
+import { assertIncrementalRetention } from '../../harness/incremental-retention.ts';
 import { type S3TestServer, startS3Proxy } from '../../harness/s3-proxy.ts';
 
 let server: S3TestServer;
@@ -212,31 +213,5 @@ test('a missing bucket and wrong credentials are clear errors naming the fix', a
 });
 
 test('incremental checkpoints on S3: a handle in an earlier checkpoint reads from its folder; subsume keeps what a kept checkpoint names', async () => {
-  const storage = await fresh();
-  const state = (id: number) => new TextEncoder().encode(`state of ${id}`);
-  // 1 full, 2 and 3 changes on it (3 names 1's and 2's files), 4 full again, 5 changes on 4.
-  const handles = new Map<number, Awaited<ReturnType<typeof storage.writeState>>>();
-  const chains: Record<number, number[]> = { 1: [1], 2: [1, 2], 3: [1, 2, 3], 4: [4], 5: [4, 5] };
-  for (const id of [1, 2, 3, 4, 5]) {
-    const location = storage.checkpointLocation(id);
-    handles.set(id, await storage.writeState(location, 'map', 0, 'keyed', state(id)));
-    const named = (link: number) => (link === id ? handles.get(link)! : { ...handles.get(link)!, checkpoint: link });
-    const [first, ...changes] = (chains[id] as number[]).map(named);
-    const subtask = changes.length === 0 ? { subtaskIndex: 0, keyed: first } : { subtaskIndex: 0, keyed: first, keyedChanges: changes };
-    await storage.commitMetadata(location, { ...metadataFor(location, [{ uid: 'map', name: 'Map', parallelism: 1, subtasks: [subtask] }]), version: 2 });
-    if (id === 3) {
-      const read = await storage.readMetadata(location.path);
-      const files = [read.operators[0]!.subtasks[0]!.keyed!, ...read.operators[0]!.subtasks[0]!.keyedChanges!];
-      const texts = await Promise.all(files.map(async (handle) => new TextDecoder().decode(await storage.readState(location.path, handle))));
-      assert.deepEqual(texts, ['state of 1', 'state of 2', 'state of 3']);
-      // Retention with one kept checkpoint: 3 names 1 and 2, so nothing goes.
-      assert.deepEqual(await new CompletedCheckpointStore(storage).subsume(1), []);
-    }
-  }
-  // 5 names 4 only: 1, 2 and 3 go.
-  assert.deepEqual(await new CompletedCheckpointStore(storage).subsume(1), [1, 2, 3]);
-  assert.deepEqual(
-    (await storage.listLocations('checkpoint')).map((location) => location.checkpointId),
-    [4, 5],
-  );
+  await assertIncrementalRetention(await fresh());
 });
