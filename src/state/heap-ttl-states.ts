@@ -3,15 +3,30 @@ import type { AggregatingState, ListState, MapState, ReducingState, ValueState }
 import { isExpired, type StateTable, type TtlValue } from './state-table.ts';
 
 /**
+ * What the value, reducing, aggregating and list states with a time to live need of a backend's
+ * table (the heap's StateTable, the disk backend's LmdbStateTable): the current key's stored value,
+ * a step of incremental cleanup and the clock. A read value changed in place is written back with
+ * `put`, so a backend whose reads are copies (lmdb) keeps the change too.
+ */
+export interface TtlTable {
+  get(): unknown;
+  put(value: unknown): void;
+  remove(): void;
+  cleanupStep(): void;
+  readonly clock: () => number;
+}
+
+/**
  * Keyed state with a time to live (Flink's TtlValueState, TtlListState, ...): the table holds each
  * value (a list's element, a map's entry) as a {@link TtlValue}, stamped with the processing time
  * of its last write (and read, with updateOnRead). An expired value reads as absent (and is removed)
  * unless the TTL returns expired values not yet cleaned up. Every access also runs a step of the
- * table's incremental cleanup.
+ * table's incremental cleanup. The disk backend uses these too, but for its map state
+ * (lmdb-ttl-states.ts: one lmdb entry per map entry).
  */
 
-/** The live value of the current key (expired: removed, unless returned), refreshed on read when the TTL says so. */
-function readValue<T>(table: StateTable, ttl: StateTtl): T | undefined {
+/** The live value of the current key (expired: removed, unless returned), refreshed on read when the TTL says so (and written back). */
+function readValue<T>(table: TtlTable, ttl: StateTtl): T | undefined {
   table.cleanupStep();
   const entry = table.get() as TtlValue<T> | undefined;
   if (entry === undefined) return undefined;
@@ -20,21 +35,24 @@ function readValue<T>(table: StateTable, ttl: StateTtl): T | undefined {
     table.remove();
     return undefined;
   }
-  if (ttl.updateOnRead) entry.t = now;
+  if (ttl.updateOnRead && entry.t !== now) {
+    entry.t = now;
+    table.put(entry);
+  }
   return entry.v;
 }
 
-function writeValue(table: StateTable, value: unknown): void {
+function writeValue(table: TtlTable, value: unknown): void {
   table.cleanupStep();
   table.put({ v: value, t: table.clock() } satisfies TtlValue<unknown>);
 }
 
 export class TtlValueState<T> implements ValueState<T> {
-  readonly #table: StateTable;
+  readonly #table: TtlTable;
   readonly #ttl: StateTtl;
   readonly #defaultValue: T | undefined;
 
-  constructor(table: StateTable, ttl: StateTtl, defaultValue: T | undefined) {
+  constructor(table: TtlTable, ttl: StateTtl, defaultValue: T | undefined) {
     this.#table = table;
     this.#ttl = ttl;
     this.#defaultValue = defaultValue;
@@ -55,11 +73,11 @@ export class TtlValueState<T> implements ValueState<T> {
 }
 
 export class TtlReducingState<T> implements ReducingState<T> {
-  readonly #table: StateTable;
+  readonly #table: TtlTable;
   readonly #ttl: StateTtl;
   readonly #reduce: (a: T, b: T) => T;
 
-  constructor(table: StateTable, ttl: StateTtl, reduce: (a: T, b: T) => T) {
+  constructor(table: TtlTable, ttl: StateTtl, reduce: (a: T, b: T) => T) {
     this.#table = table;
     this.#ttl = ttl;
     this.#reduce = reduce;
@@ -80,11 +98,11 @@ export class TtlReducingState<T> implements ReducingState<T> {
 }
 
 export class TtlAggregatingState<IN, ACC, OUT> implements AggregatingState<IN, OUT> {
-  readonly #table: StateTable;
+  readonly #table: TtlTable;
   readonly #ttl: StateTtl;
   readonly #aggregate: AggregatingStateDescriptor<IN, ACC, OUT>;
 
-  constructor(table: StateTable, ttl: StateTtl, aggregate: AggregatingStateDescriptor<IN, ACC, OUT>) {
+  constructor(table: TtlTable, ttl: StateTtl, aggregate: AggregatingStateDescriptor<IN, ACC, OUT>) {
     this.#table = table;
     this.#ttl = ttl;
     this.#aggregate = aggregate;
@@ -107,10 +125,10 @@ export class TtlAggregatingState<IN, ACC, OUT> implements AggregatingState<IN, O
 
 /** A list whose elements expire one by one. `get` gives a new array of the live values. */
 export class TtlListState<T> implements ListState<T> {
-  readonly #table: StateTable;
+  readonly #table: TtlTable;
   readonly #ttl: StateTtl;
 
-  constructor(table: StateTable, ttl: StateTtl) {
+  constructor(table: TtlTable, ttl: StateTtl) {
     this.#table = table;
     this.#ttl = ttl;
   }
@@ -122,11 +140,17 @@ export class TtlListState<T> implements ListState<T> {
     if (entries === undefined) return [];
     const now = table.clock();
     const live = this.#ttl.returnExpired ? entries : entries.filter((entry) => !isExpired(entry, this.#ttl, now));
-    if (live.length !== entries.length) {
+    let changed = live.length !== entries.length;
+    if (this.#ttl.updateOnRead) {
+      for (const entry of live) {
+        if (entry.t !== now) changed = true;
+        entry.t = now;
+      }
+    }
+    if (changed) {
       if (live.length === 0) table.remove();
       else table.put(live);
     }
-    if (this.#ttl.updateOnRead) for (const entry of live) entry.t = now;
     return live.map((entry) => entry.v);
   }
 
@@ -142,7 +166,10 @@ export class TtlListState<T> implements ListState<T> {
     const entries = table.get() as TtlValue<T>[] | undefined;
     const added = values.map((v) => ({ v, t: now }));
     if (entries === undefined) table.put(added);
-    else entries.push(...added);
+    else {
+      entries.push(...added);
+      table.put(entries);
+    }
   }
 
   update(values: T[]): void {

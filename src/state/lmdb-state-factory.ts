@@ -1,9 +1,10 @@
 import { WeirError } from '../core/errors/weir-error.ts';
 import { type AggregatingStateDescriptor, type AnyStateDescriptor, checkFunction } from '../core/state/state-descriptors.ts';
 import type { AggregatingState, ListState, MapState, ReducingState, ValueState } from '../core/state/state-types.ts';
+import { TtlAggregatingState, TtlListState, TtlReducingState, TtlValueState } from './heap-ttl-states.ts';
 import { LmdbAggregatingState, LmdbListState, LmdbMapState, LmdbReducingState, LmdbValueState } from './lmdb-keyed-states.ts';
 import type { LmdbStateTable } from './lmdb-state-table.ts';
-import { LmdbTtlAggregatingState, LmdbTtlListState, LmdbTtlMapState, LmdbTtlReducingState, LmdbTtlValueState } from './lmdb-ttl-states.ts';
+import { LmdbTtlMapState } from './lmdb-ttl-states.ts';
 
 /** Any keyed state object of the disk backend (element types erased). */
 export type LmdbKeyedState =
@@ -18,21 +19,21 @@ export function createLmdbState(descriptor: AnyStateDescriptor, table: LmdbState
   const ttl = descriptor.ttl;
   switch (descriptor.kind) {
     case 'value':
-      return ttl === undefined ? new LmdbValueState(table, descriptor.defaultValue) : new LmdbTtlValueState(table, ttl, descriptor.defaultValue);
+      return ttl === undefined ? new LmdbValueState(table, descriptor.defaultValue) : new TtlValueState(table, ttl, descriptor.defaultValue);
     case 'list':
-      return ttl === undefined ? new LmdbListState(table) : new LmdbTtlListState(table, ttl);
+      return ttl === undefined ? new LmdbListState(table) : new TtlListState(table, ttl);
     case 'map':
       return ttl === undefined ? new LmdbMapState(table) : new LmdbTtlMapState(table, ttl);
     case 'reducing':
       checkFunction(descriptor.reduce, 'reduce', descriptor.name, descriptor.kind);
-      return ttl === undefined ? new LmdbReducingState(table, descriptor.reduce) : new LmdbTtlReducingState(table, ttl, descriptor.reduce);
+      return ttl === undefined ? new LmdbReducingState(table, descriptor.reduce) : new TtlReducingState(table, ttl, descriptor.reduce);
     case 'aggregating':
       checkFunction(descriptor.createAccumulator, 'createAccumulator', descriptor.name, descriptor.kind);
       checkFunction(descriptor.add, 'add', descriptor.name, descriptor.kind);
       checkFunction(descriptor.getResult, 'getResult', descriptor.name, descriptor.kind);
       return ttl === undefined
         ? new LmdbAggregatingState(table, descriptor)
-        : new LmdbTtlAggregatingState(table, ttl, descriptor as AggregatingStateDescriptor<unknown, unknown, unknown>);
+        : new TtlAggregatingState(table, ttl, descriptor as AggregatingStateDescriptor<unknown, unknown, unknown>);
     default:
       throw new WeirError(
         'INVALID_STATE_DESCRIPTOR',
