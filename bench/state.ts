@@ -10,6 +10,10 @@
  * duration (p50/p99), and the bytes written per checkpoint.
  *
  *   npm run bench:state [-- --keys 1000000,5000000] [--large] [--seconds 30] [--label after] [--backend heap|disk]
+ *                       [--incremental] [--rate <records/s>]
+ * `--incremental`: checkpointing.incremental; `--rate`: the generator's records/s (default as fast as
+ * it goes), so a checkpoint interval changes only part of the keys; "MB changed per interval" is the
+ * keys the records of one interval touched at the largest (full) checkpoint's bytes per key.
  * `--large` adds 10M keys. Writes (or replaces) the section `--label` (default "latest") of
  * bench/results/state.md.
  *   npm run bench:state -- --micro [--keys 1000000] [--ops 1000000] [--backend heap,disk]
@@ -32,6 +36,8 @@ const { values } = parseArgs({
     label: { type: 'string', default: 'latest' },
     case: { type: 'string' },
     backend: { type: 'string', default: 'heap' },
+    incremental: { type: 'boolean', default: false },
+    rate: { type: 'string' },
     micro: { type: 'boolean', default: false },
     ops: { type: 'string' },
   },
@@ -86,6 +92,7 @@ async function runCase(keys: number): Promise<CaseResult> {
   const gcFile = join(folder, 'gc.txt');
   const tasksFile = join(folder, 'tasks.txt');
   Object.assign(process.env, { STATE_BENCH_KEYS: String(keys), STATE_BENCH_STALLS: stallsFile, STATE_BENCH_GC: gcFile, STATE_BENCH_TASKS: tasksFile });
+  if (values.rate !== undefined) process.env.STATE_BENCH_RATE = values.rate;
   const completed: { id: number; at: number; durationMs: number; bytes: number }[] = [];
   let aborted = 0;
   let measuring = false;
@@ -95,7 +102,7 @@ async function runCase(keys: number): Promise<CaseResult> {
       config: {
         parallelism: 1,
         workers: 1,
-        checkpointing: { interval: '2s', storage: join(folder, 'checkpoints') },
+        checkpointing: { interval: '2s', storage: join(folder, 'checkpoints'), incremental: values.incremental },
         workerHeap: { oldGenerationMb: 16384 },
         stateBackend,
         stateDir: join(folder, 'state'),
@@ -186,7 +193,10 @@ if (values.case !== undefined) {
 /** Runs one size in a child process of its own and reads its result. */
 function runChild(keys: number): Promise<CaseResult> {
   return new Promise((resolve, reject) => {
-    const child = spawn(process.execPath, [...process.execArgv, import.meta.filename, '--case', String(keys), '--seconds', String(seconds)], {
+    const flags = ['--case', String(keys), '--seconds', String(seconds), '--backend', stateBackend];
+    if (values.incremental) flags.push('--incremental');
+    if (values.rate !== undefined) flags.push('--rate', values.rate);
+    const child = spawn(process.execPath, [...process.execArgv, import.meta.filename, ...flags], {
       stdio: ['ignore', 'pipe', 'inherit'],
     });
     let out = '';
@@ -234,6 +244,10 @@ for (const keys of sizes) {
     fmt(percentile(durations, 0.5)),
     fmt(percentile(durations, 0.99)),
     fmt((percentile(bytes, 0.5) ?? 0) / 1e6, 1),
+    fmt((bytes.at(-1) ?? 0) / 1e6, 1),
+    // The data changed per interval: the keys the records of 2 s touched (the generator cycles through them), at the full snapshot's bytes per key.
+    fmt((Math.min(keys, result.recordsPerSecond * 2) * (bytes.at(-1) ?? 0)) / keys / 1e6, 1),
+    fmt((percentile(bytes, 0.5) ?? 0) / ((Math.min(keys, result.recordsPerSecond * 2) * (bytes.at(-1) ?? 0)) / keys), 2),
   ];
   log(`  ${row.join(' | ')}`);
   rows.push(row);
@@ -242,7 +256,7 @@ for (const keys of sizes) {
 const section = [
   `## ${values.label}`,
   '',
-  `\`npm run bench:state -- ${process.argv.slice(2).join(' ')}\` (the ${stateBackend} backend), ${new Date().toISOString().slice(0, 16).replace('T', ' ')} UTC, this machine (2 cores, shared), Node ${process.versions.node}.`,
+  `\`npm run bench:state -- ${process.argv.slice(2).join(' ')}\` (the ${stateBackend} backend${values.incremental ? ', incremental checkpoints' : ''}${values.rate === undefined ? '' : `, ${values.rate} records/s`}), ${new Date().toISOString().slice(0, 16).replace('T', ' ')} UTC, this machine (2 cores, shared), Node ${process.versions.node}.`,
   '',
   ...markdownTable(
     [
@@ -262,7 +276,10 @@ const section = [
       'task async p99 ms',
       'checkpoint p50 ms',
       'checkpoint p99 ms',
-      'MB per checkpoint',
+      'MB per checkpoint p50',
+      'MB max',
+      'MB changed per interval',
+      'p50 / changed',
     ],
     rows,
   ),
@@ -271,7 +288,7 @@ const section = [
 const intro = [
   '# Keyed state: checkpoints of the heap backend (issue 34)',
   '',
-  'generator over N keys -> keyBy -> a small object per key ({ count, sum, last }) in ValueState -> discarding sink; parallelism 1, one worker thread, exactly-once checkpoints every 2 s to the local file system, the heap backend. Each size runs in a process of its own: first until every key has a value ("fill s"), then for the measured window (`--seconds`, default 30), over which everything is reported. records/s: through the sink. Peak RSS: the whole process (job master and worker thread). Sync pause: per checkpoint triggered and completed in the window, the longest time the keyed task stood still (the gap between two records it processed) while the checkpoint was pending; GC pauses in that time count too. "less GC": the same pause less the worker thread\'s GC pauses inside it (what the checkpoint itself cost the task); "GC max": the longest GC pause of the worker thread in the window, checkpoint or not. "task sync" and "task async": the synchronous part (snapshot hooks and the backends\' synchronous snapshots, up to the barrier going on) and the asynchronous part (serializing and writing the state, up to the acknowledgement) as the keyed task measured them (the diagnostics channel `weir:subtask-checkpoint`; "-" where the code measured has no such channel). Checkpoint: trigger to completion. MB per checkpoint: what the tasks acknowledged (p50).',
+  'generator over N keys -> keyBy -> a small object per key ({ count, sum, last }) in ValueState -> discarding sink; parallelism 1, one worker thread, exactly-once checkpoints every 2 s to the local file system, the heap backend. Each size runs in a process of its own: first until every key has a value ("fill s"), then for the measured window (`--seconds`, default 30), over which everything is reported. records/s: through the sink. Peak RSS: the whole process (job master and worker thread). Sync pause: per checkpoint triggered and completed in the window, the longest time the keyed task stood still (the gap between two records it processed) while the checkpoint was pending; GC pauses in that time count too. "less GC": the same pause less the worker thread\'s GC pauses inside it (what the checkpoint itself cost the task); "GC max": the longest GC pause of the worker thread in the window, checkpoint or not. "task sync" and "task async": the synchronous part (snapshot hooks and the backends\' synchronous snapshots, up to the barrier going on) and the asynchronous part (serializing and writing the state, up to the acknowledgement) as the keyed task measured them (the diagnostics channel `weir:subtask-checkpoint`; "-" where the code measured has no such channel). Checkpoint: trigger to completion. MB per checkpoint: what the tasks acknowledged (p50, and the largest: a full snapshot); MB changed per interval: the keys the records of one 2 s interval touched (the generator cycles through the keys) at the largest checkpoint\'s bytes per key; p50 / changed: what a checkpoint writes against what changed (incremental checkpoints, `--incremental`).',
   '',
 ].join('\n');
 const previous = existsSync(results) ? await readFile(results, 'utf8') : intro;

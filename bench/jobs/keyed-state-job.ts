@@ -51,11 +51,12 @@ export default defineJob({
   name: 'bench-keyed-state',
   build(env) {
     const keys = Number(process.env.STATE_BENCH_KEYS ?? 1_000_000);
+    const rate = process.env.STATE_BENCH_RATE === undefined ? undefined : Number(process.env.STATE_BENCH_RATE);
     const stalls = process.env.STATE_BENCH_STALLS;
     let totals: ValueState<Totals>;
     let lastAt = 0;
     env
-      .fromSource(dataGenSource({ keys }), { uid: 'generator' })
+      .fromSource(dataGenSource({ keys, ...(rate === undefined ? {} : { recordsPerSecond: rate }) }), { uid: 'generator' })
       .keyBy((record) => record.key)
       .process<number>(
         {
