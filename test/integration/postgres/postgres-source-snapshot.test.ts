@@ -30,6 +30,16 @@ describe('postgresSource: the initial snapshot and failures', () => {
     for (const folder of folders) await rm(folder, { recursive: true, force: true });
   });
   const slots = async () => (await server.query<{ slot_name: string }>('SELECT slot_name FROM pg_replication_slots ORDER BY 1')).map((row) => row.slot_name);
+  /** Waits until the log holds as many changes as the writer made, then audits them: every change once, the mirror equal to the table. */
+  const assertEveryChangeOnce = async (writer: CdcWriter) => {
+    await waitFor(
+      'every change logged',
+      async () => Number((await server.query<{ n: string }>('SELECT count(*) AS n FROM cdc_log'))[0]?.n) >= writer.changeCount,
+      30_000,
+    );
+    await sleep(500);
+    assert.deepEqual(await auditCdc(server, writer.expected), { rows: writer.changeCount, wrongKeys: [], duplicates: 0, missing: 0, wrongMirror: [] });
+  };
   const config = async () => {
     const folder = await mkdtemp(join(tmpdir(), 'weir-pg-cdc-snapshot-'));
     folders.push(folder);
@@ -63,13 +73,7 @@ describe('postgresSource: the initial snapshot and failures', () => {
       await waitFor('the slot, once the snapshot is read', async () => (await slots()).includes('cdc_slot'), 30_000);
       assert.match(second.stderr, /starting job "postgres-cdc" from checkpoint \d+/);
       await writer.write(server.connectionString, 100, 200);
-      await waitFor(
-        'every change logged',
-        async () => Number((await server.query<{ n: string }>('SELECT count(*) AS n FROM cdc_log'))[0]?.n) >= writer.changeCount,
-        30_000,
-      );
-      await sleep(500);
-      assert.deepEqual(await auditCdc(server, writer.expected), { rows: writer.changeCount, wrongKeys: [], duplicates: 0, missing: 0, wrongMirror: [] });
+      await assertEveryChangeOnce(writer);
     } finally {
       second.child.kill('SIGKILL');
       await second.exit;
@@ -96,13 +100,7 @@ describe('postgresSource: the initial snapshot and failures', () => {
       await waitFor('a checkpoint of the second run', () => /^checkpoint \d+$/m.test(second.stdout), 30_000);
       assert.match(second.stderr, /starting job "postgres-cdc" from checkpoint 1/);
       await writer.write(server.connectionString, 50, 200);
-      await waitFor(
-        'every change logged',
-        async () => Number((await server.query<{ n: string }>('SELECT count(*) AS n FROM cdc_log'))[0]?.n) >= writer.changeCount,
-        30_000,
-      );
-      await sleep(500);
-      assert.deepEqual(await auditCdc(server, writer.expected), { rows: writer.changeCount, wrongKeys: [], duplicates: 0, missing: 0, wrongMirror: [] });
+      await assertEveryChangeOnce(writer);
     } finally {
       second.child.kill('SIGKILL');
       await second.exit;
@@ -127,15 +125,9 @@ describe('postgresSource: the initial snapshot and failures', () => {
     try {
       await waitFor('the slot, once the snapshot is read', async () => (await slots()).includes('cdc_slot'), 60_000);
       await writer.write(server.connectionString, 50, 100);
-      await waitFor(
-        'every change logged',
-        async () => Number((await server.query<{ n: string }>('SELECT count(*) AS n FROM cdc_log'))[0]?.n) >= writer.changeCount,
-        30_000,
-      );
-      await sleep(500);
+      await assertEveryChangeOnce(writer);
       assert.match(run.stderr, /is in its initial snapshot \(\d+ rows emitted\)/, 'a checkpoint came during the snapshot and was declined');
       assert.equal(run.child.exitCode, null, `the job runs on: ${run.stderr}`);
-      assert.deepEqual(await auditCdc(server, writer.expected), { rows: writer.changeCount, wrongKeys: [], duplicates: 0, missing: 0, wrongMirror: [] });
     } finally {
       run.child.kill('SIGKILL');
       await run.exit;
