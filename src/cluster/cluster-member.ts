@@ -12,19 +12,27 @@ import type { JobGraph } from '../graph/job-graph.ts';
 import type { RunJobOptions } from '../runtime/jobmaster/job-client.ts';
 import { loadJob } from '../runtime/jobmaster/load-job.ts';
 import type { TaskMetricsSnapshot } from '../runtime/metrics/task-metrics.ts';
-import { planCluster } from './cluster-plan.ts';
+import { clusterSettings, planCluster } from './cluster-plan.ts';
 import { type ClusterStatus, readClusterStatus } from './cluster-status.ts';
 import { ClusterTask, type MemberRuntime } from './cluster-task.ts';
 import { ensureClusterTopics } from './cluster-topics.ts';
 import { GroupMembership } from './group-membership.ts';
+import { ControlReader, ensureControlTopic } from './savepoint-control.ts';
+import { clusterStartingSavepoint } from './savepoint-restore.ts';
 import type { Stage } from './stage-plan.ts';
 import { latestTaskCheckpoints, type TaskCheckpoint, taskCheckpointKey } from './task-checkpoint.ts';
-import { describeTaskTransactionTimeout, restoreReadTimeoutMs, taskTransactionTimeoutMs, timedOutByBroker } from './task-transaction-timeout.ts';
+import {
+  describeTaskTransactionTimeout,
+  refuseShortTransactionTimeout,
+  restoreReadTimeoutMs,
+  taskTransactionTimeoutMs,
+  timedOutByBroker,
+} from './task-transaction-timeout.ts';
 import { legacyTaskTransactionalId, taskTransactionalId } from './task-transactional-id.ts';
 import { transactionTimedOut } from './transaction-timed-out.ts';
 
 /** The job and its settings, whose `cluster` (id, instanceId, sessionTimeout) makes this process a member. */
-export interface ClusterMemberOptions extends Pick<RunJobOptions, 'job' | 'config' | 'configFile'> {
+export interface ClusterMemberOptions extends Pick<RunJobOptions, 'job' | 'config' | 'configFile' | 'fromSavepoint'> {
   log: Logger;
 }
 
@@ -86,27 +94,14 @@ export class ClusterMember {
   static async start(memberOptions: ClusterMemberOptions): Promise<ClusterMember> {
     const log = (line: string) => memberOptions.log.info(line);
     const { job, config, streamGraph, graph } = await loadJob(memberOptions);
-    if (config.cluster === undefined) {
-      throw new WeirError('INVALID_CONFIG', `job "${graph.jobName}" has no cluster id`, {
-        hint: 'run it with --cluster <id> (or give its config cluster: { id })',
-      });
-    }
-    const options = { ...memberOptions, ...config.cluster };
-    const checkpointing = config.checkpointing;
-    if (checkpointing === undefined || checkpointing.mode !== 'exactly-once') {
-      throw new WeirError(
-        'NO_CHECKPOINTING',
-        `cluster mode runs exactly-once checkpoints, and job "${graph.jobName}" has ${checkpointing ? 'at-least-once ones' : 'none'}`,
-        {
-          hint: 'give the job checkpointing: { interval, storage } (or --checkpoint-interval and --checkpoint-storage, a folder or s3:// every member shares)',
-        },
-      );
-    }
+    const { cluster, checkpointing } = clusterSettings(config, graph.jobName);
+    const options = { ...memberOptions, ...cluster };
     const { plan, taskCounts, tasks, topics } = await planCluster({ streamGraph, graph }, options.id);
     const kafka = resolveKafkaConnection({}, 'cluster mode (--cluster)');
     const connections = new ClusterConnections(kafka.bootstrap, { clientId: 'weir-cluster', ...kafka.connection, owner: `cluster "${options.id}"` });
     try {
       const created = new Set(await ensureClusterTopics(connections, kafka.bootstrap, kafka.connection, topics));
+      await ensureControlTopic(connections, kafka.bootstrap, kafka.connection, options.id);
       for (const stage of plan.stages) log(`cluster "${options.id}": stage "${stage.uid}", ${taskCounts[stage.id]} tasks`);
       for (const topic of topics)
         log(`cluster "${options.id}": ${topic.what}: topic ${topic.topic}, ${topic.partitions} partitions${created.has(topic.topic) ? ' (created)' : ''}`);
@@ -114,27 +109,32 @@ export class ClusterMember {
       await connections.close();
       throw error;
     }
-    // A task's transaction lives one checkpoint interval plus its state upload and commit; the
-    // broker aborts any older than its transaction timeout (at most transaction.max.timeout.ms),
-    // which would lose that checkpoint's work: refuse an interval the timeout cannot cover three
-    // times over. A state upload that would outlast it is bounded by the task (task-output.ts).
     const brokerMax = await brokerTransactionMaxTimeout(kafka.bootstrap, kafka.connection).catch(async (error: unknown) => {
       await connections.close();
       throw error;
     });
     const transactionTimeoutMs = taskTransactionTimeoutMs(brokerMax, checkpointing.interval);
-    if (transactionTimeoutMs < 3 * checkpointing.interval) {
+    const tooShort = refuseShortTransactionTimeout(brokerMax, checkpointing.interval, transactionTimeoutMs);
+    if (tooShort !== undefined) {
       await connections.close();
-      throw new WeirError(
-        'TRANSACTION_TIMEOUT_REFUSED',
-        `cluster mode: checkpointing.interval ${checkpointing.interval} ms is too long for the brokers' transaction.max.timeout.ms ${brokerMax} ms: a task's transaction stays open for an interval, and the broker would abort it`,
-        {
-          hint: `set checkpointing.interval (--checkpoint-interval) to at most ${Math.floor(brokerMax / 3)} ms, or raise transaction.max.timeout.ms on the brokers`,
-        },
-      );
+      throw tooShort;
     }
     log(`cluster "${options.id}": ${describeTaskTransactionTimeout(transactionTimeoutMs)}`);
     const driver = new TransactionDriver(connections, { transactionTimeoutMs });
+    const fromSavepoint = await clusterStartingSavepoint({
+      cluster: options.id,
+      graph,
+      path: memberOptions.fromSavepoint,
+      bootstrap: kafka.bootstrap,
+      connection: kafka.connection,
+      checkpointTopic: plan.checkpointTopic,
+      timeoutMs: restoreReadTimeoutMs(transactionTimeoutMs),
+      log,
+    }).catch(async (error: unknown) => {
+      await connections.close();
+      throw error;
+    });
+    const savepoints = new ControlReader(connections, options.id, log);
     let member: ClusterMember | undefined;
     const runtime: MemberRuntime = {
       clusterId: options.id,
@@ -152,6 +152,8 @@ export class ClusterMember {
         return { groupId: options.id, generationId: membership.generation, memberId: membership.memberId, groupInstanceId: options.instanceId ?? null };
       },
       log,
+      savepoints,
+      fromSavepoint,
     };
     member = new ClusterMember(options, runtime, tasks);
     member.#membership.start();
@@ -208,9 +210,15 @@ export class ClusterMember {
     return this.#options.id;
   }
 
+  /** Resolves with the savepoint id once a stopping savepoint of the cluster is done (`weir stop --cluster`): the member leaves. */
+  get stopped(): Promise<number> {
+    return (this.#runtime.savepoints as ControlReader).stopped;
+  }
+
   /** Leaves the group: every task stops (its open transaction aborted) and goes to the other members. */
   async close(): Promise<void> {
     this.#closed = true;
+    await (this.#runtime.savepoints as ControlReader).close();
     await this.#membership.close();
     await this.#runtime.connections.close();
   }

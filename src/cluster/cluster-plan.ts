@@ -1,3 +1,4 @@
+import type { EnvironmentConfig } from '../core/config/environment-config.ts';
 import { WeirError } from '../core/errors/weir-error.ts';
 import type { LoadedJob } from '../runtime/jobmaster/load-job.ts';
 import { type ClusterTopic, clusterTopics } from './cluster-topics.ts';
@@ -51,4 +52,33 @@ export async function planCluster(loaded: Pick<LoadedJob, 'streamGraph' | 'graph
   const taskCounts = resolveForwardExchanges(plan, sourceCounts);
   const tasks = plan.stages.flatMap((stage) => Array.from({ length: taskCounts[stage.id] as number }, (_, task) => ({ stage, task })));
   return { plan, taskCounts, tasks, topics: clusterTopics(plan, tasks.length) };
+}
+
+/** A job's cluster settings and its checkpointing, refused by name when it has no cluster id, no exactly-once checkpoints, or incremental ones. */
+export function clusterSettings(
+  config: EnvironmentConfig,
+  jobName: string,
+): { cluster: NonNullable<EnvironmentConfig['cluster']>; checkpointing: NonNullable<EnvironmentConfig['checkpointing']> } {
+  if (config.cluster === undefined) {
+    throw new WeirError('INVALID_CONFIG', `job "${jobName}" has no cluster id`, {
+      hint: 'run it with --cluster <id> (or give its config cluster: { id })',
+    });
+  }
+  const checkpointing = config.checkpointing;
+  if (checkpointing === undefined || checkpointing.mode !== 'exactly-once') {
+    throw new WeirError(
+      'NO_CHECKPOINTING',
+      `cluster mode runs exactly-once checkpoints, and job "${jobName}" has ${checkpointing ? 'at-least-once ones' : 'none'}`,
+      {
+        hint: 'give the job checkpointing: { interval, storage } (or --checkpoint-interval and --checkpoint-storage, a folder or s3:// every member shares)',
+      },
+    );
+  }
+  if (checkpointing.incremental === true) {
+    // Each task keeps its own checkpoint folder and deletes the previous checkpoint once the next is committed.
+    throw new WeirError('INVALID_CONFIG', `job "${jobName}": checkpointing.incremental is not built for cluster mode yet`, {
+      hint: 'drop checkpointing.incremental for cluster mode (each task checkpoints only its own key groups), or run the job in one process',
+    });
+  }
+  return { cluster: config.cluster, checkpointing };
 }

@@ -1,3 +1,4 @@
+import { basename, dirname } from 'node:path';
 import type { ConnectionOptions } from '@platformatic/kafka';
 import { FIRST_CHECKPOINT_DELAY_MS } from '../checkpoint/checkpoint-coordinator.ts';
 import type { OperatorSubtaskState } from '../checkpoint/operator-subtask-state.ts';
@@ -6,7 +7,7 @@ import type { CheckpointStorage } from '../checkpoint/storage/checkpoint-storage
 import { openCheckpointStorage } from '../checkpoint/storage/open-checkpoint-storage.ts';
 import type { ClusterConnections } from '../connectors/kafka/cluster-connections.ts';
 import { type BrokerAddress, formatBootstrap } from '../connectors/kafka/kafka-connection-options.ts';
-import type { InputOffset, OffsetsOwner, OpenTransaction, TransactionDriver } from '../connectors/kafka/transaction-driver.ts';
+import type { OffsetsOwner, OpenTransaction, TransactionDriver } from '../connectors/kafka/transaction-driver.ts';
 import type { EnvironmentConfig } from '../core/config/environment-config.ts';
 import { WeirError } from '../core/errors/weir-error.ts';
 import type { Job } from '../graph/job.ts';
@@ -15,14 +16,20 @@ import type { JobGraph } from '../graph/job-graph.ts';
 import type { RestoreInfo } from '../runtime/deployment/restore-info.ts';
 import type { FromWorker } from '../runtime/deployment/worker-messages.ts';
 import { RecordWriter } from '../runtime/io/record-writer.ts';
+import { injectedFault, injectedFaultPoint } from '../runtime/jobmaster/injected-fault.ts';
 import type { TaskMetricsSnapshot } from '../runtime/metrics/task-metrics.ts';
 import { StreamTask } from '../runtime/tasks/stream-task.ts';
 import { ExchangeChannelWriter, TransactionGateWriter } from './exchange-channel-writer.ts';
-import { type ChannelMark, ExchangeInput } from './exchange-input.ts';
+import type { SavepointBarrier } from './exchange-frames.ts';
+import { type BarrierAt, ExchangeInput } from './exchange-input.ts';
 import { exchangePurgeIntervalMs, purgeExchangeRecords } from './exchange-purge.ts';
+import { type InputPartitionLayout, inputLayout } from './savepoint-alignment.ts';
 import type { Stage, StagePlan } from './stage-plan.ts';
-import { commitTaskCheckpoint, TASK_CHECKPOINT_VERSION, type TaskCheckpoint } from './task-checkpoint.ts';
+import { commitTaskCheckpoint, type TaskCheckpoint } from './task-checkpoint.ts';
+import { type PendingCheckpoint, sourceOffsets, taskCheckpointRecord, taskRestoreInfo, unsupportedSink } from './task-checkpoint-record.ts';
 import { TaskOutput } from './task-output.ts';
+import { writeSavepointPart } from './task-savepoint.ts';
+import { type SavepointControlView, TaskSavepoints } from './task-savepoints.ts';
 import { discardEarlierOwners, taskStorageRoot } from './task-storage.ts';
 
 /** Earlier owners' folders are swept at this owner's first commit, and again every this many. */
@@ -47,6 +54,10 @@ export interface MemberRuntime {
   /** The member in the group now (its generation), for the offsets each checkpoint commits. */
   owner: () => OffsetsOwner;
   log: (line: string) => void;
+  /** The cluster's control topic as the member read it: the savepoint under way, and the newest one asked for. */
+  savepoints?: SavepointControlView;
+  /** The savepoint the cluster starts from (`--from-savepoint`): a task without a checkpoint of its own restores from it. */
+  fromSavepoint?: RestoreInfo | undefined;
 }
 
 /**
@@ -74,7 +85,9 @@ export class ClusterTask {
   #storage!: CheckpointStorage;
   #timer: NodeJS.Timeout | undefined;
   #nextCheckpointId: number;
-  #pending: { id: number; location: CheckpointLocation; offsets: InputOffset[] | undefined; channels: ChannelMark[] | undefined } | undefined;
+  readonly #pending = new Map<number, PendingCheckpoint>();
+  readonly #savepoints: TaskSavepoints;
+  #inputLayout: InputPartitionLayout[] = [];
   /** What the task had read and its watermark when the last checkpoint was triggered. */
   #lastTrigger: { recordsIn: number; watermark: number } | undefined;
   /** When this task last deleted the exchange records it has read (exchange-purge.ts). */
@@ -100,6 +113,7 @@ export class ClusterTask {
     this.latest = restored;
     this.#onFailure = onFailure;
     this.#nextCheckpointId = (restored?.checkpointId ?? 0) + 1;
+    this.#savepoints = new TaskSavepoints(this.name, runtime.savepoints, restored?.savepoint);
   }
 
   /** Opens the task on its transaction (InitProducerId done: the old owner is fenced) and starts it. */
@@ -109,6 +123,11 @@ export class ClusterTask {
   }
 
   async #start(open: OpenTransaction): Promise<void> {
+    if (this.#savepoints.halted) {
+      this.#runtime.log(`${this.name}: halted by stopping savepoint ${this.#savepoints.part?.id}: it does not run`);
+      this.#timer = this.#savepoints.watchHalted((error) => this.#fail(error));
+      return;
+    }
     const { config, graph, plan, taskCounts } = this.#runtime;
     const { stage, task } = this;
     const vertex = graph.vertices[stage.vertices[0] as number];
@@ -129,7 +148,9 @@ export class ClusterTask {
         // A forward exchange: task N writes partition N (as subtask N feeds subtask N in one process).
         const partitions = exchange.partitioning === 'forward' ? [task] : Array.from({ length: exchange.partitions }, (_, partition) => partition);
         return new RecordWriter({
-          writers: partitions.map((partition) => new ExchangeChannelWriter(this.#output, exchange.topic, partition, task)),
+          writers: partitions.map(
+            (partition) => new ExchangeChannelWriter(this.#output, exchange.topic, partition, task, (id) => this.#pending.get(id)?.savepoint),
+          ),
           partitioning: exchange.partitioning,
           keySelector: streamGraph.edges[edge.streamEdge]?.keySelector,
           maxParallelism: config.maxParallelism,
@@ -165,6 +186,7 @@ export class ClusterTask {
       const restoredOffset = this.#restored?.offsets.find((entry) => entry.topic === exchange.topic && entry.partition === task)?.offset;
       return { topic: exchange.topic, partition: task, firstChannel, forward, offset: restoredOffset === undefined ? undefined : BigInt(restoredOffset) };
     });
+    this.#inputLayout = inputLayout(partitions, inputChannels.length);
     this.#streamTask = new StreamTask({
       jobName: graph.jobName,
       config,
@@ -173,7 +195,7 @@ export class ClusterTask {
       attemptNumber: 0,
       streamGraph,
       uids: graph.nodes.map((node) => node.uid),
-      restore: this.#restoreInfo(taskCount),
+      restore: taskRestoreInfo(this.#restored, this.#runtime.fromSavepoint, this.#runtime.config.maxParallelism, task, taskCount),
       storage: this.#storage,
       inputChannels,
       inputIndexOf,
@@ -194,6 +216,9 @@ export class ClusterTask {
     await this.#streamTask.open();
     this.restoreMs = performance.now() - opening;
     if (partitions.length > 0 && !this.#stopped) {
+      const skips = this.#restored?.skips ?? [];
+      if (skips.length > 0)
+        this.#runtime.log(`${this.name}: reads past the frames of ${skips.length} channels already in its restored state (a savepoint's alignment)`);
       this.#input = new ExchangeInput({
         bootstrap: this.#runtime.bootstrap,
         connection: this.#runtime.connection,
@@ -203,6 +228,8 @@ export class ClusterTask {
         deliver: (message) => this.#streamTask.deliver(message),
         onFailure: (error) => this.#fail(error),
         marks: this.#restored?.channels?.map((mark) => ({ channel: mark.channel, watermark: mark.watermark ?? Number.NEGATIVE_INFINITY, idle: mark.idle })),
+        skips: skips.map((skip) => ({ ...skip, below: BigInt(skip.below) })),
+        onBarrier: (barrier, at) => this.#onBarrier(barrier, at),
       });
       await this.#input.open();
     }
@@ -246,51 +273,67 @@ export class ClusterTask {
     return (this.#restored?.state?.operators ?? []).reduce((sum, operator) => sum + (operator.keyed?.size ?? 0) + (operator.operator?.size ?? 0), 0);
   }
 
-  #restoreInfo(taskCount: number): RestoreInfo | undefined {
-    const restored = this.#restored;
-    if (restored?.state == null) return undefined;
-    return {
-      checkpointId: restored.checkpointId,
-      folder: restored.state.location,
-      maxParallelism: this.#runtime.config.maxParallelism,
-      operators: restored.state.operators.map((operator) => ({
-        uid: operator.uid,
-        parallelism: taskCount,
-        subtasks: [
-          { subtaskIndex: this.task, ...(operator.keyed ? { keyed: operator.keyed } : {}), ...(operator.operator ? { operator: operator.operator } : {}) },
-        ],
-      })),
-      transactionsCommitted: true,
-    };
-  }
-
   #triggerCheckpoint(): void {
-    if (this.#stopped || this.#pending !== undefined) return;
+    const givenUp = this.#savepoints.givenUp();
+    if (givenUp !== undefined && !this.#stopped) {
+      this.#fail(givenUp);
+      return;
+    }
+    if (this.#stopped || this.#savepoints.halted || this.#pending.size > 0 || this.#savepoints.aligning) return;
+    // A source task takes its part of a savepoint asked for at its next checkpoint, idle or not.
+    const savepoint = this.#input === undefined ? this.#savepoints.requested() : undefined;
     // An idle task commits nothing (Issue 35): no record came in since the last checkpoint was
     // triggered, none went out, its watermark and its exchange frames' did not move, so its latest
     // checkpoint record still holds. (A processing-time timer that only changes state is left to
     // the next checkpoint that carries a change; a restore before it fires it again.)
     const mark = { recordsIn: this.#streamTask.metrics.recordsIn, watermark: this.#streamTask.currentWatermark };
     const last = this.#lastTrigger;
-    if (last !== undefined && this.latest !== undefined && last.recordsIn === mark.recordsIn && last.watermark === mark.watermark && this.#output.quiet) return;
+    const idle =
+      last !== undefined && this.latest !== undefined && last.recordsIn === mark.recordsIn && last.watermark === mark.watermark && this.#output.quiet;
+    if (idle && savepoint === undefined) return;
     this.#lastTrigger = mark;
     const id = this.#nextCheckpointId++;
     const location = this.#storage.checkpointLocation(id);
     if (this.#input === undefined) {
-      this.#pending = { id, location, offsets: undefined, channels: undefined };
-      this.#streamTask.triggerCheckpoint(location);
+      this.#pending.set(id, { id, location, offsets: undefined, channels: undefined, skips: undefined, savepoint });
+      this.#streamTask.triggerCheckpoint(location, savepoint?.stop);
       return;
     }
     // The barrier goes in behind everything read so far, on every channel: aligned at once.
-    this.#pending = { id, location, offsets: this.#input.positions(id), channels: this.#input.marks() };
+    const offsets = this.#input.positions(id);
+    this.#pending.set(id, { id, location, offsets, channels: this.#input.marks(), skips: this.#input.skipsAfter(offsets), savepoint: undefined });
     for (let channel = 0; channel < this.#streamTask.env.inputChannels.length; channel++) this.#streamTask.deliver({ kind: 'barrier', channel, location });
+  }
+
+  /** A savepoint's barrier frame was read on a channel: into the task (its barrier handler blocks the channel); the last one completes the alignment. */
+  #onBarrier(barrier: SavepointBarrier, at: BarrierAt): boolean {
+    if (this.#stopped) return false;
+    const alignment = this.#savepoints.onBarrier(barrier, at, this.#inputLayout, () => {
+      const id = this.#nextCheckpointId++;
+      return { id, location: this.#storage.checkpointLocation(id) };
+    });
+    if (alignment === undefined) return false;
+    if (alignment instanceof WeirError) {
+      this.#fail(alignment);
+      return false;
+    }
+    this.#streamTask.deliver({ kind: 'barrier', channel: at.channel, location: alignment.location });
+    if (!alignment.complete) return true;
+    const offsets = alignment.positions();
+    const { checkpointId: id, location } = alignment;
+    this.#pending.set(id, { id, location, offsets, channels: alignment.marks(), skips: alignment.skips(offsets), savepoint: barrier });
+    this.#input?.alignmentDone();
+    return false;
   }
 
   #fromTask(message: FromWorker): void {
     switch (message.type) {
-      case 'ack':
-        this.#completing = this.#complete(message.checkpointId, message.operators).catch((error: unknown) => this.#fail(error));
+      case 'ack': {
+        // One commit after the other: a savepoint's part may be acknowledged while the checkpoint before it commits.
+        const { checkpointId, operators } = message;
+        this.#completing = this.#completing.then(() => this.#complete(checkpointId, operators)).catch((error: unknown) => this.#fail(error));
         return;
+      }
       case 'decline':
         this.#fail(
           new WeirError('CHECKPOINT_FAILED', `${this.name}: checkpoint ${message.checkpointId} was declined: ${message.failure.message}`, {
@@ -307,42 +350,49 @@ export class ClusterTask {
   }
 
   async #complete(checkpointId: number, operators: OperatorSubtaskState[]): Promise<void> {
-    const pending = this.#pending;
-    if (pending === undefined || pending.id !== checkpointId || this.#stopped) return;
+    const pending = this.#pending.get(checkpointId);
+    if (pending === undefined || this.#stopped) return;
+    const savepoint =
+      pending.savepoint === undefined
+        ? this.#savepoints.part
+        : await writeSavepointPart({
+            storage: this.#storage,
+            location: pending.location,
+            operators,
+            barrier: pending.savepoint,
+            folder: `${basename(dirname(this.#storage.root))}-${basename(this.#storage.root)}-c${checkpointId}`,
+            task: this.task,
+            taskCount: this.#runtime.taskCounts[this.stage.id] as number,
+            graph: this.#runtime.graph,
+          });
+    const restoredFrom = this.#restored === undefined ? this.#runtime.fromSavepoint?.folder : this.#restored.restoredFrom;
     const transaction = await this.#output.sealedSent(checkpointId);
     const offsets = pending.offsets ?? sourceOffsets(this.#streamTask.sourceSplits);
     const owner = this.#runtime.owner();
-    const watermark = this.#streamTask.currentWatermark;
-    const checkpoint: TaskCheckpoint = {
-      version: TASK_CHECKPOINT_VERSION,
+    const checkpoint = taskCheckpointRecord({
       stage: this.stage.uid,
       task: this.task,
-      checkpointId,
-      offsets: offsets.map(({ topic, partition, offset }) => ({ topic, partition, offset: String(offset) })),
-      state: {
-        location: pending.location.path,
-        operators: operators.flatMap(({ uid, keyed, operator }) =>
-          keyed === undefined && operator === undefined ? [] : [{ uid, ...(keyed ? { keyed } : {}), ...(operator ? { operator } : {}) }],
-        ),
-      },
-      watermark: Number.isFinite(watermark) ? watermark : null,
-      ...(pending.channels === undefined
-        ? {}
-        : {
-            channels: pending.channels.map((mark) => ({
-              channel: mark.channel,
-              watermark: Number.isFinite(mark.watermark) ? mark.watermark : null,
-              idle: mark.idle,
-            })),
-          }),
-      member: { memberId: owner.memberId, generationId: owner.generationId },
-      completedAt: Date.now(),
-    };
+      pending,
+      operators,
+      offsets,
+      watermark: this.#streamTask.currentWatermark,
+      savepoint,
+      restoredFrom,
+      owner,
+    });
     await commitTaskCheckpoint(this.#runtime.driver, this.#runtime.connections, transaction, owner, this.#runtime.plan.checkpointTopic, checkpoint);
     this.#output.committed(this.#runtime.driver.nextTransaction(transaction));
     this.latest = checkpoint;
     this.completed++;
-    this.#pending = undefined;
+    this.#pending.delete(checkpointId);
+    if (pending.savepoint !== undefined && savepoint !== undefined) {
+      this.#runtime.log(this.#savepoints.committed(pending.savepoint, savepoint, checkpointId));
+      // A test's crash right after a part (its record, with its skips, is what the task restores): WEIR_FAULT=savepoint-part:<savepoint id>[:fail].
+      if (injectedFaultPoint === 'savepoint-part') {
+        const failure = injectedFault('savepoint-part', pending.savepoint.savepoint, this.name);
+        if (failure !== undefined) this.#fail(failure);
+      }
+    }
     this.#streamTask.notifyCheckpointComplete(checkpointId);
     // The previous checkpoint of this owner is no longer the task's latest: its files can go. After
     // its first commit, so can the earlier owners' folders (fenced: nothing they hold is
@@ -361,20 +411,4 @@ export class ClusterTask {
     if (this.#stopped) return;
     this.#onFailure(error);
   }
-}
-
-/** A Kafka source task's offsets from its splits (topic, partition and next offset). */
-function sourceOffsets(splits: readonly unknown[]): InputOffset[] {
-  return splits.flatMap((split) => {
-    const entry = split as { topic?: unknown; partition?: unknown; offset?: unknown };
-    return typeof entry.topic === 'string' && typeof entry.partition === 'number' && typeof entry.offset === 'bigint'
-      ? [{ topic: entry.topic, partition: entry.partition, offset: entry.offset }]
-      : [];
-  });
-}
-
-function unsupportedSink(name: string, uid: string): WeirError {
-  return new WeirError('INVALID_CONFIG', `cluster mode cannot run sink "${uid}" (${name}): it cannot write into a task's Kafka transaction`, {
-    hint: "in cluster mode every sink is a kafkaSink with deliveryGuarantee 'exactly-once' on the cluster's brokers",
-  });
 }

@@ -1,6 +1,6 @@
 import type { CheckpointLocation } from '../checkpoint/storage/checkpoint-location.ts';
 import { ChannelWriter } from '../runtime/io/channel-writer.ts';
-import { encodeRecordsFrame, encodeWatermarkFrame } from './exchange-frames.ts';
+import { encodeBarrierFrame, encodeRecordsFrame, encodeWatermarkFrame, type SavepointBarrier } from './exchange-frames.ts';
 import type { TaskOutput } from './task-output.ts';
 
 const nothing = () => {};
@@ -9,7 +9,8 @@ const nothing = () => {};
  * The sending end of one partition of an exchange topic, in place of a channel to another
  * subtask: a batch becomes one records frame in the task's transaction; the latest watermark and
  * idleness become a watermark frame at every checkpoint (read_committed readers see nothing
- * sooner anyway). Its availability is the task output's: back pressure as a channel's credit.
+ * sooner anyway). A savepoint's checkpoint adds its barrier frame behind the watermark frame, in
+ * the same transaction. Its availability is the task output's: back pressure as a channel's credit.
  */
 export class ExchangeChannelWriter extends ChannelWriter {
   readonly #output: TaskOutput;
@@ -22,15 +23,18 @@ export class ExchangeChannelWriter extends ChannelWriter {
   #sealedWatermark: number | undefined;
   #sealedIdle: boolean | undefined;
 
-  constructor(output: TaskOutput, topic: string, partition: number, from: number) {
+  /** `barrierOf`: the savepoint a checkpoint of the task is, if any (its barrier frame goes out with it). */
+  constructor(output: TaskOutput, topic: string, partition: number, from: number, barrierOf: (checkpointId: number) => SavepointBarrier | undefined) {
     super(partition, partition, 1, nothing, nothing);
     this.#output = output;
     this.#topic = topic;
     this.#partition = partition;
     this.#from = from;
     output.onSeal(
-      () => {
+      (checkpointId) => {
         output.write([{ topic, partition, value: encodeWatermarkFrame(from, this.#watermark, this.#idle) }]);
+        const barrier = barrierOf(checkpointId);
+        if (barrier !== undefined) output.write([{ topic, partition, value: encodeBarrierFrame(from, barrier) }]);
         this.#sealedWatermark = this.#watermark;
         this.#sealedIdle = this.#idle;
       },

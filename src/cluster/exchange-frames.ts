@@ -9,18 +9,35 @@ import { WeirError } from '../core/errors/weir-error.ts';
  * into every partition at every checkpoint, so a downstream task takes the minimum over its
  * upstream tasks, idle ones left out, as a task does over its channels in one process).
  *
+ * A barrier frame (version 2) is savepoint S's barrier (Flink's CheckpointBarrier on a channel):
+ * the upstream task wrote it, after its watermark frame, into every partition it writes, in the
+ * transaction that committed its state for S; a downstream task aligns on it (savepoint-alignment.ts).
+ *
  * Encoded with Node's structured serialization (node:v8), which keeps what JSON loses (undefined,
- * Date, Map, BigInt, binary data); every frame carries its format version.
+ * Date, Map, BigInt, binary data); every frame carries its format version. Records and watermark
+ * frames are still written as version 1 (a member of the Weir before barriers reads them); a
+ * barrier frame is version 2 (such a member refuses it by name: the cluster's Weir versions differ).
  */
 export const EXCHANGE_FRAME_VERSION = 1;
+/** The newest frame version this Weir reads and writes (barrier frames). */
+export const EXCHANGE_BARRIER_FRAME_VERSION = 2;
+
+/** What a savepoint's barrier carries: the savepoint, its folder, and whether the cluster stops with it. */
+export interface SavepointBarrier {
+  savepoint: number;
+  target: string;
+  stop: 'suspend' | 'drain' | undefined;
+}
 
 export type ExchangeFrame =
   | { kind: 'records'; from: number; records: unknown[]; timestamps: number[] | undefined }
-  | { kind: 'watermark'; from: number; watermark: number; idle: boolean };
+  | { kind: 'watermark'; from: number; watermark: number; idle: boolean }
+  | ({ kind: 'barrier'; from: number } & SavepointBarrier);
 
 type Encoded =
   | [version: number, kind: 'r', from: number, records: unknown[], timestamps: number[] | undefined]
-  | [version: number, kind: 'w', from: number, watermark: number, idle: boolean];
+  | [version: number, kind: 'w', from: number, watermark: number, idle: boolean]
+  | [version: number, kind: 'b', from: number, savepoint: number, options: { target: string; stop: 'suspend' | 'drain' | undefined }];
 
 export function encodeRecordsFrame(from: number, records: unknown[], timestamps: number[] | undefined): Buffer {
   return serialize([EXCHANGE_FRAME_VERSION, 'r', from, records, timestamps] satisfies Encoded);
@@ -28,6 +45,10 @@ export function encodeRecordsFrame(from: number, records: unknown[], timestamps:
 
 export function encodeWatermarkFrame(from: number, watermark: number, idle: boolean): Buffer {
   return serialize([EXCHANGE_FRAME_VERSION, 'w', from, watermark, idle] satisfies Encoded);
+}
+
+export function encodeBarrierFrame(from: number, barrier: SavepointBarrier): Buffer {
+  return serialize([EXCHANGE_BARRIER_FRAME_VERSION, 'b', from, barrier.savepoint, { target: barrier.target, stop: barrier.stop }] satisfies Encoded);
 }
 
 export function decodeFrame(record: TopicRecord): ExchangeFrame {
@@ -39,15 +60,20 @@ export function decodeFrame(record: TopicRecord): ExchangeFrame {
   }
   if (!Array.isArray(decoded) || typeof decoded[0] !== 'number') throw corrupt(record, 'not an exchange frame');
   const [version, kind, from, a, b] = decoded as Encoded;
-  if (version !== EXCHANGE_FRAME_VERSION) {
+  // Version 2 brought barrier frames (only they are written as version 2); anything else newer is refused.
+  if (version !== EXCHANGE_FRAME_VERSION && !(version === EXCHANGE_BARRIER_FRAME_VERSION && kind === 'b')) {
     throw new WeirError(
       'CHECKPOINT_METADATA_TOO_NEW',
-      `${where(record)} holds an exchange frame of version ${version}; this Weir reads version ${EXCHANGE_FRAME_VERSION}`,
+      `${where(record)} holds an exchange frame of version ${version}; this Weir reads version ${EXCHANGE_FRAME_VERSION} (and ${EXCHANGE_BARRIER_FRAME_VERSION} for barrier frames)`,
       { hint: 'run every member of the cluster with the same Weir version', fault: 'external' },
     );
   }
   if (kind === 'r') return { kind: 'records', from, records: a as unknown[], timestamps: b as number[] | undefined };
   if (kind === 'w') return { kind: 'watermark', from, watermark: a as number, idle: b as boolean };
+  if (kind === 'b') {
+    const options = b as { target: string; stop: 'suspend' | 'drain' | undefined };
+    return { kind: 'barrier', from, savepoint: a as number, target: options.target, stop: options.stop };
+  }
   throw corrupt(record, `unknown frame kind ${JSON.stringify(kind)}`);
 }
 

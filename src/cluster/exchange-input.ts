@@ -6,7 +6,7 @@ import type { TopicRecord } from '../connectors/kafka/partition-fetcher.ts';
 import type { InputOffset } from '../connectors/kafka/transaction-driver.ts';
 import type { SourceReader } from '../core/connector/source.ts';
 import type { ChannelMessage } from '../runtime/io/channel-message.ts';
-import { decodeFrame } from './exchange-frames.ts';
+import { decodeFrame, type SavepointBarrier } from './exchange-frames.ts';
 
 /** Batches delivered to the task and not yet through its chain, past which the input waits. */
 const MAX_IN_FLIGHT = 8;
@@ -17,6 +17,23 @@ export interface ChannelMark {
   channel: number;
   watermark: number;
   idle: boolean;
+}
+
+/** Frames of `channel` in its partition below offset `below` are in the task's restored state: they are read past (a savepoint's alignment left them behind the offset). */
+export interface ChannelSkip {
+  topic: string;
+  partition: number;
+  channel: number;
+  below: bigint;
+}
+
+/** Where a savepoint's barrier frame was read: its channel, its partition's offset, and the channel's watermark mark then. */
+export interface BarrierAt {
+  channel: number;
+  topic: string;
+  partition: number;
+  offset: bigint;
+  mark: ChannelMark | undefined;
 }
 
 /** One exchange topic a task reads: its partition is the task's number; its upstream tasks are channels from `firstChannel` on. */
@@ -35,7 +52,10 @@ export interface ExchangeInputPartition {
  * each exchange topic's partition of the task, read read_committed (only what the upstream
  * tasks' checkpoints committed), its frames turned into channel messages, one channel per
  * upstream task, so the task's barrier handler and watermark valve work as in one process.
- * Reading waits while the task has {@link MAX_IN_FLIGHT} batches it has not run yet.
+ * Reading waits while the task has {@link MAX_IN_FLIGHT} batches it has not run yet; batches of a
+ * channel blocked by a savepoint's barrier (the task holds them until every channel's barrier came)
+ * do not count until the alignment is done, else they could hold back the other channels' barriers
+ * behind them in the same partition.
  */
 export class ExchangeInput {
   readonly #reader: SourceReader<TopicRecord, KafkaSplit>;
@@ -44,6 +64,13 @@ export class ExchangeInput {
   readonly #onFailure: (error: unknown) => void;
   /** Per channel, what its latest watermark frame said: in the task's checkpoint, given back on restore. */
   readonly #marks = new Map<number, ChannelMark>();
+  /** Per channel, the offset below which its frames are read past (a restored savepoint alignment's). */
+  readonly #skips = new Map<number, ChannelSkip>();
+  readonly #onBarrier: ((barrier: SavepointBarrier, at: BarrierAt) => boolean) | undefined;
+  /** Channels whose savepoint barrier the task holds them behind. */
+  readonly #blocked = new Set<number>();
+  /** Batches delivered to blocked channels (counted once the alignment is done). */
+  #held = 0;
   #inFlight = 0;
   #stopped = false;
   #wake: (() => void) | undefined;
@@ -59,8 +86,14 @@ export class ExchangeInput {
     onFailure: (error: unknown) => void;
     /** The channels' marks of the restored checkpoint. */
     marks?: readonly ChannelMark[];
+    /** The restored checkpoint's channel skips. */
+    skips?: readonly ChannelSkip[];
+    /** A savepoint's barrier frame was read: true when the task took it (the channel is then blocked until {@link alignmentDone}). */
+    onBarrier?: (barrier: SavepointBarrier, at: BarrierAt) => boolean;
   }) {
     for (const mark of options.marks ?? []) this.#marks.set(mark.channel, mark);
+    for (const skip of options.skips ?? []) this.#skips.set(skip.channel, skip);
+    this.#onBarrier = options.onBarrier;
     this.#partitions = options.partitions;
     this.#deliver = options.deliver;
     this.#onFailure = options.onFailure;
@@ -98,6 +131,21 @@ export class ExchangeInput {
       partition: split.partition,
       offset: split.offset ?? 0n,
     }));
+  }
+
+  /** The skips still ahead of these positions (a checkpoint at them keeps them). */
+  skipsAfter(positions: readonly InputOffset[]): ChannelSkip[] {
+    return [...this.#skips.values()].filter((skip) => {
+      const position = positions.find((entry) => entry.topic === skip.topic && entry.partition === skip.partition)?.offset ?? 0n;
+      return skip.below > position;
+    });
+  }
+
+  /** Every channel's savepoint barrier came: the blocked channels' batches count again. */
+  alignmentDone(): void {
+    this.#inFlight += this.#held;
+    this.#held = 0;
+    this.#blocked.clear();
   }
 
   /** What every channel's latest watermark frame said (read before the barrier it goes with). */
@@ -138,13 +186,22 @@ export class ExchangeInput {
         const frame = decodeFrame(record);
         const entry = channelOf.get(record.topic) as ExchangeInputPartition;
         const channel = entry.firstChannel + (entry.forward === true ? 0 : frame.from);
+        if (this.#skips.size > 0) {
+          const skip = this.#skips.get(channel);
+          if (skip !== undefined && record.offset < skip.below) continue;
+        }
         if (frame.kind === 'records') {
-          this.#inFlight++;
+          if (this.#blocked.has(channel)) this.#held++;
+          else this.#inFlight++;
           this.#deliver(
             frame.timestamps === undefined
               ? { kind: 'records', channel, records: frame.records }
               : { kind: 'records', channel, records: frame.records, timestamps: frame.timestamps },
           );
+        } else if (frame.kind === 'barrier') {
+          const mark = this.#marks.get(channel);
+          const at = { channel, topic: record.topic, partition: record.partition, offset: record.offset, mark: mark === undefined ? undefined : { ...mark } };
+          if (this.#onBarrier?.(frame, at) === true) this.#blocked.add(channel);
         } else {
           const mark = { channel, watermark: frame.watermark, idle: frame.idle };
           this.#marks.set(channel, mark);

@@ -48,7 +48,9 @@ const taskCheckpointSchema = z.object({
    * savepoint's alignment ended past them on other channels): read past on restore. Absent: none.
    */
   skips: z
-    .array(z.object({ topic: z.string(), partition: z.number().int().nonnegative(), channel: z.number().int().nonnegative(), below: z.string().regex(/^\d+$/) }))
+    .array(
+      z.object({ topic: z.string(), partition: z.number().int().nonnegative(), channel: z.number().int().nonnegative(), below: z.string().regex(/^\d+$/) }),
+    )
     .optional(),
   /**
    * The latest savepoint this task wrote its part of (cluster-savepoint.ts), carried by every later
@@ -66,6 +68,8 @@ const taskCheckpointSchema = z.object({
       operators: z.array(z.object({ uid: z.string(), name: z.string(), keyed: stateHandleSchema.optional(), operator: stateHandleSchema.optional() })),
     })
     .optional(),
+  /** The savepoint the cluster started from (`weir run --cluster --from-savepoint`), carried by every later record. */
+  restoredFrom: z.string().optional(),
   /** Which member committed it, in which generation. */
   member: z.object({ memberId: z.string(), generationId: z.number().int() }),
   completedAt: z.number(),

@@ -40,8 +40,8 @@ export class TaskOutput implements TaskTransaction {
   readonly #segments: Segment[] = [TaskOutput.#segment()];
   readonly #onAvailable: () => void;
   readonly #onFailure: (error: unknown) => void;
-  /** Called at each seal, before it: the exchange writers add their watermark frames. */
-  readonly #beforeSeal: (() => void)[] = [];
+  /** Called at each seal, before it: the exchange writers add their watermark frames (and a savepoint's barrier frame). */
+  readonly #beforeSeal: ((checkpointId: number) => void)[] = [];
   /** Whether a seal hook has something new to write (an exchange writer's watermark moved). */
   readonly #changed: (() => boolean)[] = [];
   #queued = 0;
@@ -83,7 +83,7 @@ export class TaskOutput implements TaskTransaction {
     return this.#queued < HIGH_WATER && this.#failure === undefined;
   }
 
-  onSeal(hook: () => void, changed?: () => boolean): void {
+  onSeal(hook: (checkpointId: number) => void, changed?: () => boolean): void {
     this.#beforeSeal.push(hook);
     if (changed !== undefined) this.#changed.push(changed);
   }
@@ -106,7 +106,7 @@ export class TaskOutput implements TaskTransaction {
   seal(checkpointId: number): void {
     const open = this.#segments.at(-1) as Segment;
     if (this.#segments.some((segment) => segment.checkpointId === checkpointId)) return;
-    for (const hook of this.#beforeSeal) hook();
+    for (const hook of this.#beforeSeal) hook(checkpointId);
     open.checkpointId = checkpointId;
     this.#segments.push(TaskOutput.#segment());
     this.written = 0;

@@ -61,3 +61,20 @@ export function timedOutByBroker(task: string, timeoutMs: number, cause: unknown
     },
   );
 }
+
+/**
+ * A task's transaction lives one checkpoint interval plus its state upload and commit; the broker
+ * aborts any older than its transaction timeout (at most transaction.max.timeout.ms), which would
+ * lose that checkpoint's work: an interval the timeout cannot cover three times over is refused.
+ * A state upload that would outlast it is bounded by the task (task-output.ts).
+ */
+export function refuseShortTransactionTimeout(brokerMaxMs: number, intervalMs: number, timeoutMs: number): WeirError | undefined {
+  if (timeoutMs >= 3 * intervalMs) return undefined;
+  return new WeirError(
+    'TRANSACTION_TIMEOUT_REFUSED',
+    `cluster mode: checkpointing.interval ${intervalMs} ms is too long for the brokers' transaction.max.timeout.ms ${brokerMaxMs} ms: a task's transaction stays open for an interval, and the broker would abort it`,
+    {
+      hint: `set checkpointing.interval (--checkpoint-interval) to at most ${Math.floor(brokerMaxMs / 3)} ms, or raise transaction.max.timeout.ms on the brokers`,
+    },
+  );
+}

@@ -100,6 +100,38 @@ export function startClusterMember(options: {
   );
 }
 
+/** `weir run <the cluster job>` as one process (no --cluster), e.g. restoring a cluster's savepoint with `--from-savepoint`. */
+export function startJobProcess(options: {
+  storage: string;
+  topics: ClusterJobTopics;
+  interval: string;
+  args?: string[];
+  ui?: boolean;
+  env?: Record<string, string>;
+}): WeirRun {
+  return startWeirRun(
+    [
+      clusterJobModule,
+      '--checkpoint-interval',
+      options.interval,
+      '--checkpoint-storage',
+      options.storage,
+      ...(options.ui === true ? ['--ui-port', '0'] : ['--no-ui']),
+      ...(options.args ?? []),
+    ],
+    {
+      ...options.env,
+      CJ_INPUT: options.topics.input,
+      CJ_TOTALS: options.topics.totals,
+      CJ_WINDOWS: options.topics.windows,
+      KAFKA_BROKERS: bootstrapList(brokers).join(','),
+    },
+  );
+}
+
+/** The brokers of the cluster tests, as KAFKA_BROKERS says them (for `weir savepoint --cluster` and the like). */
+export const clusterBrokersEnv = (): Record<string, string> => ({ KAFKA_BROKERS: bootstrapList(brokers).join(',') });
+
 export async function stopMember(run: WeirRun): Promise<void> {
   run.child.kill('SIGCONT');
   run.child.kill('SIGKILL');

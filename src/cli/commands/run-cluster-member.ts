@@ -5,7 +5,8 @@ import type { RestServer } from '../../web/rest-server.ts';
 /**
  * `weir run --cluster <id>`: this process is a member of the cluster until SIGTERM or SIGINT
  * (it then leaves the group: its tasks stop, their open transactions are aborted, and the other
- * members take them over), or until its membership cannot go on (the error says why).
+ * members take them over), until `weir stop --cluster` stopped the cluster with a savepoint, or
+ * until its membership cannot go on (the error says why).
  */
 export async function runClusterMember(options: ClusterMemberOptions, server: RestServer | undefined): Promise<void> {
   const log = (line: string) => options.log.info(line);
@@ -27,6 +28,13 @@ export async function runClusterMember(options: ClusterMemberOptions, server: Re
   };
   process.on('SIGTERM', leave);
   process.on('SIGINT', leave);
+  // `weir stop --cluster`: the stopping savepoint is done (every task committed its part and nothing after it).
+  void member.stopped.then((id) => {
+    if (leaving !== undefined) return;
+    log(`savepoint ${id} stopped the cluster: leaving it`);
+    leaving = member.close();
+    leaving.then(left.resolve, left.reject);
+  });
   member.failed.catch((error: unknown) => {
     void member.close().finally(() => left.reject(error));
   });

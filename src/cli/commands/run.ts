@@ -49,7 +49,10 @@ interface RunOptions extends KafkaSettingsOptions {
   maxConcurrentCheckpoints?: number;
   tolerableFailures?: number;
   retainedCheckpoints?: number;
+  incrementalCheckpoints?: boolean;
   checkpointStorage?: string;
+  stateBackend?: 'heap' | 'disk';
+  stateDir?: string;
   restartAttempts?: number;
   restartDelay?: number;
   /** Commander stores `--no-restart` as `restart: false`. */
@@ -95,6 +98,9 @@ export function runCommand(): Command {
     .addOption(new Option('--max-concurrent-checkpoints <n>', 'checkpointing.maxConcurrent').argParser(positiveIntegerArgument))
     .addOption(new Option('--tolerable-failures <n>', 'checkpointing.tolerableFailures').argParser(wholeNumber))
     .addOption(new Option('--retained-checkpoints <n>', 'checkpointing.retained').argParser(positiveIntegerArgument))
+    .addOption(new Option('--incremental-checkpoints', 'checkpointing.incremental: a checkpoint writes what changed since the last (heap backend)'))
+    .addOption(new Option('--state-backend <backend>', 'where keyed state lives: heap (default) or disk (lmdb under --state-dir)').choices(['heap', 'disk']))
+    .addOption(new Option('--state-dir <folder>', "the disk backend's local working folders (default: the OS temp folder's weir-state)"))
     .addOption(new Option('--checkpoint-storage <folder-or-s3-url>', 'checkpointing.storage: the checkpoint folder, or s3://<bucket>/<prefix>'))
     .addOption(
       new Option('--restart-attempts <n>', 'restartStrategy fixed-delay: restarts allowed (default: exponential-delay, see docs/operations.md)').argParser(
@@ -154,6 +160,9 @@ export function runCommand(): Command {
       if (options.maxConcurrentCheckpoints !== undefined) checkpointing.maxConcurrent = options.maxConcurrentCheckpoints;
       if (options.tolerableFailures !== undefined) checkpointing.tolerableFailures = options.tolerableFailures;
       if (options.retainedCheckpoints !== undefined) checkpointing.retained = options.retainedCheckpoints;
+      if (options.incrementalCheckpoints === true) checkpointing.incremental = true;
+      if (options.stateBackend !== undefined) config.stateBackend = options.stateBackend;
+      if (options.stateDir !== undefined) config.stateDir = options.stateDir;
       if (options.checkpointStorage !== undefined) checkpointing.storage = options.checkpointStorage;
       if (Object.keys(checkpointing).length > 0) config.checkpointing = checkpointing as EnvironmentConfigInput['checkpointing'];
       if (options.cluster !== undefined) {
@@ -199,15 +208,11 @@ export function runCommand(): Command {
         }
       }
       if (clusterMode) {
-        if (options.fresh || options.fromSavepoint !== undefined) {
+        if (options.fresh) {
           await server?.close();
-          throw new WeirError(
-            'INVALID_CONFIG',
-            `${options.fresh ? '--fresh' : '--from-savepoint'} is not built for cluster mode: each task resumes from its latest checkpoint`,
-            {
-              hint: 'to start a cluster anew, give it a new --cluster id (its topics and checkpoints are its own)',
-            },
-          );
+          throw new WeirError('INVALID_CONFIG', '--fresh is not built for cluster mode: each task resumes from its latest checkpoint', {
+            hint: 'to start a cluster anew, give it a new --cluster id (its topics and checkpoints are its own); --from-savepoint <folder> starts a new cluster from a savepoint',
+          });
         }
         if (options.parallelism !== undefined || options.workers !== undefined) {
           logger.warn(
@@ -215,7 +220,10 @@ export function runCommand(): Command {
           );
         }
         const { runClusterMember } = await import('./run-cluster-member.ts');
-        await runClusterMember({ job, config, configFile, log: logger }, server);
+        await runClusterMember(
+          { job, config, configFile, log: logger, ...(options.fromSavepoint === undefined ? {} : { fromSavepoint: options.fromSavepoint }) },
+          server,
+        );
         return;
       }
       const client = await startJob({

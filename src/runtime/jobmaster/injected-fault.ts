@@ -17,6 +17,8 @@ import { WeirError } from '../../core/errors/weir-error.ts';
  * - `owner-sweep` (cluster mode): a task has committed the checkpoint and is about to sweep its
  *   earlier owners' folders (cluster/task-storage.ts), before it lists them; the id is the
  *   checkpoint just committed. With `:stop`: a member paused there wakes after its task moved.
+ * - `savepoint-part` (cluster mode): a task has just committed its part of savepoint `<id>`
+ *   (cluster/task-savepoint.ts); with `:fail`, its downstream tasks restore their skips.
  */
 const spec = process.env.WEIR_FAULT;
 const match = spec === undefined ? null : /^([a-z-]+):(>=)?(\d+)(:fail|:stop)?$/.exec(spec);

@@ -2,7 +2,8 @@
  * What cluster mode refuses before a member joins its group, each with one error naming the
  * setting and the fix: a job without exactly-once checkpoints, a checkpoint interval the brokers'
  * transaction.max.timeout.ms cannot cover (the broker would abort a task's transaction: data lost),
- * and a sink that cannot write into a task's transaction.
+ * incremental checkpoints (not built for cluster mode yet), and a sink that cannot write into a
+ * task's transaction.
  */
 import assert from 'node:assert/strict';
 import { mkdtemp, rm } from 'node:fs/promises';
@@ -19,7 +20,7 @@ after(async () => {
   for (const cleanup of cleanups) await cleanup().catch(() => {});
 });
 
-test('cluster mode refuses --fresh, no checkpointing, an interval the broker cannot hold a transaction for, and a sink outside the task transaction', async () => {
+test('cluster mode refuses --fresh, no checkpointing, an interval the broker cannot hold a transaction for, incremental checkpoints, and a sink outside the task transaction', async () => {
   const topics = await clusterJobTopics();
   cleanups.push(topics.remove);
   const folder = await mkdtemp(join(tmpdir(), 'weir-cluster-refusals-'));
@@ -43,6 +44,25 @@ test('cluster mode refuses --fresh, no checkpointing, an interval the broker can
   assert.equal(long.code, 1, long.stderr);
   assert.match(long.stderr, /checkpointing\.interval 360000 ms is too long for the brokers' transaction\.max\.timeout\.ms/);
   assert.match(long.stderr, /set checkpointing\.interval \(--checkpoint-interval\) to at most \d+ ms/);
+
+  // Incremental checkpoints share files across checkpoints; a cluster task keeps only its latest.
+  const incremental = await weir(
+    [
+      'run',
+      clusterJobModule,
+      '--cluster',
+      'weir-test-refused',
+      '--checkpoint-interval',
+      '1s',
+      '--checkpoint-storage',
+      folder,
+      '--incremental-checkpoints',
+      '--no-ui',
+    ],
+    env,
+  );
+  assert.equal(incremental.code, 1, incremental.stderr);
+  assert.match(incremental.stderr, /checkpointing\.incremental is not built for cluster mode yet/);
 
   // A file sink cannot join a Kafka transaction: refused by its uid.
   const fileSink = await weir(

@@ -1,0 +1,85 @@
+import type { CheckpointLocation } from '../checkpoint/storage/checkpoint-location.ts';
+import type { InputOffset } from '../connectors/kafka/transaction-driver.ts';
+import type { SavepointBarrier } from './exchange-frames.ts';
+import type { BarrierAt, ChannelMark, ChannelSkip } from './exchange-input.ts';
+
+/** One exchange partition a task reads, and its channels (one per upstream task). */
+export interface InputPartitionLayout {
+  topic: string;
+  partition: number;
+  firstChannel: number;
+  channels: number;
+}
+
+/** The layout of a task's input partitions, each with its channels from `firstChannel` up to the next's (`channels` in all). */
+export function inputLayout(partitions: readonly { topic: string; partition: number; firstChannel: number }[], channels: number): InputPartitionLayout[] {
+  return partitions.map(({ topic, partition, firstChannel }, index) => ({
+    topic,
+    partition,
+    firstChannel,
+    channels: (partitions[index + 1]?.firstChannel ?? channels) - firstChannel,
+  }));
+}
+
+/**
+ * A task behind exchanges aligning on a savepoint's barrier frames (Flink's aligned
+ * CheckpointBarrierHandler, across Kafka): each upstream task wrote barrier S into the partition,
+ * after everything it wrote before its own part of S; once every channel's barrier is read, the
+ * task's state holds exactly what came before them, and it takes its part (checkpoint
+ * `checkpointId`). Several upstream tasks share one partition, so one offset cannot say where
+ * that state ends: the checkpoint resumes each partition at its earliest channel's barrier and
+ * reads past the frames of the other channels below their own barrier (`skips`).
+ */
+export class SavepointAlignment {
+  readonly barrier: SavepointBarrier;
+  readonly checkpointId: number;
+  readonly location: CheckpointLocation;
+  readonly #layout: readonly InputPartitionLayout[];
+  readonly #channels: number;
+  readonly #at = new Map<number, BarrierAt>();
+
+  constructor(barrier: SavepointBarrier, checkpointId: number, location: CheckpointLocation, layout: readonly InputPartitionLayout[]) {
+    this.barrier = barrier;
+    this.checkpointId = checkpointId;
+    this.location = location;
+    this.#layout = layout;
+    this.#channels = layout.reduce((sum, entry) => sum + entry.channels, 0);
+  }
+
+  /** A channel's barrier was read; false when that channel's came already. */
+  add(at: BarrierAt): boolean {
+    if (this.#at.has(at.channel)) return false;
+    this.#at.set(at.channel, at);
+    return true;
+  }
+
+  /** Every channel's barrier was read. */
+  get complete(): boolean {
+    return this.#at.size === this.#channels;
+  }
+
+  /** Per partition, the offset after its earliest channel's barrier. */
+  positions(): InputOffset[] {
+    return this.#layout.map(({ topic, partition, firstChannel, channels }) => {
+      let offset: bigint | undefined;
+      for (let channel = firstChannel; channel < firstChannel + channels; channel++) {
+        const next = (this.#at.get(channel)?.offset ?? -1n) + 1n;
+        if (offset === undefined || next < offset) offset = next;
+      }
+      return { topic, partition, offset: offset ?? 0n };
+    });
+  }
+
+  /** The channels whose barrier lies past their partition's position: their frames below it are in the state. */
+  skips(positions: readonly InputOffset[]): ChannelSkip[] {
+    return [...this.#at.values()].flatMap((at) => {
+      const position = positions.find((entry) => entry.topic === at.topic && entry.partition === at.partition)?.offset ?? 0n;
+      return at.offset + 1n > position ? [{ topic: at.topic, partition: at.partition, channel: at.channel, below: at.offset + 1n }] : [];
+    });
+  }
+
+  /** What each channel's latest watermark frame said before its barrier. */
+  marks(): ChannelMark[] {
+    return [...this.#at.values()].flatMap((at) => (at.mark === undefined ? [] : [at.mark]));
+  }
+}

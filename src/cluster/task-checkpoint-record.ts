@@ -1,0 +1,107 @@
+import type { OperatorSubtaskState } from '../checkpoint/operator-subtask-state.ts';
+import type { CheckpointLocation } from '../checkpoint/storage/checkpoint-location.ts';
+import type { InputOffset, OffsetsOwner } from '../connectors/kafka/transaction-driver.ts';
+import { WeirError } from '../core/errors/weir-error.ts';
+import type { RestoreInfo } from '../runtime/deployment/restore-info.ts';
+import type { SavepointBarrier } from './exchange-frames.ts';
+import type { ChannelMark, ChannelSkip } from './exchange-input.ts';
+import { TASK_CHECKPOINT_VERSION, type TaskCheckpoint, type TaskSavepointPart } from './task-checkpoint.ts';
+
+/** A checkpoint of a cluster task, triggered and not yet committed. */
+export interface PendingCheckpoint {
+  id: number;
+  location: CheckpointLocation;
+  /** A task behind exchanges: its partitions' offsets (a source task's come from its splits). */
+  offsets: InputOffset[] | undefined;
+  channels: ChannelMark[] | undefined;
+  skips: ChannelSkip[] | undefined;
+  /** The savepoint this checkpoint is the task's part of. */
+  savepoint: SavepointBarrier | undefined;
+}
+
+/** The record a task's checkpoint commits (task-checkpoint.ts). */
+export function taskCheckpointRecord(options: {
+  stage: string;
+  task: number;
+  pending: PendingCheckpoint;
+  operators: readonly OperatorSubtaskState[];
+  offsets: readonly InputOffset[];
+  watermark: number;
+  savepoint: TaskSavepointPart | undefined;
+  restoredFrom: string | undefined;
+  owner: OffsetsOwner;
+}): TaskCheckpoint {
+  const { pending, savepoint, restoredFrom, owner, watermark } = options;
+  return {
+    version: TASK_CHECKPOINT_VERSION,
+    stage: options.stage,
+    task: options.task,
+    checkpointId: pending.id,
+    offsets: options.offsets.map(({ topic, partition, offset }) => ({ topic, partition, offset: String(offset) })),
+    state: {
+      location: pending.location.path,
+      operators: options.operators.flatMap(({ uid, keyed, operator }) =>
+        keyed === undefined && operator === undefined ? [] : [{ uid, ...(keyed ? { keyed } : {}), ...(operator ? { operator } : {}) }],
+      ),
+    },
+    watermark: Number.isFinite(watermark) ? watermark : null,
+    ...(pending.channels === undefined
+      ? {}
+      : {
+          channels: pending.channels.map((mark) => ({
+            channel: mark.channel,
+            watermark: Number.isFinite(mark.watermark) ? mark.watermark : null,
+            idle: mark.idle,
+          })),
+        }),
+    ...(pending.skips === undefined || pending.skips.length === 0 ? {} : { skips: pending.skips.map((skip) => ({ ...skip, below: String(skip.below) })) }),
+    ...(savepoint === undefined ? {} : { savepoint }),
+    ...(restoredFrom === undefined ? {} : { restoredFrom }),
+    member: { memberId: owner.memberId, generationId: owner.generationId },
+    completedAt: Date.now(),
+  };
+}
+
+/**
+ * What a task restores: its latest checkpoint's state files (subtask `task` at its stage's task
+ * count), or, without a checkpoint of its own, the savepoint the cluster starts from (every
+ * subtask at the savepoint's parallelism: the task takes its key groups and its share of the
+ * operator state), or nothing.
+ */
+export function taskRestoreInfo(
+  restored: TaskCheckpoint | undefined,
+  fromSavepoint: RestoreInfo | undefined,
+  maxParallelism: number,
+  task: number,
+  taskCount: number,
+): RestoreInfo | undefined {
+  if (restored === undefined) return fromSavepoint;
+  if (restored.state == null) return undefined;
+  return {
+    checkpointId: restored.checkpointId,
+    folder: restored.state.location,
+    maxParallelism,
+    operators: restored.state.operators.map((operator) => ({
+      uid: operator.uid,
+      parallelism: taskCount,
+      subtasks: [{ subtaskIndex: task, ...(operator.keyed ? { keyed: operator.keyed } : {}), ...(operator.operator ? { operator: operator.operator } : {}) }],
+    })),
+    transactionsCommitted: true,
+  };
+}
+
+/** A Kafka source task's offsets from its splits (topic, partition and next offset). */
+export function sourceOffsets(splits: readonly unknown[]): InputOffset[] {
+  return splits.flatMap((split) => {
+    const entry = split as { topic?: unknown; partition?: unknown; offset?: unknown };
+    return typeof entry.topic === 'string' && typeof entry.partition === 'number' && typeof entry.offset === 'bigint'
+      ? [{ topic: entry.topic, partition: entry.partition, offset: entry.offset }]
+      : [];
+  });
+}
+
+export function unsupportedSink(name: string, uid: string): WeirError {
+  return new WeirError('INVALID_CONFIG', `cluster mode cannot run sink "${uid}" (${name}): it cannot write into a task's Kafka transaction`, {
+    hint: "in cluster mode every sink is a kafkaSink with deliveryGuarantee 'exactly-once' on the cluster's brokers",
+  });
+}

@@ -1,0 +1,56 @@
+import { join } from 'node:path';
+import type { OperatorSubtaskState } from '../checkpoint/operator-subtask-state.ts';
+import type { CheckpointLocation } from '../checkpoint/storage/checkpoint-location.ts';
+import type { StateHandle } from '../checkpoint/storage/checkpoint-metadata.ts';
+import type { CheckpointStorage } from '../checkpoint/storage/checkpoint-storage.ts';
+import { storageFor } from '../checkpoint/storage/open-checkpoint-storage.ts';
+import { isS3Url } from '../checkpoint/storage/s3/s3-url.ts';
+import type { StateKind } from '../checkpoint/storage/state-file-name.ts';
+import type { JobGraph } from '../graph/job-graph.ts';
+import type { SavepointBarrier } from './exchange-frames.ts';
+import type { TaskSavepointPart } from './task-checkpoint.ts';
+
+/**
+ * A task's part of a cluster savepoint: the state files of the checkpoint it took at the
+ * savepoint's barrier, copied into the savepoint's folder (under `parts/`, one folder per task
+ * and attempt, so an attempt that failed before its commit leaves nothing the next one collides
+ * with), named as the savepoint's `_metadata` will name them: the task is subtask `task` of its
+ * stage's operators, at its stage's task count. The task's own checkpoint files go as usual; the
+ * savepoint's are the user's (never deleted by Weir), as one process's are.
+ */
+export async function writeSavepointPart(options: {
+  storage: CheckpointStorage;
+  location: CheckpointLocation;
+  operators: readonly OperatorSubtaskState[];
+  barrier: SavepointBarrier;
+  folder: string;
+  task: number;
+  taskCount: number;
+  graph: JobGraph;
+}): Promise<TaskSavepointPart> {
+  const { storage, location, barrier, task, graph } = options;
+  const target = storageFor(barrier.target, storage);
+  const partPath = isS3Url(barrier.target) ? `${barrier.target.replace(/\/+$/, '')}/parts/${options.folder}` : join(barrier.target, 'parts', options.folder);
+  const part: CheckpointLocation = { kind: 'savepoint', checkpointId: barrier.savepoint, path: partPath };
+  const copy = async (uid: string, kind: StateKind, handle: StateHandle | undefined): Promise<StateHandle | undefined> => {
+    if (handle === undefined) return undefined;
+    const written = await target.writeState(part, uid, task, kind, await storage.readState(location, handle));
+    return { ...written, path: `parts/${options.folder}/${written.path}` };
+  };
+  const operators: TaskSavepointPart['operators'] = [];
+  for (const { uid, keyed, operator } of options.operators) {
+    const name = graph.nodes.find((node) => node.uid === uid)?.name ?? uid;
+    const keyedCopy = await copy(uid, 'keyed', keyed);
+    const operatorCopy = await copy(uid, 'operator', operator);
+    operators.push({ uid, name, ...(keyedCopy ? { keyed: keyedCopy } : {}), ...(operatorCopy ? { operator: operatorCopy } : {}) });
+  }
+  return {
+    id: barrier.savepoint,
+    target: barrier.target,
+    ...(barrier.stop === undefined ? {} : { stop: barrier.stop }),
+    jobName: graph.jobName,
+    maxParallelism: graph.maxParallelism,
+    parallelism: options.taskCount,
+    operators,
+  };
+}

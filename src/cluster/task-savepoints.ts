@@ -1,0 +1,115 @@
+import type { CheckpointLocation } from '../checkpoint/storage/checkpoint-location.ts';
+import { WeirError } from '../core/errors/weir-error.ts';
+import type { SavepointBarrier } from './exchange-frames.ts';
+import type { BarrierAt } from './exchange-input.ts';
+import { type InputPartitionLayout, SavepointAlignment } from './savepoint-alignment.ts';
+import type { SavepointRequest } from './savepoint-control.ts';
+import type { TaskSavepointPart } from './task-checkpoint.ts';
+
+/** The cluster's control topic as a member reads it (savepoint-control.ts). */
+export interface SavepointControlView {
+  readonly active: SavepointRequest | undefined;
+  gaveUp(id: number): boolean;
+  halts(id: number): boolean;
+}
+
+/**
+ * One task's side of cluster savepoints: the latest part it committed (carried by its later
+ * checkpoint records), whether a stopping savepoint halted it (it commits nothing more: its
+ * output after the savepoint is the restore's to write), the savepoint a source task's next
+ * checkpoint is, and a downstream task's alignment on barrier frames (savepoint-alignment.ts).
+ */
+export class TaskSavepoints {
+  part: TaskSavepointPart | undefined;
+  halted: boolean;
+  #alignment: SavepointAlignment | undefined;
+  readonly #name: string;
+  readonly #control: SavepointControlView | undefined;
+
+  constructor(name: string, control: SavepointControlView | undefined, restored: TaskSavepointPart | undefined) {
+    this.#name = name;
+    this.#control = control;
+    this.part = restored;
+    // Restored from its part of a stopping savepoint under way (its member left and handed it on): it stays halted.
+    this.halted = restored?.stop !== undefined && control?.halts(restored.id) === true;
+  }
+
+  get aligning(): boolean {
+    return this.#alignment !== undefined;
+  }
+
+  /** The savepoint a source task's next checkpoint is its part of, if one is asked for that it has not done. */
+  requested(): SavepointBarrier | undefined {
+    const active = this.#control?.active;
+    return active !== undefined && active.id > (this.part?.id ?? 0) ? { savepoint: active.id, target: active.target, stop: active.stop } : undefined;
+  }
+
+  /**
+   * The savepoint being aligned on was given up: the channels it blocked would wait for ever; or
+   * the stopping savepoint that halted the task was (the stop failed: the cluster goes on). Either
+   * way the task starts again from its latest checkpoint.
+   */
+  givenUp(): WeirError | undefined {
+    const halting = this.halted ? this.part?.id : undefined;
+    if (halting !== undefined && this.#control?.gaveUp(halting) === true) {
+      return new WeirError('SAVEPOINT_FAILED', `${this.#name}: stopping savepoint ${halting} was given up after this task committed its part`, {
+        hint: 'the cluster goes on: the task starts again from its latest checkpoint (its part)',
+        fault: 'external',
+      });
+    }
+    const aligning = this.#alignment?.barrier.savepoint;
+    if (aligning === undefined || this.#control?.gaveUp(aligning) !== true) return undefined;
+    return new WeirError('SAVEPOINT_FAILED', `${this.#name}: savepoint ${aligning} was given up while this task aligned on it`, {
+      hint: 'the task starts again from its latest checkpoint, passing that savepoint’s barriers',
+      fault: 'external',
+    });
+  }
+
+  /** A task halted at its start: checks every second whether its stop was given up (then `fail` starts it again, from its part). */
+  watchHalted(fail: (error: WeirError) => void): NodeJS.Timeout {
+    const timer = setInterval(() => {
+      const givenUp = this.givenUp();
+      if (givenUp !== undefined) fail(givenUp);
+    }, 1000);
+    timer.unref();
+    return timer;
+  }
+
+  /**
+   * A barrier frame was read: the alignment it belongs to (`start` gives a new one its checkpoint),
+   * or undefined when the task passes it (a savepoint it did, one given up, a channel's second),
+   * or an error when a newer savepoint's barrier came while an older one aligned.
+   */
+  onBarrier(
+    barrier: SavepointBarrier,
+    at: BarrierAt,
+    layout: readonly InputPartitionLayout[],
+    start: () => { id: number; location: CheckpointLocation },
+  ): SavepointAlignment | WeirError | undefined {
+    if (this.halted || barrier.savepoint <= (this.part?.id ?? 0) || this.#control?.gaveUp(barrier.savepoint) === true) return undefined;
+    let alignment = this.#alignment;
+    if (alignment !== undefined && alignment.barrier.savepoint !== barrier.savepoint) {
+      if (barrier.savepoint < alignment.barrier.savepoint) return undefined;
+      return new WeirError(
+        'SAVEPOINT_FAILED',
+        `${this.#name}: savepoint ${barrier.savepoint}'s barrier came while savepoint ${alignment.barrier.savepoint} was aligning`,
+        { hint: 'the older savepoint was given up: the task starts again from its latest checkpoint and aligns on the newer one', fault: 'external' },
+      );
+    }
+    if (alignment === undefined) {
+      const { id, location } = start();
+      alignment = new SavepointAlignment(barrier, id, location, layout);
+      this.#alignment = alignment;
+    }
+    if (!alignment.add(at)) return undefined;
+    if (alignment.complete) this.#alignment = undefined;
+    return alignment;
+  }
+
+  /** The task committed its part: a log line. */
+  committed(barrier: SavepointBarrier, part: TaskSavepointPart, checkpointId: number): string {
+    this.part = part;
+    this.halted = barrier.stop !== undefined;
+    return `${this.#name}: its part of savepoint ${barrier.savepoint} is committed (checkpoint ${checkpointId})${this.halted ? '; it commits nothing more' : ''}`;
+  }
+}
