@@ -5,7 +5,9 @@
  * "checkpoint complete" and the commit; the committed output must hold every record exactly once
  * with exact running sums (test/harness/keyed-sum-audit.ts), checkpoints must have been written as
  * changes on earlier ones, retention must never have deleted a folder a kept checkpoint needs, and a
- * chain must restore at another parallelism.
+ * chain must restore at another parallelism. Then the same with the process killed while retention
+ * deletes a folder and while a checkpoint's metadata write is held (its files written, it not yet
+ * complete).
  */
 import assert from 'node:assert/strict';
 import { existsSync, readdirSync, readFileSync } from 'node:fs';
@@ -93,6 +95,28 @@ describe('incremental checkpoints under failures', () => {
       clearInterval(watch);
     }
     assert.ok(sawChanges, 'some checkpoint was written as changes on an earlier one (keyedChanges)');
+    assertChainsIntact(folder);
+    assert.deepEqual(auditKeyedSum(join(folder, 'out'), count, 5000), exact(count));
+  });
+
+  test('SIGKILL while retention deletes and while a metadata write is held (the asynchronous part done, the checkpoint not yet complete): output exact, chains intact', async () => {
+    const folder = await mkdtemp(join(tmpdir(), 'weir-incremental-'));
+    folders.push(folder);
+    const count = 40_000;
+    const env = { KS_OUTPUT: join(folder, 'out'), KS_COUNT: String(count), KS_RATE: '15000', KS_KEYS: '5000' };
+    for (const [delay, line] of [
+      ['discard:>=1:3000', /holding discard of checkpoint \d+/],
+      ['metadata:>=6:3000', /holding metadata of checkpoint \d+/],
+    ] as const) {
+      const run = startJobProcess(jobModule, configFor(folder, 2), { ...env, WEIR_TEST_STORAGE_DELAY: delay });
+      await waitFor(`the job holding ${delay}`, () => line.test(run.stderr), 60_000);
+      run.child.kill('SIGKILL');
+      await run.exit;
+      assertChainsIntact(folder);
+    }
+    const last = startJobProcess(jobModule, configFor(folder, 2), env);
+    const exit = await last.exit;
+    assert.equal(exit.code, 0, last.stderr);
     assertChainsIntact(folder);
     assert.deepEqual(auditKeyedSum(join(folder, 'out'), count, 5000), exact(count));
   });
