@@ -1,15 +1,10 @@
 import type { ValidateFunction } from 'ajv';
 import { compileJsonSchema, jsonSchemaObject, validationProblem } from './json-schema.ts';
-import { type RegistryDeserializer, registryDeserializer } from './registry-deserializer.ts';
-import { registryClient, type SchemaRegistryClient } from './schema-registry-client.ts';
-import type { SchemaRegistrySettings } from './schema-registry-settings.ts';
+import { failedDecoder, type RegistryDeserializer, type RegistryDeserializerOptions, registryDeserializer } from './registry-deserializer.ts';
+import { registryClient } from './schema-registry-client.ts';
 import { WIRE_HEADER_SIZE } from './wire-format.ts';
 
-export interface JsonSchemaDeserializerOptions {
-  /** The registry (a `schemaRegistry(...)` client, shared so its cache is, or its settings). */
-  registry: SchemaRegistryClient | SchemaRegistrySettings;
-  /** Decode the record's key rather than its value. Default false. */
-  isKey?: boolean;
+export interface JsonSchemaDeserializerOptions extends RegistryDeserializerOptions {
   /**
    * Check each record against its id's schema (draft-07, 2019-09 or 2020-12): one that does not
    * validate is a bad record (the source's onDeserializationError policy takes it). Default false:
@@ -32,14 +27,13 @@ export function jsonSchemaDeserializer<T>(options: JsonSchemaDeserializerOptions
   const registry = registryClient(options.registry);
   const validate = options.validate === true;
   return registryDeserializer<T>(registry, options.isKey === true, (schema, references) => {
-    if (schema.schemaType !== 'JSON')
-      return { decode: () => undefined as T, failure: `schema id ${schema.id} is a ${schema.schemaType} schema, not JSON Schema` };
+    if (schema.schemaType !== 'JSON') return failedDecoder(`schema id ${schema.id} is a ${schema.schemaType} schema, not JSON Schema`);
     let check: ValidateFunction | undefined;
     if (validate) {
       try {
         check = compileJsonSchema(jsonSchemaObject(schema.schema), references);
       } catch (error) {
-        return { decode: () => undefined as T, failure: `the JSON Schema of id ${schema.id} does not compile: ${(error as Error).message}` };
+        return failedDecoder(`the JSON Schema of id ${schema.id} does not compile: ${(error as Error).message}`);
       }
     }
     return {

@@ -1,15 +1,10 @@
 import type protobufModule from 'protobufjs';
 import { messageAt, type ParsedProto, parseProto, protobuf } from './protobuf-schema.ts';
-import { type RegistryDeserializer, registryDeserializer } from './registry-deserializer.ts';
-import { registryClient, type SchemaRegistryClient } from './schema-registry-client.ts';
-import type { SchemaRegistrySettings } from './schema-registry-settings.ts';
+import { failedDecoder, type RegistryDeserializer, type RegistryDeserializerOptions, registryDeserializer } from './registry-deserializer.ts';
+import { registryClient } from './schema-registry-client.ts';
 import { readMessageIndexes, WIRE_HEADER_SIZE } from './wire-format.ts';
 
-export interface ProtobufDeserializerOptions {
-  /** The registry (a `schemaRegistry(...)` client, shared so its cache is, or its settings). */
-  registry: SchemaRegistryClient | SchemaRegistrySettings;
-  /** Decode the record's key rather than its value. Default false. */
-  isKey?: boolean;
+export interface ProtobufDeserializerOptions extends RegistryDeserializerOptions {
   /**
    * How 64-bit integers (int64, uint64, sint64, fixed64, sfixed64) come out: 'string' (the
    * default: exact decimal text, as Protobuf's JSON mapping writes them) or 'number' (a JS
@@ -46,13 +41,12 @@ export function protobufDeserializer<T>(options: ProtobufDeserializerOptions): P
     objects: true,
   };
   return registryDeserializer<T>(registry, options.isKey === true, (schema, references) => {
-    if (schema.schemaType !== 'PROTOBUF')
-      return { decode: () => undefined as T, failure: `schema id ${schema.id} is a ${schema.schemaType} schema, not Protobuf` };
+    if (schema.schemaType !== 'PROTOBUF') return failedDecoder(`schema id ${schema.id} is a ${schema.schemaType} schema, not Protobuf`);
     let proto: ParsedProto;
     try {
       proto = parseProto(schema.schema, references);
     } catch (error) {
-      return { decode: () => undefined as T, failure: `the Protobuf schema of id ${schema.id} does not parse: ${(error as Error).message}` };
+      return failedDecoder(`the Protobuf schema of id ${schema.id} does not parse: ${(error as Error).message}`);
     }
     const byIndexes = new Map<string, protobufModule.Type>(); // "0" -> the file's first message, "1,0" -> ...
     const typeAt = (indexes: number[], id: number): protobufModule.Type => {

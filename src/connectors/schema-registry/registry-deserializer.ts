@@ -2,6 +2,7 @@ import type { PreflightFinding } from '../../core/connector/preflight.ts';
 import type { WeirError } from '../../core/errors/weir-error.ts';
 import type { TopicRecord } from '../kafka/topic-record.ts';
 import type { RegisteredSchema, ResolvedReference, SchemaRegistryClient } from './schema-registry-client.ts';
+import type { SchemaRegistrySettings } from './schema-registry-settings.ts';
 import { readSchemaId, WIRE_HEADER_SIZE } from './wire-format.ts';
 
 /** How one schema id's records decode: `decode(bytes, id)` reads the payload after the 5-byte header (throws saying why), or `failure` says why no record of the id can be read. */
@@ -10,9 +11,22 @@ export interface PayloadDecoder<T> {
   failure?: string;
 }
 
+/** The decoder of an id none of whose records can be read: `failure` says why. */
+export function failedDecoder<T>(failure: string): PayloadDecoder<T> {
+  return { decode: failed, failure };
+}
+
+/** What every registry deserializer takes (Avro's, Protobuf's, JSON Schema's). */
+export interface RegistryDeserializerOptions {
+  /** The registry (a `schemaRegistry(...)` client, shared so its cache is, or its settings). */
+  registry: SchemaRegistryClient | SchemaRegistrySettings;
+  /** Decode the record's key rather than its value. Default false. */
+  isKey?: boolean;
+}
+
 /**
- * A Kafka source deserializer for one format in the Schema Registry wire format (Protobuf, JSON
- * Schema): callable on a record (its value, or key), with `decode` for bytes, `prepare` (the
+ * A Kafka source deserializer for one format in the Schema Registry wire format (Avro, Protobuf,
+ * JSON Schema): callable on a record (its value, or key), with `decode` for bytes, `prepare` (the
  * reader's hook: the schemas of a batch's unknown ids, and what they reference, fetched at once
  * before the batch's first record) and `preflight` (the registry answers at start).
  */
@@ -47,7 +61,7 @@ export function registryDeserializer<T>(
       resolved = references();
     } catch (error) {
       if ((error as WeirError).retriable === true) throw error; // the registry down: not this record's fault
-      return { decode: failed, failure: (error as Error).message };
+      return failedDecoder((error as Error).message);
     }
     return decoderOf(schema, resolved);
   };

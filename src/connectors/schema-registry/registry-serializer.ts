@@ -65,7 +65,8 @@ export function registrySerializer<T>(target: SerializerSchema, encode: (record:
 
   const notRegistered = () =>
     new WeirError('INVALID_SINK', `${registry}: subject "${subject}" does not hold ${target.what} the sink writes (autoRegister is off)`, {
-      hint: `register the schema under "${subject}" first (POST ${registry.url}/subjects/${subject}/versions with schemaType ${schemaType}), or set autoRegister: true`,
+      // AVRO is the API's default schemaType: the request needs none.
+      hint: `register the schema under "${subject}" first (POST ${registry.url}/subjects/${subject}/versions${schemaType === 'AVRO' ? '' : ` with schemaType ${schemaType}`}), or set autoRegister: true`,
     });
 
   const idSync = (): number => {

@@ -10,25 +10,23 @@
  * subject that does not hold the sink's schema, stops the job before it starts with one clear error.
  */
 import assert from 'node:assert/strict';
-import { mkdtemp, rm } from 'node:fs/promises';
 import { createServer, request as httpRequest } from 'node:http';
 import type { AddressInfo } from 'node:net';
-import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { after, before, describe, test } from 'node:test';
 import { setTimeout as sleep } from 'node:timers/promises';
 import { SchemaRegistry, SchemaType } from '@kafkajs/confluent-schema-registry';
-import { ClusterConnections } from '../../../src/connectors/kafka/cluster-connections.ts';
 import { formatBootstrap } from '../../../src/connectors/kafka/kafka-connection-options.ts';
-import { PlainProducer } from '../../../src/connectors/kafka/plain-producer.ts';
 import { readTopic, type TopicRecord } from '../../../src/connectors/kafka/topic-reader.ts';
 import { freePort } from '../../../src/local-kafka/ports.ts';
 import { type JobClient, startJob } from '../../../src/runtime/jobmaster/job-master.ts';
 import { startJobProcess } from '../../harness/job-process.ts';
-import { createTestTopic, testBrokers } from '../../harness/kafka.ts';
+import { testBrokers } from '../../harness/kafka.ts';
 import { type SchemaRegistryServer, startSchemaRegistry } from '../../harness/schema-registry.ts';
 import { until } from '../../harness/weir-run.ts';
 import { type Order, orderSchema, type Total, totalSchema } from './avro-registry-job.ts';
+import { jobTopics, produceValues } from './job-topics.ts';
+import { recordsSkipped } from './registry-job-pipeline.ts';
 
 const brokers = testBrokers();
 const job = join(import.meta.dirname, 'avro-registry-job.ts');
@@ -55,11 +53,7 @@ after(async () => {
 
 /** Input, output and dead-letter topics (2 partitions each); the output schema registered under `<output>-value`; N input records, seq % 2 the partition. */
 async function topics(label: string, options: { registerOutput?: boolean } = {}) {
-  const made = await Promise.all(['in', 'out', 'dlq'].map((kind) => createTestTopic(brokers, `${label}-${kind}`, 2)));
-  const folder = await mkdtemp(join(tmpdir(), 'weir-avro-job-'));
-  for (const topic of made) cleanups.push(topic.remove);
-  cleanups.push(() => rm(folder, { recursive: true, force: true }));
-  const [input, output, dlq] = made.map((topic) => topic.topic) as [string, string, string];
+  const { input, output, dlq, folder } = await jobTopics(label, cleanups);
   const { id } = await reference.register({ type: SchemaType.AVRO, schema: JSON.stringify(orderSchema) }, { subject: `${input}-value` });
   if (options.registerOutput !== false)
     await reference.register({ type: SchemaType.AVRO, schema: JSON.stringify(totalSchema) }, { subject: `${output}-value` });
@@ -71,14 +65,7 @@ async function topics(label: string, options: { registerOutput?: boolean } = {})
       return bytes;
     }),
   );
-  const connections = new ClusterConnections(brokers);
-  try {
-    const producer = new PlainProducer(connections);
-    const records = values.map((value, seq) => ({ topic: input, partition: seq % 2, key: Buffer.from(`k-${seq}`), value }));
-    for (let i = 0; i < records.length; i += 500) await producer.send(records.slice(i, i + 500), -1);
-  } finally {
-    await connections.close();
-  }
+  await produceValues(input, values);
   const env = { KAFKA_BROKERS: formatBootstrap(brokers), AV_REGISTRY: server.url, AV_INPUT: input, AV_OUTPUT: output, AV_DLQ: dlq };
   return { input, output, dlq, folder, env };
 }
@@ -151,11 +138,7 @@ describe('a job reading and writing Avro through a real Schema Registry', () => 
     Object.assign(process.env, env, { AV_POLICY: 'skip', AV_WORK_US: '0' });
     const client = await startJob({ job, config: { parallelism: 2, checkpointing: { interval: 200, storage: join(folder, 'checkpoints') } } });
     await client.result;
-    const skipped = client
-      .status()
-      .vertices.flatMap((vertex) => Object.entries(vertex.operators))
-      .find(([key]) => key === 'input.recordsSkipped')?.[1];
-    assert.equal(skipped, badSeqs.length);
+    assert.equal(recordsSkipped(client), badSeqs.length);
     const out = await totals(output);
     assert.deepEqual(
       out.totals.map((total) => total.id).sort((a, b) => a - b),

@@ -10,7 +10,6 @@
  * password shows in no output.
  */
 import assert from 'node:assert/strict';
-import { spawn } from 'node:child_process';
 import { mkdtemp, rm, writeFile } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
@@ -18,9 +17,10 @@ import { after, before, describe, test } from 'node:test';
 import { SchemaRegistry } from '@kafkajs/confluent-schema-registry';
 import { formatBootstrap } from '../../../src/connectors/kafka/kafka-connection-options.ts';
 import { readTopic } from '../../../src/connectors/kafka/topic-reader.ts';
-import { repositoryRoot, weir } from '../../harness/cli.ts';
+import { weir } from '../../harness/cli.ts';
 import { createTestTopic, testBrokers } from '../../harness/kafka.ts';
 import { type SchemaRegistryServer, startSchemaRegistry } from '../../harness/schema-registry.ts';
+import { weirWithInput } from './weir-with-input.ts';
 
 const brokers = testBrokers();
 const kafkaEnv = { KAFKA_BROKERS: formatBootstrap(brokers) };
@@ -35,20 +35,6 @@ const order = {
     { name: 'note', type: ['null', 'string'], default: null },
   ],
 };
-
-/** `weir ...` with `input` on its stdin. */
-function weirWithInput(args: string[], input: string, env: NodeJS.ProcessEnv = {}): Promise<{ code: number | null; stdout: string; stderr: string }> {
-  return new Promise((resolve) => {
-    const child = spawn(process.execPath, [join(repositoryRoot, 'bin', 'weir.js'), ...args], { env: { ...process.env, ...kafkaEnv, ...env } });
-    let stdout = '';
-    let stderr = '';
-    child.stdout.on('data', (chunk: Buffer) => (stdout += chunk.toString()));
-    child.stderr.on('data', (chunk: Buffer) => (stderr += chunk.toString()));
-    child.once('exit', (code) => resolve({ code, stdout, stderr }));
-    child.stdin.on('error', () => {}); // a refused produce exits before it reads its input
-    child.stdin.end(input);
-  });
-}
 
 describe('weir produce / consume with Avro through a real Schema Registry', () => {
   let server: SchemaRegistryServer;

@@ -8,7 +8,6 @@
  * does not fit is one error naming the line and the field; --help says what the formats are.
  */
 import assert from 'node:assert/strict';
-import { spawn } from 'node:child_process';
 import { mkdtemp, rm, writeFile } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
@@ -17,9 +16,10 @@ import { formatBootstrap } from '../../../src/connectors/kafka/kafka-connection-
 import { readTopic } from '../../../src/connectors/kafka/topic-reader.ts';
 import { jsonSchemaDeserializer } from '../../../src/connectors/schema-registry/json-schema-deserializer.ts';
 import { protobufDeserializer } from '../../../src/connectors/schema-registry/protobuf-deserializer.ts';
-import { repositoryRoot, weir } from '../../harness/cli.ts';
+import { weir } from '../../harness/cli.ts';
 import { createTestTopic, testBrokers } from '../../harness/kafka.ts';
 import { type SchemaRegistryServer, startSchemaRegistry } from '../../harness/schema-registry.ts';
+import { weirWithInput } from './weir-with-input.ts';
 
 const brokers = testBrokers();
 const kafkaEnv = { KAFKA_BROKERS: formatBootstrap(brokers) };
@@ -44,20 +44,6 @@ const jsonSchema = {
   properties: { id: { type: 'integer' }, tags: { type: 'array', items: { type: 'string' } } },
   required: ['id'],
 };
-
-/** `weir ...` with `input` on its stdin. */
-function weirWithInput(args: string[], input: string, env: NodeJS.ProcessEnv = {}): Promise<{ code: number | null; stdout: string; stderr: string }> {
-  return new Promise((resolve) => {
-    const child = spawn(process.execPath, [join(repositoryRoot, 'bin', 'weir.js'), ...args], { env: { ...process.env, ...kafkaEnv, ...env } });
-    let stdout = '';
-    let stderr = '';
-    child.stdout.on('data', (chunk: Buffer) => (stdout += chunk.toString()));
-    child.stderr.on('data', (chunk: Buffer) => (stderr += chunk.toString()));
-    child.once('exit', (code) => resolve({ code, stdout, stderr }));
-    child.stdin.on('error', () => {});
-    child.stdin.end(input);
-  });
-}
 
 describe('weir produce / consume with Protobuf and JSON Schema through a real Schema Registry', () => {
   let server: SchemaRegistryServer;

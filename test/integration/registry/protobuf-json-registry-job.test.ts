@@ -11,21 +11,19 @@
  * before it starts, naming the subject and the rule.
  */
 import assert from 'node:assert/strict';
-import { mkdtemp, rm } from 'node:fs/promises';
-import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { after, before, describe, test } from 'node:test';
 import protobufjs from 'protobufjs';
-import { ClusterConnections } from '../../../src/connectors/kafka/cluster-connections.ts';
 import { formatBootstrap } from '../../../src/connectors/kafka/kafka-connection-options.ts';
-import { PlainProducer } from '../../../src/connectors/kafka/plain-producer.ts';
 import { readTopic, type TopicRecord } from '../../../src/connectors/kafka/topic-reader.ts';
 import { jsonSchemaDeserializer } from '../../../src/connectors/schema-registry/json-schema-deserializer.ts';
 import { protobufDeserializer } from '../../../src/connectors/schema-registry/protobuf-deserializer.ts';
 import { startJob } from '../../../src/runtime/jobmaster/job-master.ts';
-import { createTestTopic, testBrokers } from '../../harness/kafka.ts';
+import { testBrokers } from '../../harness/kafka.ts';
 import { type SchemaRegistryServer, startSchemaRegistry } from '../../harness/schema-registry.ts';
+import { jobTopics, produceValues } from './job-topics.ts';
 import { orderJsonSchema, orderProto, type Total, totalJsonSchema, totalProto } from './protobuf-json-registry-job.ts';
+import { recordsSkipped } from './registry-job-pipeline.ts';
 
 const brokers = testBrokers();
 const job = join(import.meta.dirname, 'protobuf-json-registry-job.ts');
@@ -57,11 +55,7 @@ async function register(subject: string, schemaType: 'PROTOBUF' | 'JSON', schema
 
 /** Input, output and dead-letter topics (2 partitions each); the schemas registered; N input records in `direction`'s input format, seq % 2 the partition. */
 async function topics(label: string, direction: 'protobuf-to-json' | 'json-to-protobuf', options: { registerOutput?: boolean } = {}) {
-  const made = await Promise.all(['in', 'out', 'dlq'].map((kind) => createTestTopic(brokers, `${label}-${kind}`, 2)));
-  const folder = await mkdtemp(join(tmpdir(), 'weir-pj-job-'));
-  for (const topic of made) cleanups.push(topic.remove);
-  cleanups.push(() => rm(folder, { recursive: true, force: true }));
-  const [input, output, dlq] = made.map((topic) => topic.topic) as [string, string, string];
+  const { input, output, dlq, folder } = await jobTopics(label, cleanups);
   const fromProtobuf = direction === 'protobuf-to-json';
   const id = await register(`${input}-value`, fromProtobuf ? 'PROTOBUF' : 'JSON', fromProtobuf ? orderProto : JSON.stringify(orderJsonSchema));
   if (options.registerOutput !== false)
@@ -78,14 +72,7 @@ async function topics(label: string, direction: 'protobuf-to-json' | 'json-to-pr
     const text = bad === 'payload' ? (seq % 200 === 4 ? `{"id": ${seq}, "amount": "lots", "currency": "EUR"}` : `{"id": ${seq},`) : JSON.stringify(order(seq));
     return Buffer.concat([head, Buffer.from(text)]);
   });
-  const connections = new ClusterConnections(brokers);
-  try {
-    const producer = new PlainProducer(connections);
-    const records = values.map((value, seq) => ({ topic: input, partition: seq % 2, key: Buffer.from(`k-${seq}`), value }));
-    for (let i = 0; i < records.length; i += 500) await producer.send(records.slice(i, i + 500), -1);
-  } finally {
-    await connections.close();
-  }
+  await produceValues(input, values);
   Object.assign(process.env, {
     KAFKA_BROKERS: formatBootstrap(brokers),
     PJ_REGISTRY: server.url,
@@ -151,11 +138,7 @@ describe('jobs reading and writing Protobuf and JSON Schema through a real Schem
     process.env.PJ_POLICY = 'skip';
     const client = await startJob({ job, config: config(folder) });
     await client.result;
-    const skipped = client
-      .status()
-      .vertices.flatMap((vertex) => Object.entries(vertex.operators))
-      .find(([key]) => key === 'input.recordsSkipped')?.[1];
-    assert.equal(skipped, badSeqs.length);
+    assert.equal(recordsSkipped(client), badSeqs.length);
     const out = await totals(output, 'protobuf');
     assert.deepEqual(
       out.totals.map((total) => total.id).sort((a, b) => a - b),

@@ -1,32 +1,26 @@
 /**
  * Protobuf and JSON Schema through a real Schema Registry: the job of
- * protobuf-json-registry-job.test.ts. A bounded Kafka source reads Orders in the registry wire
- * format, a map turns each into a Total, an exactly-once Kafka sink writes Totals in the wire
- * format (the schema registered beforehand: autoRegister off); both wrapped in withSchemaRegistry.
+ * protobuf-json-registry-job.test.ts: registry-job-pipeline.ts (the output schema registered
+ * beforehand: autoRegister off).
  * PJ_DIRECTION 'protobuf-to-json' (default) reads Protobuf and writes JSON Schema; 'json-to-protobuf'
  * reads JSON Schema (validated) and writes Protobuf. From the environment: PJ_REGISTRY, PJ_INPUT,
  * PJ_OUTPUT, PJ_DLQ, PJ_POLICY (fail, skip or dlq), KAFKA_BROKERS.
  */
 import { defineJob } from '../../../src/api/define-job.ts';
-import { kafkaSink } from '../../../src/connectors/kafka/kafka-sink.ts';
-import { kafkaSource } from '../../../src/connectors/kafka/kafka-source.ts';
 import { jsonSchemaDeserializer } from '../../../src/connectors/schema-registry/json-schema-deserializer.ts';
 import { jsonSchemaSerializer } from '../../../src/connectors/schema-registry/json-schema-serializer.ts';
 import { protobufDeserializer } from '../../../src/connectors/schema-registry/protobuf-deserializer.ts';
 import { protobufSerializer } from '../../../src/connectors/schema-registry/protobuf-serializer.ts';
 import { schemaRegistry } from '../../../src/connectors/schema-registry/schema-registry-client.ts';
-import { withSchemaRegistry } from '../../../src/connectors/schema-registry/with-schema-registry.ts';
+import { registryPipeline, type Total } from './registry-job-pipeline.ts';
+
+export type { Total };
 
 /** What both input formats decode to (Protobuf's int64 as a decimal string, JSON's as a number). */
 export interface Order {
   id: string | number;
   amount: number;
   currency: string;
-}
-export interface Total {
-  id: number;
-  cents: number;
-  label: string;
 }
 export const orderProto = `syntax = "proto3";
 package dev.weir.test;
@@ -67,40 +61,16 @@ export default defineJob({
     const registry = schemaRegistry({ url: process.env.PJ_REGISTRY as string, retryTimeout: 1000 });
     const fromProtobuf = process.env.PJ_DIRECTION !== 'json-to-protobuf';
     const output = process.env.PJ_OUTPUT as string;
-    const orders = fromProtobuf ? protobufDeserializer<Order>({ registry }) : jsonSchemaDeserializer<Order>({ registry, validate: true });
-    const totals = fromProtobuf
-      ? jsonSchemaSerializer<Total>({ registry, schema: totalJsonSchema, topic: output })
-      : protobufSerializer<Total>({ registry, schema: totalProto, topic: output });
-    const policy = process.env.PJ_POLICY;
-    env
-      .fromSource(
-        withSchemaRegistry(
-          kafkaSource<Order>({
-            topics: [process.env.PJ_INPUT as string],
-            bounded: true,
-            deserializer: orders,
-            onDeserializationError: policy === 'dlq' ? { deadLetter: { topic: process.env.PJ_DLQ as string } } : policy === 'skip' ? 'skip' : 'fail',
-            partitionDiscoveryInterval: 0,
-          }),
-          orders,
-        ),
-        { uid: 'input' },
-      )
-      .map((order: Order): Total => ({ id: Number(order.id), cents: Math.round(order.amount * 100), label: `${order.currency}-${order.id}` }), {
-        name: 'total',
-        uid: 'total',
-      })
-      .sinkTo(
-        withSchemaRegistry(
-          kafkaSink<Total>({
-            topic: output,
-            serializer: (total) => ({ key: String(total.id), value: totals(total) }),
-            deliveryGuarantee: 'exactly-once',
-            transactionalIdPrefix: `weir-${output}`,
-          }),
-          totals,
-        ),
-        { uid: 'output' },
-      );
+    registryPipeline(env, {
+      input: process.env.PJ_INPUT as string,
+      output,
+      dlq: process.env.PJ_DLQ,
+      policy: process.env.PJ_POLICY,
+      orders: fromProtobuf ? protobufDeserializer<Order>({ registry }) : jsonSchemaDeserializer<Order>({ registry, validate: true }),
+      totals: fromProtobuf
+        ? jsonSchemaSerializer<Total>({ registry, schema: totalJsonSchema, topic: output })
+        : protobufSerializer<Total>({ registry, schema: totalProto, topic: output }),
+      total: (order: Order): Total => ({ id: Number(order.id), cents: Math.round(order.amount * 100), label: `${order.currency}-${order.id}` }),
+    });
   },
 });

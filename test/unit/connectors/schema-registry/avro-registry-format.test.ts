@@ -10,13 +10,13 @@
 import assert from 'node:assert/strict';
 import { after, before, describe, test } from 'node:test';
 import { SchemaRegistry, SchemaType } from '@kafkajs/confluent-schema-registry';
-import type { TopicRecord } from '../../../../src/connectors/kafka/topic-record.ts';
 import { avroDeserializer } from '../../../../src/connectors/schema-registry/avro-deserializer.ts';
 import { avroSerializer } from '../../../../src/connectors/schema-registry/avro-serializer.ts';
 import { SchemaRegistryClient, schemaRegistry } from '../../../../src/connectors/schema-registry/schema-registry-client.ts';
 import { readSchemaId } from '../../../../src/connectors/schema-registry/wire-format.ts';
 import { withSchemaRegistry } from '../../../../src/connectors/schema-registry/with-schema-registry.ts';
 import { freePort } from '../../../../src/local-kafka/ports.ts';
+import { topicRecord as record } from '../../../harness/registry-fixture.ts';
 import { type SchemaRegistryServer, startSchemaRegistry } from '../../../harness/schema-registry.ts';
 
 interface Order {
@@ -34,17 +34,6 @@ const orderV1 = {
   ],
 };
 const orderV2 = { ...orderV1, fields: [...orderV1.fields, { name: 'note', type: 'string', default: 'none' }] };
-
-const record = (value: Buffer | null, offset = 0n): TopicRecord => ({
-  topic: 't',
-  partition: 0,
-  offset,
-  timestamp: 0n,
-  key: null,
-  value,
-  headers: [],
-  producerId: -1n,
-});
 
 describe('Avro in the registry wire format (a real Schema Registry)', () => {
   let server: SchemaRegistryServer;

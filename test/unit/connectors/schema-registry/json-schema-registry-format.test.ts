@@ -8,12 +8,11 @@
  * what is wrong; the preflight refuses a schema the subject's rule rejects, naming subject and rule.
  */
 import assert from 'node:assert/strict';
-import { after, before, describe, test } from 'node:test';
-import type { TopicRecord } from '../../../../src/connectors/kafka/topic-record.ts';
+import { describe, test } from 'node:test';
 import { jsonSchemaDeserializer } from '../../../../src/connectors/schema-registry/json-schema-deserializer.ts';
 import { jsonSchemaSerializer } from '../../../../src/connectors/schema-registry/json-schema-serializer.ts';
 import { schemaRegistry } from '../../../../src/connectors/schema-registry/schema-registry-client.ts';
-import { type SchemaRegistryServer, startSchemaRegistry } from '../../../harness/schema-registry.ts';
+import { topicRecord as record, registryWithSchema, wireMessage as wire } from '../../../harness/registry-fixture.ts';
 
 const order = {
   $schema: 'http://json-schema.org/draft-07/schema#',
@@ -34,43 +33,18 @@ const pair = {
   prefixItems: [{ type: 'string' }, { type: 'integer' }],
   items: false,
 };
-const wire = (id: number, json: string) => {
-  const head = Buffer.alloc(5);
-  head.writeInt32BE(id, 1);
-  return Buffer.concat([head, Buffer.from(json)]);
-};
-const record = (value: Buffer | null): TopicRecord => ({
-  topic: 't',
-  partition: 0,
-  offset: 0n,
-  timestamp: 0n,
-  key: null,
-  value,
-  headers: [],
-  producerId: -1n,
-});
 
 describe('JSON Schema in the registry wire format (a real Schema Registry)', () => {
-  let server: SchemaRegistryServer;
-  let orderId: number;
-  before(async () => {
-    server = await startSchemaRegistry();
-    const registered = await server.request<{ id: number }>('POST', '/subjects/orders-value/versions', { schemaType: 'JSON', schema: JSON.stringify(order) });
-    assert.equal(registered.status, 200, JSON.stringify(registered.body));
-    orderId = registered.body.id;
-  });
-  after(async () => {
-    await server?.stop();
-  });
+  const fixture = registryWithSchema('JSON', JSON.stringify(order));
 
   test('the serializer validates and writes the header then the JSON; the deserializer reads it back', async () => {
-    const registry = schemaRegistry({ url: server.url });
+    const registry = schemaRegistry({ url: fixture.server.url });
     const orders = jsonSchemaSerializer<object>({ registry, schema: order, topic: 'orders' });
-    assert.equal(await orders.prepare(), orderId);
+    assert.equal(await orders.prepare(), fixture.id);
     const bytes = orders({ id: 1, amount: 2.5, lines: [{ sku: 'a' }] });
-    assert.deepEqual([...bytes.subarray(0, 5)], [0, 0, 0, 0, orderId]);
+    assert.deepEqual([...bytes.subarray(0, 5)], [0, 0, 0, 0, fixture.id]);
     assert.equal(bytes.subarray(5).toString(), '{"id":1,"amount":2.5,"lines":[{"sku":"a"}]}');
-    const deserializer = jsonSchemaDeserializer<object>({ registry: { url: server.url }, validate: true });
+    const deserializer = jsonSchemaDeserializer<object>({ registry: { url: fixture.server.url }, validate: true });
     assert.deepEqual(deserializer(record(bytes)), { id: 1, amount: 2.5, lines: [{ sku: 'a' }] });
 
     const refused = (value: object, problem: RegExp) =>
@@ -92,11 +66,11 @@ describe('JSON Schema in the registry wire format (a real Schema Registry)', () 
   });
 
   test('draft 2020-12 (by $schema), auto-registered; the record strategy names the subject after the title', async () => {
-    const registry = schemaRegistry({ url: server.url });
+    const registry = schemaRegistry({ url: fixture.server.url });
     const pairs = jsonSchemaSerializer<unknown[]>({ registry, schema: pair, topic: 'pairs', subjectStrategy: 'topic-record', autoRegister: true });
     assert.equal(pairs.subject, 'pairs-Pair');
     const id = await pairs.prepare();
-    assert.equal((await server.request<number[]>('GET', '/subjects/pairs-Pair/versions')).body.length, 1, 'registered');
+    assert.equal((await fixture.server.request<number[]>('GET', '/subjects/pairs-Pair/versions')).body.length, 1, 'registered');
     const bytes = pairs(['a', 1]);
     assert.throws(() => pairs(['a', 1, 'extra']), /\(the record\): must NOT have more than 2 items/);
     assert.throws(() => pairs([1, 1]), /\/0: must be string/);
@@ -113,17 +87,17 @@ describe('JSON Schema in the registry wire format (a real Schema Registry)', () 
   });
 
   test('reading: validation only on request; bad messages throw naming what is wrong', async () => {
-    const proto = await server.request<{ id: number }>('POST', '/subjects/p-value/versions', {
+    const proto = await fixture.server.request<{ id: number }>('POST', '/subjects/p-value/versions', {
       schemaType: 'PROTOBUF',
       schema: 'syntax = "proto3";\nmessage P { int32 n = 1; }\n',
     });
-    const lenient = jsonSchemaDeserializer<object>({ registry: { url: server.url } });
-    const strict = jsonSchemaDeserializer<object>({ registry: { url: server.url }, validate: true });
-    const invalid = wire(orderId, '{"id": "one", "amount": 1}');
+    const lenient = jsonSchemaDeserializer<object>({ registry: { url: fixture.server.url } });
+    const strict = jsonSchemaDeserializer<object>({ registry: { url: fixture.server.url }, validate: true });
+    const invalid = wire(fixture.id, '{"id": "one", "amount": 1}');
     assert.deepEqual(lenient(record(invalid)), { id: 'one', amount: 1 }, 'not validated by default');
     assert.throws(() => strict(record(invalid)), /does not validate against its schema: \/id: must be integer/);
-    assert.throws(() => lenient(record(wire(orderId, '{"id": 1'))), /the JSON Schema payload \(schema id \d+\) is not JSON/);
-    const wrongMagic = wire(orderId, '{}');
+    assert.throws(() => lenient(record(wire(fixture.id, '{"id": 1'))), /the JSON Schema payload \(schema id \d+\) is not JSON/);
+    const wrongMagic = wire(fixture.id, '{}');
     wrongMagic[0] = 1;
     assert.throws(() => lenient(record(wrongMagic)), /unknown magic byte 1/);
     assert.throws(() => lenient(record(wire(987654, '{}'))), /schema id 987654 is unknown to schema registry/);
@@ -132,31 +106,31 @@ describe('JSON Schema in the registry wire format (a real Schema Registry)', () 
 
   test("$refs to other subjects' schemas (registry references) resolve", async () => {
     const address = { $id: 'address.json', type: 'object', properties: { city: { type: 'string' } }, required: ['city'] };
-    assert.equal((await server.request('POST', '/subjects/address/versions', { schemaType: 'JSON', schema: JSON.stringify(address) })).status, 200);
+    assert.equal((await fixture.server.request('POST', '/subjects/address/versions', { schemaType: 'JSON', schema: JSON.stringify(address) })).status, 200);
     const customer = { title: 'Customer', type: 'object', properties: { name: { type: 'string' }, home: { $ref: 'address.json' } } };
     const references = [{ name: 'address.json', subject: 'address', version: 1 }];
-    const registered = await server.request<{ id: number }>('POST', '/subjects/customers-value/versions', {
+    const registered = await fixture.server.request<{ id: number }>('POST', '/subjects/customers-value/versions', {
       schemaType: 'JSON',
       schema: JSON.stringify(customer),
       references,
     });
     assert.equal(registered.status, 200);
-    const registry = schemaRegistry({ url: server.url });
+    const registry = schemaRegistry({ url: fixture.server.url });
     const customers = jsonSchemaSerializer<object>({ registry, schema: customer, topic: 'customers', references });
     assert.equal(await customers.prepare(), registered.body.id);
     assert.throws(() => customers({ name: 'ada', home: {} }), /\/home\/city: must have required property 'city'/);
     const bytes = customers({ name: 'ada', home: { city: 'London' } });
-    const deserializer = jsonSchemaDeserializer<object>({ registry: { url: server.url }, validate: true });
+    const deserializer = jsonSchemaDeserializer<object>({ registry: { url: fixture.server.url }, validate: true });
     assert.deepEqual(deserializer(record(bytes)), { name: 'ada', home: { city: 'London' } });
     assert.throws(() => deserializer(record(wire(registered.body.id, '{"home": {"city": 5}}'))), /\/home\/city: must be string/);
   });
 
   test("the preflight refuses a schema the subject's compatibility rule rejects, naming the subject and the rule", async () => {
-    await server.request('PUT', '/config/totals-value', { compatibility: 'BACKWARD' });
+    await fixture.server.request('PUT', '/config/totals-value', { compatibility: 'BACKWARD' });
     const v1 = { title: 'Total', type: 'object', properties: { id: { type: 'integer' } }, required: ['id'] };
-    assert.equal((await server.request('POST', '/subjects/totals-value/versions', { schemaType: 'JSON', schema: JSON.stringify(v1) })).status, 200);
+    assert.equal((await fixture.server.request('POST', '/subjects/totals-value/versions', { schemaType: 'JSON', schema: JSON.stringify(v1) })).status, 200);
     const changed = { title: 'Total', type: 'object', properties: { id: { type: 'string' } }, required: ['id'] };
-    const registry = schemaRegistry({ url: server.url });
+    const registry = schemaRegistry({ url: fixture.server.url });
     const findings = await jsonSchemaSerializer({ registry, schema: changed, topic: 'totals', autoRegister: true }).preflight('kafka sink "out"');
     assert.equal(findings.length, 1, JSON.stringify(findings));
     assert.match(
