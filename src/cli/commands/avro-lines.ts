@@ -1,4 +1,3 @@
-import { readFileSync } from 'node:fs';
 import type avscModule from 'avsc';
 import { avroType, avsc } from '../../connectors/schema-registry/avro-schema.ts';
 import { type AvroSerializer, avroSerializer } from '../../connectors/schema-registry/avro-serializer.ts';
@@ -6,6 +5,7 @@ import type { SchemaRegistryClient } from '../../connectors/schema-registry/sche
 import type { SubjectNameStrategy } from '../../connectors/schema-registry/subject-name.ts';
 import { readSchemaId, WIRE_HEADER_SIZE } from '../../connectors/schema-registry/wire-format.ts';
 import { WeirError } from '../../core/errors/weir-error.ts';
+import { fetchUnknownSchemas, prepareForCli, readSchemaFile } from './registry-lines.ts';
 
 /**
  * `weir produce --value-format avro`: a JSON line as an Avro record in the registry wire format.
@@ -28,14 +28,7 @@ export class AvroLineEncoder {
     subjectStrategy: SubjectNameStrategy;
   }) {
     this.#what = options.isKey ? 'key' : 'value';
-    let text: string;
-    try {
-      text = readFileSync(options.schemaFile, 'utf8');
-    } catch (error) {
-      throw new WeirError('INVALID_CONFIG', `${options.flag} ${options.schemaFile}: ${(error as Error).message}`, {
-        hint: 'give a readable Avro schema file (.avsc: the schema as JSON)',
-      });
-    }
+    const text = readSchemaFile(options.flag, options.schemaFile, 'give a readable Avro schema file (.avsc: the schema as JSON)');
     try {
       this.#type = avroType(text);
     } catch (error) {
@@ -55,16 +48,8 @@ export class AvroLineEncoder {
   }
 
   /** Looks the schema's id up under its subject (registering it with --auto-register); refuses, naming the subject, when it does not hold it. */
-  async prepare(): Promise<number> {
-    try {
-      return await this.#serializer.prepare();
-    } catch (error) {
-      if (error instanceof WeirError && / does not hold the schema /.test(error.message))
-        throw new WeirError('INVALID_CONFIG', error.message.replace(' the sink writes', '').replace('(autoRegister is off)', '(--auto-register is off)'), {
-          hint: `register the schema under subject "${this.subject}" first, or pass --auto-register to register it (the registry checks the subject's compatibility rule)`,
-        });
-      throw error;
-    }
+  prepare(): Promise<number> {
+    return prepareForCli(this.#serializer);
   }
 
   /** The line's record in the wire format; a line the schema does not fit is one error naming the line and the fields. */
@@ -109,14 +94,8 @@ export class AvroRecordDecoder {
   }
 
   /** Fetches the schemas of the ids among `messages` not known yet, at once (bad messages are left to decode). */
-  async prepare(messages: readonly (Buffer | null)[]): Promise<void> {
-    const missing = new Set<number>();
-    for (const bytes of messages) {
-      if (bytes === null || bytes.length < WIRE_HEADER_SIZE || bytes[0] !== 0) continue;
-      const id = bytes.readInt32BE(1);
-      if (!this.#types.has(id) && this.#registry.cached(id) === undefined && !this.#registry.knownUnknown(id)) missing.add(id);
-    }
-    await Promise.all([...missing].map((id) => this.#registry.schemaById(id)));
+  prepare(messages: readonly (Buffer | null)[]): Promise<void> {
+    return fetchUnknownSchemas(this.#registry, messages, false, (id) => this.#types.has(id));
   }
 
   /** The record as Avro's JSON encoding (a JSON text); throws, saying why, when the bytes are not a record of a registered Avro schema. */

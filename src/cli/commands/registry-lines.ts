@@ -7,6 +7,7 @@ import type { RegistryDeserializer } from '../../connectors/schema-registry/regi
 import type { RegistrySerializer } from '../../connectors/schema-registry/registry-serializer.ts';
 import type { SchemaRegistryClient } from '../../connectors/schema-registry/schema-registry-client.ts';
 import type { SubjectNameStrategy } from '../../connectors/schema-registry/subject-name.ts';
+import { WIRE_HEADER_SIZE } from '../../connectors/schema-registry/wire-format.ts';
 import { WeirError } from '../../core/errors/weir-error.ts';
 
 /** `weir produce`'s encoder of a key or a value line (Avro's is AvroLineEncoder). */
@@ -35,6 +36,49 @@ export interface LineEncoderOptions {
   messageName?: string;
 }
 
+/** The schema file a --schema/--key-schema flag names, as text; one clear error when it cannot be read. */
+export function readSchemaFile(flag: string, file: string, hint: string): string {
+  try {
+    return readFileSync(file, 'utf8');
+  } catch (error) {
+    throw new WeirError('INVALID_CONFIG', `${flag} ${file}: ${(error as Error).message}`, { hint });
+  }
+}
+
+/** The serializer's id looked up under its subject; a subject that does not hold the schema is refused in the CLI's words. */
+export async function prepareForCli(serializer: { readonly subject: string; prepare(): Promise<number> }): Promise<number> {
+  try {
+    return await serializer.prepare();
+  } catch (error) {
+    if (error instanceof WeirError && / does not hold /.test(error.message))
+      throw new WeirError('INVALID_CONFIG', error.message.replace(' the sink writes', '').replace('(autoRegister is off)', '(--auto-register is off)'), {
+        hint: `register the schema under subject "${serializer.subject}" first, or pass --auto-register to register it (the registry checks the subject's compatibility rule)`,
+      });
+    throw error;
+  }
+}
+
+/** Fetches, at once, the schemas of the ids among `messages` (registry wire format) not known yet; bad messages are left to decode. */
+export async function fetchUnknownSchemas(
+  registry: SchemaRegistryClient,
+  messages: readonly (Buffer | null)[],
+  withReferences: boolean,
+  known: (id: number) => boolean = () => false,
+): Promise<void> {
+  const missing = new Set<number>();
+  for (const bytes of messages) {
+    if (bytes === null || bytes.length < WIRE_HEADER_SIZE || bytes[0] !== 0) continue;
+    const id = bytes.readInt32BE(1);
+    if (!known(id) && registry.cached(id) === undefined && !registry.knownUnknown(id)) missing.add(id);
+  }
+  await Promise.all(
+    [...missing].map(async (id) => {
+      const schema = await registry.schemaById(id);
+      if (withReferences && schema !== undefined) await registry.references(schema);
+    }),
+  );
+}
+
 /**
  * `weir produce --value-format protobuf --schema order.proto [--message Order]` or `--value-format
  * json-schema --schema order.json`: each line a JSON record, written in the registry's wire
@@ -43,14 +87,7 @@ export interface LineEncoderOptions {
  */
 export function registryLineEncoder(format: 'protobuf' | 'json-schema', options: LineEncoderOptions): LineEncoder {
   const what = options.isKey ? 'key' : 'value';
-  let text: string;
-  try {
-    text = readFileSync(options.schemaFile, 'utf8');
-  } catch (error) {
-    throw new WeirError('INVALID_CONFIG', `${options.flag} ${options.schemaFile}: ${(error as Error).message}`, {
-      hint: `give a readable ${format === 'protobuf' ? '.proto file' : 'JSON Schema file'}`,
-    });
-  }
+  const text = readSchemaFile(options.flag, options.schemaFile, `give a readable ${format === 'protobuf' ? '.proto file' : 'JSON Schema file'}`);
   const common = {
     registry: options.registry,
     topic: options.topic,
@@ -78,17 +115,7 @@ export function registryLineEncoder(format: 'protobuf' | 'json-schema', options:
   }
   return {
     subject: serializer.subject,
-    async prepare() {
-      try {
-        return await serializer.prepare();
-      } catch (error) {
-        if (error instanceof WeirError && / does not hold /.test(error.message))
-          throw new WeirError('INVALID_CONFIG', error.message.replace(' the sink writes', '').replace('(autoRegister is off)', '(--auto-register is off)'), {
-            hint: `register the schema under subject "${serializer.subject}" first, or pass --auto-register to register it (the registry checks the subject's compatibility rule)`,
-          });
-        throw error;
-      }
-    },
+    prepare: () => prepareForCli(serializer),
     encode(line, where) {
       let record: unknown;
       try {
@@ -119,17 +146,7 @@ function withBase64(this: unknown, key: string, value: unknown): unknown {
 export function registryRecordDecoder(format: 'protobuf' | 'json-schema', registry: SchemaRegistryClient): RecordDecoder {
   const deserializer: RegistryDeserializer<unknown> = format === 'protobuf' ? protobufDeserializer({ registry }) : jsonSchemaDeserializer({ registry });
   return {
-    async prepare(messages) {
-      const missing = new Set<number>();
-      for (const bytes of messages) {
-        if (bytes === null || bytes.length < 5 || bytes[0] !== 0) continue;
-        const id = bytes.readInt32BE(1);
-        if (registry.cached(id) === undefined && !registry.knownUnknown(id)) missing.add(id);
-      }
-      await Promise.all(
-        [...missing].map(async (id) => registry.schemaById(id).then((schema) => (schema === undefined ? undefined : registry.references(schema)))),
-      );
-    },
+    prepare: (messages) => fetchUnknownSchemas(registry, messages, true),
     decode(bytes) {
       return JSON.stringify(deserializer.decode(bytes), format === 'protobuf' ? withBase64 : undefined);
     },
