@@ -20,26 +20,11 @@ import { protobufDeserializer } from '../src/connectors/schema-registry/protobuf
 import { protobufSerializer } from '../src/connectors/schema-registry/protobuf-serializer.ts';
 import { schemaRegistry } from '../src/connectors/schema-registry/schema-registry-client.ts';
 import { startSchemaRegistry } from '../test/harness/schema-registry.ts';
+import { ORDER_SCHEMA, type Order } from './jobs/kafka-formats-job.ts';
 
 const N = Number(process.argv[2] ?? 100_000);
 
-interface Order {
-  id: number;
-  amount: number;
-  currency: string;
-  note: string;
-}
-const avro = {
-  type: 'record',
-  name: 'Order',
-  namespace: 'dev.weir.bench',
-  fields: [
-    { name: 'id', type: 'long' },
-    { name: 'amount', type: 'double' },
-    { name: 'currency', type: 'string' },
-    { name: 'note', type: 'string' },
-  ],
-};
+const avro = ORDER_SCHEMA;
 const proto =
   'syntax = "proto3";\npackage dev.weir.bench;\nmessage Order {\n  int64 id = 1;\n  double amount = 2;\n  string currency = 3;\n  string note = 4;\n}\n';
 const json = {

@@ -189,13 +189,7 @@ function restoredTable(contents: KeyedStateContents, name: string, kind: StateKi
 
 function restoreSection(contents: KeyedStateContents, input: DataInputDeserializer, keyGroup: number, tables: StateTable[], version: number): void {
   const index = keyGroup - contents.keyGroupRange.start;
-  const tableCount = input.readUint32('a section');
-  for (let i = 0; i < tableCount; i++) {
-    const table = tables[input.readUint32('a section')];
-    if (table === undefined) throw input.corrupt(`key group ${keyGroup} refers to a state that is not in its header`);
-    const count = input.readUint32('a section');
-    const what = `${table.description} in key group ${keyGroup}`;
-    const flat = version >= 4 ? readChunks(input, count, what) : readFlat(input, count, what);
+  for (const [table, flat] of sectionStates(input, keyGroup, tables, version)) {
     const group = new Map<StateKey, unknown>();
     for (let e = 0; e < flat.length; e += 2) {
       const key = checkRestoredKey(contents, flat[e], keyGroup, input);
@@ -233,12 +227,7 @@ function restoreSection(contents: KeyedStateContents, input: DataInputDeserializ
  */
 function applyDeltaSection(contents: KeyedStateContents, input: DataInputDeserializer, keyGroup: number, tables: StateTable[]): void {
   const index = keyGroup - contents.keyGroupRange.start;
-  const tableCount = input.readUint32('a section');
-  for (let i = 0; i < tableCount; i++) {
-    const table = tables[input.readUint32('a section')];
-    if (table === undefined) throw input.corrupt(`key group ${keyGroup} refers to a state that is not in its header`);
-    const count = input.readUint32('a section');
-    const flat = readChunks(input, count, `${table.description} in key group ${keyGroup}`);
+  for (const [table, flat] of sectionStates(input, keyGroup, tables, KEYED_STATE_FORMAT_VERSION)) {
     let group = table.groups[index];
     if (group === undefined) {
       group = new Map();
@@ -274,6 +263,18 @@ function applyDeltaSection(contents: KeyedStateContents, input: DataInputDeseria
         timers.add(key, timestamp, namespace, index);
       }
     }
+  }
+}
+
+/** The states of one key group's section, each with its entries flat ([k0, v0, k1, v1...]). */
+function* sectionStates(input: DataInputDeserializer, keyGroup: number, tables: StateTable[], version: number): Generator<[StateTable, unknown[]]> {
+  const tableCount = input.readUint32('a section');
+  for (let i = 0; i < tableCount; i++) {
+    const table = tables[input.readUint32('a section')];
+    if (table === undefined) throw input.corrupt(`key group ${keyGroup} refers to a state that is not in its header`);
+    const count = input.readUint32('a section');
+    const what = `${table.description} in key group ${keyGroup}`;
+    yield [table, version >= 4 ? readChunks(input, count, what) : readFlat(input, count, what)];
   }
 }
 
