@@ -63,7 +63,7 @@ test('mistakes are one clear error with a hint and a non-zero exit code', async 
       /^weir: no running job answers at http:\/\/127\.0\.0\.1:1.*\nhint: /m,
       'savepoint, no job',
     );
-    oneClearError(await weir(['stop', '--url', 'http://127.0.0.1:1']), /required option '--savepoint'/, 'stop without --savepoint');
+    oneClearError(await weir(['stop', '--url', 'http://127.0.0.1:1']), /--savepoint is required/, 'stop without --savepoint');
     oneClearError(await weir(['demo', '--records', 'many']), /'--records <n>' argument 'many' is invalid/, 'demo, bad count');
     oneClearError(await weir(['run']), /missing required argument 'job'/, 'run without a job');
     oneClearError(await weir(['frobnicate']), /unknown command 'frobnicate'/, 'unknown command');
