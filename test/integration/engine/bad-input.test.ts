@@ -78,7 +78,7 @@ test('a corrupt or future-version latest checkpoint stops the restore with the f
   await writeFile(metadataFile, JSON.stringify({ ...metadata, version: 7 }));
   await assert.rejects(runJob({ job: jobModule, config }), (error: unknown) => {
     assert.ok(error instanceof WeirError);
-    assert.match(error.message, /the latest checkpoint cannot be restored: .*metadata version 7, newer than this Weir reads \(1\)/);
+    assert.match(error.message, /the latest checkpoint cannot be restored: .*metadata version 7, newer than this Weir reads \(2\)/);
     assert.match(error.hint ?? '', /newer Weir/);
     return true;
   });
