@@ -153,8 +153,9 @@ export class KeyReader {
     switch (tag) {
       case STRING: {
         const length = bytes.readUInt32BE(position + 1);
-        this.next = position + 5 + length;
-        return bytes.toString('utf8', position + 5, this.next);
+        const start = position + 5;
+        this.next = start + length;
+        return (length <= SHORT_STRING && shortAscii(bytes, start, this.next)) || bytes.toString('utf8', start, this.next);
       }
       case NUMBER:
         this.next = position + 9;
@@ -185,6 +186,20 @@ export class KeyReader {
   key(buffer: Uint8Array, position: number): StateKey {
     return this.value(buffer, position) as StateKey;
   }
+}
+
+/** Strings up to this long are decoded in JavaScript when ASCII (no call into the runtime: a snapshot decodes every key). */
+const SHORT_STRING = 32;
+
+/** `bytes[start, end)` as a string when every byte is ASCII, else undefined (an empty string decodes as undefined too: the caller's fallback gives ''). */
+function shortAscii(bytes: Uint8Array, start: number, end: number): string | undefined {
+  let text = '';
+  for (let i = start; i < end; i++) {
+    const code = bytes[i] as number;
+    if (code >= 0x80) return undefined;
+    text += String.fromCharCode(code);
+  }
+  return text;
 }
 
 /** Writes `value` as 8 bytes that sort as the numbers do. */

@@ -39,6 +39,12 @@ export class LmdbStateTable {
   /** Incremental cleanup: the key group index it is in, and the last key it checked there. */
   #cleanupGroup = 0;
   #cleanupAfter: Buffer | undefined;
+  /** What {@link #entryKey} made last: for which key bytes and key group, its length, bytes and (once asked) latin1 string. */
+  #entryFor: Buffer | undefined;
+  #entryGroup = -1;
+  #entryLength = 0;
+  #entryBytes: Buffer = Buffer.alloc(0);
+  #entryText: string | undefined;
 
   constructor(name: string, kind: StateKind, id: number, context: LmdbKeyContext, store: LmdbStore, keyGroupCount: number, clock: () => number) {
     this.name = name;
@@ -52,11 +58,29 @@ export class LmdbStateTable {
     this.#keyGroupCount = keyGroupCount;
   }
 
-  /** The key of the current key's entry (and of `userKey`'s, for a map). */
+  /** The key of the current key's entry (and of `userKey`'s, for a map), made once per current key. */
   #entryKey(): KeyWriter {
     const context = this.context;
     context.requireKeyGroupIndex(this.description);
-    return this.#key.reset().uint16(context.keyGroup).uint16(this.id).bytes(context.keyBytes);
+    const key = this.#key;
+    if (context.keyBytes === this.#entryFor && context.keyGroup === this.#entryGroup) {
+      key.length = this.#entryLength;
+      return key;
+    }
+    key.reset().uint16(context.keyGroup).uint16(this.id).bytes(context.keyBytes);
+    this.#entryFor = context.keyBytes;
+    this.#entryGroup = context.keyGroup;
+    this.#entryLength = key.length;
+    this.#entryBytes = key.view();
+    this.#entryText = undefined;
+    return key;
+  }
+
+  /** The current key's entry key as the write buffer keys it (a latin1 string), made once per current key. */
+  #entryKeyText(): string {
+    this.#entryKey();
+    this.#entryText ??= this.#key.text();
+    return this.#entryText;
   }
 
   #userKey(userKey: unknown): KeyWriter {
@@ -64,16 +88,17 @@ export class LmdbStateTable {
   }
 
   get(): unknown {
-    return this.store.state.get(this.#entryKey());
+    const text = this.#entryKeyText();
+    return this.store.state.lookup(text, this.#entryBytes);
   }
 
   put(value: unknown): void {
-    this.store.state.put(this.#entryKey(), value);
+    this.store.state.set(this.#entryKeyText(), value);
   }
 
   remove(): void {
     if (this.kind === 'map') this.removeAll();
-    else this.store.state.remove(this.#entryKey());
+    else this.store.state.set(this.#entryKeyText(), TOMBSTONE);
   }
 
   getEntry(userKey: unknown): unknown {
