@@ -147,12 +147,14 @@ export class CompletedCheckpointStore {
       newestCompleted ??= location.checkpointId;
     }
     if (newestCompleted === undefined) return [];
+    // Newest first: a checkpoint names only files of older ones, so whenever this stops (a crash
+    // between two deletions), every completed checkpoint left still has all its files.
     const deleted: number[] = [];
-    for (const location of locations.reverse()) {
+    for (const location of locations) {
       if (location.checkpointId >= newestCompleted || kept.has(location.checkpointId)) continue;
       await storage.discard(location);
       deleted.push(location.checkpointId);
     }
-    return deleted;
+    return deleted.reverse();
   }
 }

@@ -8,7 +8,7 @@ import { CompletedCheckpointStore } from '../../../../src/checkpoint/storage/com
 import { FileSystemCheckpointStorage } from '../../../../src/checkpoint/storage/file-system-checkpoint-storage.ts';
 import { WeirError } from '../../../../src/core/errors/weir-error.ts';
 import { metadataFor } from '../../../harness/checkpoint-metadata.ts';
-import { assertIncrementalRetention } from '../../../harness/incremental-retention.ts';
+import { assertIncrementalRetention, assertInterruptedRetentionKeepsChains } from '../../../harness/incremental-retention.ts';
 
 async function freshStorage(t: TestContext): Promise<FileSystemCheckpointStorage> {
   const root = await mkdtemp(join(tmpdir(), 'weir-checkpoint-storage-'));
@@ -363,4 +363,8 @@ test('initialize: a file in the way or a read-only folder is a clear error', asy
 
 test('incremental checkpoints: a handle in an earlier checkpoint reads from its folder; subsume keeps what a kept checkpoint names', async (t) => {
   await assertIncrementalRetention(await freshStorage(t));
+});
+
+test('incremental checkpoints: retention stopped between two deletions leaves every completed checkpoint with all its files', async (t) => {
+  await assertInterruptedRetentionKeepsChains(await freshStorage(t));
 });
