@@ -1,8 +1,10 @@
 import type { EnvironmentConfig } from '../core/config/environment-config.ts';
+import type { Sink } from '../core/connector/sink.ts';
 import { WeirError } from '../core/errors/weir-error.ts';
 import type { LoadedJob } from '../runtime/jobmaster/load-job.ts';
 import { type ClusterTopic, clusterTopics } from './cluster-topics.ts';
 import { planStages, resolveForwardExchanges, type Stage, type StagePlan } from './stage-plan.ts';
+import { taskSinkKind } from './task-sink.ts';
 
 /** A job as cluster mode runs it: its stages, each stage's task count, every task by number, and the job's own topics. */
 export interface ClusterPlan {
@@ -15,8 +17,9 @@ export interface ClusterPlan {
 }
 
 /**
- * Plans a job for cluster mode, refusing by name what cluster mode cannot run yet (a sink that
- * cannot write into a task's transaction, a source reinterpreted as keyed). A stage reading a
+ * Plans a job for cluster mode, refusing by name what cluster mode cannot run yet (an exactly-once
+ * sink that neither writes into a task's transaction nor is a two-phase-commit sink, task-sink.ts;
+ * a source reinterpreted as keyed). A stage reading a
  * source has one task per split (a Kafka source: per partition), read from the brokers now; every
  * other stage's count is its exchange topics' partition count (a forward exchange's: its upstream
  * stage's task count).
@@ -34,12 +37,9 @@ export async function planCluster(loaded: Pick<LoadedJob, 'streamGraph' | 'graph
         },
       );
     }
-    if (node.kind === 'sink' && node.sink.createTaskOperator === undefined) {
-      throw new WeirError(
-        'INVALID_CONFIG',
-        `cluster mode cannot run sink "${graph.nodes[node.id]?.uid}" (${node.sink.name}): it cannot write into a task's Kafka transaction`,
-        { hint: "in cluster mode every sink is a kafkaSink with deliveryGuarantee 'exactly-once' on the cluster's brokers" },
-      );
+    if (node.kind === 'sink') {
+      const kind = taskSinkKind(node.sink as Sink<unknown>, graph.nodes[node.id]?.uid ?? node.name);
+      if (kind instanceof WeirError) throw kind;
     }
   }
   const sourceCounts: number[] = [];

@@ -94,7 +94,10 @@ export async function takeClusterSavepoint(options: ClusterSavepointOptions): Pr
       missing = tasks.filter((name) => latest.get(name)?.savepoint?.id !== id);
     }
     await storage.commitMetadata(location, savepointMetadata(cluster, id, tasks, done));
-    await storage.markCommitted(location);
+    // A savepoint is marked committed once everything it holds is (one process marks it after its
+    // commits): a two-phase-commit sink's part is committed after its transaction, so a savepoint
+    // with one is not, and a restore from it commits what it holds again (a commit is idempotent).
+    if (!done.some((part) => part.committables === true)) await storage.markCommitted(location);
     await appendControl(connections, cluster, { kind: 'done', id });
     if (options.stop !== undefined) await membersGone(connections, cluster, deadline);
     return { id, path: location.path };

@@ -26,10 +26,11 @@ import { exchangePurgeIntervalMs, purgeExchangeRecords } from './exchange-purge.
 import { type InputPartitionLayout, inputLayout } from './savepoint-alignment.ts';
 import type { Stage, StagePlan } from './stage-plan.ts';
 import { commitTaskCheckpoint, type TaskCheckpoint } from './task-checkpoint.ts';
-import { type PendingCheckpoint, sourceOffsets, taskCheckpointRecord, taskRestoreInfo, unsupportedSink } from './task-checkpoint-record.ts';
+import { type PendingCheckpoint, sourceOffsets, taskCheckpointRecord, taskRestoreInfo } from './task-checkpoint-record.ts';
 import { TaskOutput } from './task-output.ts';
 import { writeSavepointPart } from './task-savepoint.ts';
 import { type SavepointControlView, TaskSavepoints } from './task-savepoints.ts';
+import { createTaskSinkOperator, sinkCommitFault } from './task-sink.ts';
 import { discardEarlierOwners, taskStorageRoot } from './task-storage.ts';
 
 /** Earlier owners' folders are swept at this owner's first commit, and again every this many. */
@@ -95,6 +96,8 @@ export class ClusterTask {
   #previousLocation: CheckpointLocation | undefined;
   #completing: Promise<void> = Promise.resolve();
   #stopped = false;
+  /** A two-phase-commit sink runs in the task's chain: it commits its committables once the task's transaction has committed. */
+  #committer = false;
   /** The start under way: a stop waits for it, then closes whatever it opened. */
   #starting: Promise<void> | undefined;
   /** The latest checkpoint this task committed (or restored). */
@@ -206,8 +209,8 @@ export class ClusterTask {
       // from a new one: partition discovery would read every other task's partition again.
       fixedSplits: true,
       createSinkOperator: (sink, uid) => {
-        const operator = sink.createTaskOperator?.(this.#output);
-        if (operator === undefined) throw unsupportedSink(sink.name, uid);
+        const { operator, kind } = createTaskSinkOperator(sink, uid, this.#output);
+        if (kind === 'two-phase-commit') this.#committer = true;
         return operator;
       },
     });
@@ -364,6 +367,7 @@ export class ClusterTask {
             task: this.task,
             taskCount: this.#runtime.taskCounts[this.stage.id] as number,
             graph: this.#runtime.graph,
+            committables: this.#committer,
           });
     const restoredFrom = this.#restored === undefined ? this.#runtime.fromSavepoint?.folder : this.#restored.restoredFrom;
     const transaction = await this.#output.sealedSent(checkpointId);
@@ -393,6 +397,9 @@ export class ClusterTask {
         if (failure !== undefined) this.#fail(failure);
       }
     }
+    // The task's transaction committed: its two-phase-commit sinks commit what the record holds (task-sink.ts).
+    const fault = this.#committer ? sinkCommitFault(checkpointId, pending.savepoint?.savepoint, this.name) : undefined;
+    if (fault !== undefined) return this.#fail(fault);
     this.#streamTask.notifyCheckpointComplete(checkpointId);
     // The previous checkpoint of this owner is no longer the task's latest: its files can go. After
     // its first commit, so can the earlier owners' folders (fenced: nothing they hold is

@@ -66,6 +66,12 @@ const taskCheckpointSchema = z.object({
       maxParallelism: z.number().int().positive(),
       parallelism: z.number().int().positive(),
       operators: z.array(z.object({ uid: z.string(), name: z.string(), keyed: stateHandleSchema.optional(), operator: stateHandleSchema.optional() })),
+      /**
+       * The task runs a two-phase-commit sink (task-sink.ts): its part holds committables the sink
+       * commits only after the part's transaction, so the savepoint is not marked committed (a
+       * restore from it commits them again). Absent: none.
+       */
+      committables: z.literal(true).optional(),
     })
     .optional(),
   /** The savepoint the cluster started from (`weir run --cluster --from-savepoint`), carried by every later record. */

@@ -27,6 +27,8 @@ export async function writeSavepointPart(options: {
   task: number;
   taskCount: number;
   graph: JobGraph;
+  /** The task runs a two-phase-commit sink: its committables in the part are committed after it. */
+  committables: boolean;
 }): Promise<TaskSavepointPart> {
   const { storage, location, barrier, task, graph } = options;
   const target = storageFor(barrier.target, storage);
@@ -52,5 +54,6 @@ export async function writeSavepointPart(options: {
     maxParallelism: graph.maxParallelism,
     parallelism: options.taskCount,
     operators,
+    ...(options.committables ? { committables: true as const } : {}),
   };
 }

@@ -74,10 +74,12 @@ export function startClusterMember(options: {
   ui?: boolean;
   /** Runs the member under this command (`ip netns exec <ns>`). */
   wrap?: string[];
+  /** The job's module (default the cluster job). */
+  module?: string;
 }): WeirRun {
   return startWeirRun(
     [
-      clusterJobModule,
+      options.module ?? clusterJobModule,
       '--cluster',
       options.cluster,
       '--checkpoint-interval',
@@ -108,10 +110,12 @@ export function startJobProcess(options: {
   args?: string[];
   ui?: boolean;
   env?: Record<string, string>;
+  /** The job's module (default the cluster job). */
+  module?: string;
 }): WeirRun {
   return startWeirRun(
     [
-      clusterJobModule,
+      options.module ?? clusterJobModule,
       '--checkpoint-interval',
       options.interval,
       '--checkpoint-storage',

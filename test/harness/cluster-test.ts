@@ -50,7 +50,7 @@ export interface ClusterTest {
   /** Every member started, for withMemberLogs. */
   members: WeirRun[];
   /** Starts a member of the cluster (killed after the test). */
-  member(options?: { interval?: string; env?: Record<string, string>; args?: string[]; ui?: boolean }): WeirRun;
+  member(options?: { interval?: string; env?: Record<string, string>; args?: string[]; ui?: boolean; module?: string }): WeirRun;
 }
 
 /** Fresh topics, storage and cluster id (`weir-test-<name>-<random>`), all removed after the test. */
@@ -66,7 +66,16 @@ export async function clusterTest(name: string, cluster = `weir-test-${name}-${r
     storage,
     members,
     member: (options = {}) => {
-      const run = startClusterMember({ cluster, storage, topics, interval: options.interval ?? '500ms', env: options.env, args: options.args, ui: options.ui });
+      const run = startClusterMember({
+        cluster,
+        storage,
+        topics,
+        interval: options.interval ?? '500ms',
+        env: options.env,
+        args: options.args,
+        ui: options.ui,
+        module: options.module,
+      });
       members.push(run);
       cleanUpAfter(() => stopMember(run));
       return run;

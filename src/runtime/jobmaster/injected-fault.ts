@@ -19,6 +19,9 @@ import { WeirError } from '../../core/errors/weir-error.ts';
  *   checkpoint just committed. With `:stop`: a member paused there wakes after its task moved.
  * - `savepoint-part` (cluster mode): a task has just committed its part of savepoint `<id>`
  *   (cluster/task-savepoint.ts); with `:fail`, its downstream tasks restore their skips.
+ * - `sink-commit` (cluster mode): a task with a two-phase-commit sink has committed checkpoint
+ *   `<id>` in Kafka (its record holds the sink's committables), and its sink has not committed them
+ *   yet (cluster/task-sink.ts). `savepoint-sink-commit`: the same for its part of savepoint `<id>`.
  */
 const spec = process.env.WEIR_FAULT;
 const match = spec === undefined ? null : /^([a-z-]+):(>=)?(\d+)(:fail|:stop)?$/.exec(spec);

@@ -2,8 +2,8 @@
  * What cluster mode refuses before a member joins its group, each with one error naming the
  * setting and the fix: a job without exactly-once checkpoints, a checkpoint interval the brokers'
  * transaction.max.timeout.ms cannot cover (the broker would abort a task's transaction: data lost),
- * incremental checkpoints (not built for cluster mode yet), and a sink that cannot write into a
- * task's transaction.
+ * incremental checkpoints (not built for cluster mode yet), and an exactly-once sink that neither
+ * writes into a task's transaction nor is a two-phase-commit sink.
  */
 import assert from 'node:assert/strict';
 import { mkdtemp, rm } from 'node:fs/promises';
@@ -20,7 +20,7 @@ after(async () => {
   for (const cleanup of cleanups) await cleanup().catch(() => {});
 });
 
-test('cluster mode refuses --fresh, no checkpointing, an interval the broker cannot hold a transaction for, incremental checkpoints, and a sink outside the task transaction', async () => {
+test('cluster mode refuses --fresh, no checkpointing, an interval the broker cannot hold a transaction for, incremental checkpoints, and an exactly-once sink that is neither in the task transaction nor two-phase-commit', async () => {
   const topics = await clusterJobTopics();
   cleanups.push(topics.remove);
   const folder = await mkdtemp(join(tmpdir(), 'weir-cluster-refusals-'));
@@ -64,11 +64,12 @@ test('cluster mode refuses --fresh, no checkpointing, an interval the broker can
   assert.equal(incremental.code, 1, incremental.stderr);
   assert.match(incremental.stderr, /checkpointing\.incremental is not built for cluster mode yet/);
 
-  // A file sink cannot join a Kafka transaction: refused by its uid.
-  const fileSink = await weir(
+  // An exactly-once sink that neither writes into the task's Kafka transaction nor is a two-phase-commit
+  // sink (a file sink or the PostgreSQL sink runs: two-phase-commit-sinks.test.ts): refused by its uid.
+  const custom = await weir(
     [
       'run',
-      join(import.meta.dirname, '..', '..', 'fixtures', 'jobs', 'keyed-sum-job.ts'),
+      join(import.meta.dirname, '..', '..', 'fixtures', 'jobs', 'cluster-2pc-job.ts'),
       '--cluster',
       'weir-test-refused',
       '--checkpoint-interval',
@@ -77,8 +78,12 @@ test('cluster mode refuses --fresh, no checkpointing, an interval the broker can
       folder,
       '--no-ui',
     ],
-    { ...env, KS_OUTPUT: join(folder, 'out') },
+    { ...env, CJ_SINK: 'custom' },
   );
-  assert.equal(fileSink.code, 1, fileSink.stderr);
-  assert.match(fileSink.stderr, /cluster mode cannot run sink "file-sink" \(.*\): it cannot write into a task's Kafka transaction/);
+  assert.equal(custom.code, 1, custom.stderr);
+  assert.match(
+    custom.stderr,
+    /cluster mode cannot run sink "totals-sink" \(custom sink\): it is exactly-once, but it neither writes into a task's Kafka transaction nor is a two-phase-commit sink/,
+  );
+  assert.match(custom.stderr, /a two-phase-commit sink \(twoPhaseCommitSink, fileSink, postgresSink\); else give it deliveryGuarantee 'at-least-once'/);
 });
