@@ -8,6 +8,7 @@ import { DataOutputSerializer } from './data-output-serializer.ts';
 import type { DeltaKeys } from './incremental-tracker.ts';
 import type { InternalTimerService, TimerHeapInternalTimer } from './internal-timer-service.ts';
 import type { KeyedStateContents } from './keyed-state-snapshot.ts';
+import { SlicedSnapshot } from './sliced-snapshot.ts';
 import {
   checksum,
   KEYED_STATE_FORMAT_VERSION,
@@ -50,7 +51,7 @@ interface SnapshotTable {
  * the live value if not) and releasing each group once written; the task processes records between
  * steps. {@link result} is the snapshot once {@link step} returned true.
  */
-export class KeyedStateSnapshotWriter {
+export class KeyedStateSnapshotWriter extends SlicedSnapshot {
   readonly #contents: KeyedStateContents;
   readonly #tables: SnapshotTable[];
   readonly #header = new DataOutputSerializer(256);
@@ -73,14 +74,11 @@ export class KeyedStateSnapshotWriter {
   #deleted: [StateKey, unknown][] = [];
   #current: TableSection | undefined;
   #groupSections: TableSection[] = [];
-  #result: Uint8Array | undefined;
-  /** Why writing failed, for {@link result}. */
-  #failure: unknown;
-  #ended = false;
   /** An incremental snapshot: the keys it writes (values at the barrier, deletions as undefined); undefined for a full one. */
   readonly delta: DeltaKeys | undefined;
 
   constructor(contents: KeyedStateContents, onEnd: () => void = () => {}, delta?: DeltaKeys) {
+    super(contents.operatorName);
     this.#contents = contents;
     this.#onEnd = onEnd;
     this.delta = delta;
@@ -102,57 +100,15 @@ export class KeyedStateSnapshotWriter {
     for (const timers of contents.timers) timers.cow.begin(contents.keyGroupCount);
   }
 
-  /** Whether the snapshot is written (or given up). */
-  get done(): boolean {
-    return this.#ended;
+  protected advance(until: number): Uint8Array | undefined {
+    if (this.#group >= this.#contents.keyGroupCount) return this.#assemble(until);
+    if (this.#table < this.#tables.length) this.#writeChunk();
+    else this.#writeTimersAndSection();
+    return undefined;
   }
 
-  /** Writes on for about `budgetMs`; returns whether the snapshot is complete. A state that cannot be serialized throws (and gives the snapshot up). */
-  step(budgetMs: number): boolean {
-    if (this.#ended) return true;
-    const until = performance.now() + budgetMs;
-    try {
-      do {
-        if (this.#group >= this.#contents.keyGroupCount) {
-          if (this.#assemble(until)) return true;
-          continue;
-        }
-        if (this.#table < this.#tables.length) this.#writeChunk();
-        else this.#writeTimersAndSection();
-      } while (performance.now() < until);
-    } catch (error) {
-      this.#failure = error;
-      this.release();
-      throw error;
-    }
-    return false;
-  }
-
-  /** Writes what is left at once (a synchronous snapshot, or a new barrier while this one is pending). */
-  runToEnd(): void {
-    while (!this.step(Number.POSITIVE_INFINITY));
-  }
-
-  /** The snapshot, once complete; the error it failed with, if it failed. */
-  result(): Uint8Array {
-    if (this.#failure !== undefined) throw this.#failure;
-    if (this.#result === undefined) {
-      throw new WeirError(
-        'CHECKPOINT_NOT_COMPLETED',
-        `operator "${this.#contents.operatorName}": the keyed state snapshot is not written (given up, or still being written)`,
-        {
-          fault: 'internal',
-          hint: 'call result() only after step() returned true',
-        },
-      );
-    }
-    return this.#result;
-  }
-
-  /** Gives the snapshot up: writes to the state are free again. */
-  release(): void {
-    if (this.#ended) return;
-    this.#ended = true;
+  /** The snapshot is written or given up: writes to the state are free again. */
+  protected free(): void {
     for (const { table } of this.#tables) table.cow.end();
     for (const timers of this.#contents.timers) timers.cow.end();
     this.#onEnd();
@@ -259,9 +215,9 @@ export class KeyedStateSnapshotWriter {
 
   /**
    * Every key group is written: copies the header and the pieces into the snapshot, until `until`
-   * (the copy of a large snapshot takes several slices too). Returns whether it is complete.
+   * (the copy of a large snapshot takes several slices too). Returns the snapshot once complete.
    */
-  #assemble(until: number): boolean {
+  #assemble(until: number): Uint8Array | undefined {
     if (this.#out === undefined) this.#start();
     const out = this.#out as Uint8Array;
     const pieces = this.#pieces;
@@ -272,10 +228,7 @@ export class KeyedStateSnapshotWriter {
       pieces[this.#nextPiece++] = EMPTY;
       if (performance.now() >= until) break;
     }
-    if (this.#nextPiece < pieces.length) return false;
-    this.#result = out;
-    this.release();
-    return true;
+    return this.#nextPiece < pieces.length ? undefined : out;
   }
 
   /** Writes the header's index and checksum and allocates the snapshot. */

@@ -1,6 +1,5 @@
 import { crc32 } from 'node:zlib';
 import { WeirError } from '../core/errors/weir-error.ts';
-import type { AsyncKeyedStateSnapshot } from '../core/state/keyed-state-backend.ts';
 import type { StateTtl } from '../core/state/state-descriptors.ts';
 import type { StateKind } from '../core/state/state-types.ts';
 import { DataOutputSerializer } from './data-output-serializer.ts';
@@ -8,6 +7,7 @@ import type { KeyGroupRange } from './key-group-range.ts';
 import { EVENT_TIMERS_ID, KeyReader, PROCESSING_TIMERS_ID, prefixEnd } from './lmdb-key-codec.ts';
 import type { LmdbStore, LmdbTransaction } from './lmdb-store.ts';
 import { readGroupTimer } from './lmdb-timer-service.ts';
+import { SlicedSnapshot } from './sliced-snapshot.ts';
 import {
   checksum,
   KEYED_STATE_FORMAT_VERSION,
@@ -50,7 +50,7 @@ interface Section {
  * groups from that transaction (each one contiguous range: its states, then its timers) until its
  * time budget is spent; the task processes records between steps.
  */
-export class LmdbSnapshotWriter implements AsyncKeyedStateSnapshot {
+export class LmdbSnapshotWriter extends SlicedSnapshot {
   readonly #store: LmdbStore;
   readonly #range: KeyGroupRange;
   readonly #operatorName: string;
@@ -75,9 +75,6 @@ export class LmdbSnapshotWriter implements AsyncKeyedStateSnapshot {
   #mapKey: unknown;
   #map: Map<unknown, unknown> | undefined;
   #timers: [unknown[], unknown[]] = [[], []];
-  #result: Uint8Array | undefined;
-  #failure: unknown;
-  #ended = false;
 
   constructor(
     store: LmdbStore,
@@ -88,6 +85,7 @@ export class LmdbSnapshotWriter implements AsyncKeyedStateSnapshot {
     now: number,
     onEnd: () => void,
   ) {
+    super(operatorName);
     this.#store = store;
     this.#range = range;
     this.#operatorName = operatorName;
@@ -110,52 +108,14 @@ export class LmdbSnapshotWriter implements AsyncKeyedStateSnapshot {
     this.#transaction = store.snapshot();
   }
 
-  get done(): boolean {
-    return this.#ended;
+  protected advance(): Uint8Array | undefined {
+    if (this.#keyGroup > this.#range.end) return this.#assemble();
+    this.#readBatch();
+    return undefined;
   }
 
-  step(budgetMs: number): boolean {
-    if (this.#ended) return true;
-    const until = performance.now() + budgetMs;
-    try {
-      do {
-        if (this.#keyGroup > this.#range.end) {
-          this.#assemble();
-          return true;
-        }
-        this.#readBatch();
-      } while (performance.now() < until);
-    } catch (error) {
-      this.#failure = error;
-      this.release();
-      throw error;
-    }
-    return false;
-  }
-
-  runToEnd(): void {
-    while (!this.step(Number.POSITIVE_INFINITY));
-  }
-
-  result(): Uint8Array {
-    if (this.#failure !== undefined) throw this.#failure;
-    if (this.#result === undefined) {
-      throw new WeirError(
-        'CHECKPOINT_NOT_COMPLETED',
-        `operator "${this.#operatorName}": the keyed state snapshot is not written (given up, or still being written)`,
-        {
-          fault: 'internal',
-          hint: 'call result() only after step() returned true',
-        },
-      );
-    }
-    return this.#result;
-  }
-
-  /** Gives the snapshot up (or it is written): the read transaction ends, so lmdb may reuse its pages. */
-  release(): void {
-    if (this.#ended) return;
-    this.#ended = true;
+  /** The snapshot is written or given up: the read transaction ends, so lmdb may reuse its pages. */
+  protected free(): void {
     this.#transaction?.done();
     this.#transaction = undefined;
     this.#onEnd();
@@ -283,7 +243,7 @@ export class LmdbSnapshotWriter implements AsyncKeyedStateSnapshot {
   }
 
   /** Header (with the index and its checksum), then the sections. */
-  #assemble(): void {
+  #assemble(): Uint8Array {
     const header = this.#header;
     const sections = this.#sections;
     const headerLength = header.length + 4 + sections.length * SECTION_INDEX_ENTRY_BYTES + 4;
@@ -309,8 +269,7 @@ export class LmdbSnapshotWriter implements AsyncKeyedStateSnapshot {
       position += piece.length;
     }
     this.#pieces.length = 0;
-    this.#result = out;
-    this.release();
+    return out;
   }
 }
 
