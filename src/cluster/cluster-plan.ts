@@ -19,7 +19,7 @@ export interface ClusterPlan {
 /**
  * Plans a job for cluster mode, refusing by name what cluster mode cannot run yet (an exactly-once
  * sink that neither writes into a task's transaction nor is a two-phase-commit sink, task-sink.ts;
- * a source reinterpreted as keyed). A stage reading a
+ * a source reinterpreted as keyed; a stage with more tasks than maxParallelism). A stage reading a
  * source has one task per split (a Kafka source: per partition), read from the brokers now; every
  * other stage's count is its exchange topics' partition count (a forward exchange's: its upstream
  * stage's task count).
@@ -50,6 +50,19 @@ export async function planCluster(loaded: Pick<LoadedJob, 'streamGraph' | 'graph
     sourceCounts[stage.id] = (await node.source.createInitialSplits(1)).length;
   }
   const taskCounts = resolveForwardExchanges(plan, sourceCounts);
+  for (const stage of plan.stages) {
+    // As one process refuses a parallelism above maxParallelism: a savepoint's canonical metadata could not hold the stage.
+    const count = taskCounts[stage.id] as number;
+    if (count > graph.maxParallelism) {
+      throw new WeirError(
+        'INVALID_PARALLELISM',
+        `cluster mode: stage "${stage.uid}" has ${count} tasks (one per input partition), above maxParallelism ${graph.maxParallelism}`,
+        {
+          hint: `set maxParallelism (--max-parallelism) to at least ${count}; it is fixed for the life of a job, so choose it before the job's first checkpoint`,
+        },
+      );
+    }
+  }
   const tasks = plan.stages.flatMap((stage) => Array.from({ length: taskCounts[stage.id] as number }, (_, task) => ({ stage, task })));
   return { plan, taskCounts, tasks, topics: clusterTopics(plan, tasks.length) };
 }

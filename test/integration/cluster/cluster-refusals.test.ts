@@ -45,6 +45,27 @@ test('cluster mode refuses --fresh, no checkpointing, an interval the broker can
   assert.match(long.stderr, /checkpointing\.interval 360000 ms is too long for the brokers' transaction\.max\.timeout\.ms/);
   assert.match(long.stderr, /set checkpointing\.interval \(--checkpoint-interval\) to at most \d+ ms/);
 
+  // The input has 12 partitions, so 12 source tasks: more than a maxParallelism of 4 allows (as one process refuses it).
+  const narrow = await weir(
+    [
+      'run',
+      clusterJobModule,
+      '--cluster',
+      'weir-test-refused',
+      '--checkpoint-interval',
+      '1s',
+      '--checkpoint-storage',
+      folder,
+      '--max-parallelism',
+      '4',
+      '--no-ui',
+    ],
+    env,
+  );
+  assert.equal(narrow.code, 1, narrow.stderr);
+  assert.match(narrow.stderr, /stage "[^"]+" has 12 tasks \(one per input partition\), above maxParallelism 4/);
+  assert.match(narrow.stderr, /set maxParallelism \(--max-parallelism\) to at least 12/);
+
   // Incremental checkpoints share files across checkpoints; a cluster task keeps only its latest.
   const incremental = await weir(
     [

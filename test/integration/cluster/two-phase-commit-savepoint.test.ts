@@ -28,7 +28,7 @@ test('a stop-with-savepoint of a cluster whose sink task died before its sink co
   cleanUpAfter(() => rm(output, { recursive: true, force: true }));
   const processStorage = await mkdtemp(join(tmpdir(), 'weir-cluster-2pc-savepoint-one-'));
   cleanUpAfter(() => rm(processStorage, { recursive: true, force: true }));
-  // maxParallelism 12, the input's partition count: a savepoint's operators are at most maxParallelism subtasks.
+  // maxParallelism 12, the input's partition count (cluster mode refuses fewer: a savepoint's operators are at most maxParallelism subtasks).
   const env = { CJ_SINK: 'file', CJ_FILE_OUT: output, CJ_MAX_PARALLELISM: '12' };
   await withMemberLogs(members, async () => {
     const first = Array.from({ length: 400 }, (_, seq) => payment(seq));
