@@ -259,10 +259,10 @@ export class ClusterMember {
         starting.push(entry);
       }
     }
-    if (starting.length > 0) {
+    // Said at every new share, one that only lost tasks too (a member joined): its tasks in this generation.
+    if (starting.length > 0 || (revoked.length > 0 && tasks.length > 0))
       this.#runtime.log(`cluster "${this.#options.id}": generation ${this.#membership.generation}, ${tasks.length} tasks: ${this.#describe(tasks)}`);
-      void this.#startTasks(starting);
-    }
+    if (starting.length > 0) void this.#startTasks(starting);
   }
 
   #describe(tasks: readonly number[]): string {

@@ -250,7 +250,12 @@ test('a stop that times out is given up: the tasks it halted go on, and the outp
     const first = Array.from({ length: 600 }, (_, seq) => payment(seq));
     await producePayments(topics.input, first);
     // A session timeout the pause below stays well within: the paused member keeps its tasks.
-    const runs = [member({ args: ['--session-timeout', '30s'] }), member({ args: ['--session-timeout', '30s'] })];
+    // One member after the other, so who holds what does not depend on which joined first: the first
+    // holds all 36 tasks, then the sticky assignor leaves it tasks 0-17 (every source task: payments
+    // 0-11, totals 0-5) and gives the second the rest (totals 6-11, windows 0-11).
+    const runs = [member({ args: ['--session-timeout', '30s'] })];
+    await runs[0]?.waitFor(/generation \d+, 36 tasks/, 120_000);
+    runs.push(member({ args: ['--session-timeout', '30s'] }));
     // Both members hold tasks (the second's share started) before it is paused.
     const generation = async (run: WeirRun) => Number((await run.waitFor(/generation (\d+), 18 tasks/, 120_000))[1]);
     const [a, b] = await Promise.all(runs.map((run) => generation(run)));
