@@ -39,12 +39,11 @@ if [ "${WEIR_SKIP_NPM_CI:-}" != "1" ]; then
     # processes) waits for it instead of deleting node_modules under it, then finds it done.
     mkdir -p "$root/.weir"
     exec 9>"$root/.weir/npm-ci.lock"
-    flock 9
+    if command -v flock >/dev/null 2>&1; then flock 9; fi # util-linux; without it, as before
     if [ ! -f "$stamp" ] || [ "$root/package-lock.json" -nt "$stamp" ]; then
       echo "weir: installing npm dependencies (npm ci)" >&2
       (cd "$root" && npm ci --no-audit --no-fund --loglevel=error >&2)
     fi
-    flock -u 9
     exec 9>&-
   fi
 fi
