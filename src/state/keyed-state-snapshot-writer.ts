@@ -1,5 +1,4 @@
 import { crc32 } from 'node:zlib';
-import { WeirError } from '../core/errors/weir-error.ts';
 import type { StateTtl } from '../core/state/state-descriptors.ts';
 import type { StateKey } from '../core/state/state-key.ts';
 import type { TimeDomain } from '../core/time/time-domain.ts';
@@ -10,12 +9,11 @@ import type { InternalTimerService, TimerHeapInternalTimer } from './internal-ti
 import type { KeyedStateContents } from './keyed-state-snapshot.ts';
 import { SlicedSnapshot } from './sliced-snapshot.ts';
 import {
-  checksum,
   KEYED_STATE_FORMAT_VERSION,
   KEYED_STATE_MAGIC,
-  SECTION_INDEX_ENTRY_BYTES,
   SNAPSHOT_FLAG_DELTA,
   serializeStateValue,
+  startKeyedSnapshot,
   stateKindCode,
   TTL_FLAG,
 } from './state-snapshot-format.ts';
@@ -233,28 +231,9 @@ export class KeyedStateSnapshotWriter extends SlicedSnapshot {
 
   /** Writes the header's index and checksum and allocates the snapshot. */
   #start(): void {
-    const header = this.#header;
-    const sections = this.#sections;
-    const headerLength = header.length + 4 + sections.length * SECTION_INDEX_ENTRY_BYTES + 4;
-    if (headerLength + this.#bodyLength > 0xffffffff) {
-      throw new WeirError('STATE_TOO_LARGE', `operator "${this.#contents.operatorName}": the keyed state snapshot would exceed 4 GiB`, {
-        hint: 'raise the parallelism of the operator so each subtask holds less state',
-      });
-    }
-    header.writeUint32(sections.length);
-    for (const section of sections) {
-      header.writeUint32(section.keyGroup);
-      header.writeUint32(headerLength + section.offset);
-      header.writeUint32(section.length);
-      header.writeUint32(section.crc);
-    }
-    header.writeUint32(checksum(header.view()));
-    // Every byte is written by the slices that follow: no zero-filling (hundreds of MB at once on the task thread).
-    const length = header.length + this.#bodyLength;
-    const out = new Uint8Array(Buffer.allocUnsafeSlow(length).buffer, 0, length);
-    out.set(header.view(), 0);
+    const out = startKeyedSnapshot(this.#header, this.#sections, this.#bodyLength, this.#contents.operatorName);
     this.#out = out;
-    this.#outPosition = header.length;
+    this.#outPosition = this.#header.length;
   }
 }
 

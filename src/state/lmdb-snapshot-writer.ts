@@ -1,5 +1,4 @@
 import { crc32 } from 'node:zlib';
-import { WeirError } from '../core/errors/weir-error.ts';
 import type { StateTtl } from '../core/state/state-descriptors.ts';
 import type { StateKind } from '../core/state/state-types.ts';
 import { DataOutputSerializer } from './data-output-serializer.ts';
@@ -8,15 +7,7 @@ import { EVENT_TIMERS_ID, KeyReader, PROCESSING_TIMERS_ID, prefixEnd } from './l
 import type { LmdbStore, LmdbTransaction } from './lmdb-store.ts';
 import { readGroupTimer } from './lmdb-timer-service.ts';
 import { SlicedSnapshot } from './sliced-snapshot.ts';
-import {
-  checksum,
-  KEYED_STATE_FORMAT_VERSION,
-  KEYED_STATE_MAGIC,
-  SECTION_INDEX_ENTRY_BYTES,
-  serializeStateValue,
-  stateKindCode,
-  TTL_FLAG,
-} from './state-snapshot-format.ts';
+import { KEYED_STATE_FORMAT_VERSION, KEYED_STATE_MAGIC, serializeStateValue, startKeyedSnapshot, stateKindCode, TTL_FLAG } from './state-snapshot-format.ts';
 import { isExpired, liveValue, type TtlValue } from './state-table.ts';
 
 /** Version 5 on, a flags byte follows the key-group range (keyed-state-snapshot.ts); a full snapshot's is 0. */
@@ -244,26 +235,8 @@ export class LmdbSnapshotWriter extends SlicedSnapshot {
 
   /** Header (with the index and its checksum), then the sections. */
   #assemble(): Uint8Array {
-    const header = this.#header;
-    const sections = this.#sections;
-    const headerLength = header.length + 4 + sections.length * SECTION_INDEX_ENTRY_BYTES + 4;
-    if (headerLength + this.#bodyLength > 0xffffffff) {
-      throw new WeirError('STATE_TOO_LARGE', `operator "${this.#operatorName}": the keyed state snapshot would exceed 4 GiB`, {
-        hint: 'raise the parallelism of the operator so each subtask holds less state',
-      });
-    }
-    header.writeUint32(sections.length);
-    for (const section of sections) {
-      header.writeUint32(section.keyGroup);
-      header.writeUint32(headerLength + section.offset);
-      header.writeUint32(section.length);
-      header.writeUint32(section.crc);
-    }
-    header.writeUint32(checksum(header.view()));
-    const length = header.length + this.#bodyLength;
-    const out = new Uint8Array(Buffer.allocUnsafeSlow(length).buffer, 0, length);
-    out.set(header.view(), 0);
-    let position = header.length;
+    const out = startKeyedSnapshot(this.#header, this.#sections, this.#bodyLength, this.#operatorName);
+    let position = this.#header.length;
     for (const piece of this.#pieces) {
       out.set(piece, position);
       position += piece.length;

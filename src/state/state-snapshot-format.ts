@@ -3,6 +3,7 @@ import { crc32 } from 'node:zlib';
 import { WeirError } from '../core/errors/weir-error.ts';
 import type { StateKind } from '../core/state/state-types.ts';
 import type { DataInputDeserializer } from './data-input-deserializer.ts';
+import type { DataOutputSerializer } from './data-output-serializer.ts';
 
 /**
  * What the keyed and the operator state snapshots share: magic bytes, the format version, CRC-32
@@ -86,4 +87,39 @@ export function deserializeStateValue(bytes: Uint8Array, input: DataInputDeseria
   } catch (error) {
     throw input.corrupt(`${what} cannot be read (${(error as Error).message})`, error);
   }
+}
+
+/** One key group's section in a keyed snapshot's index: where its bytes are in the body, and their CRC-32. */
+export interface KeyedSectionEntry {
+  keyGroup: number;
+  offset: number;
+  length: number;
+  crc: number;
+}
+
+/**
+ * Ends a keyed snapshot's header (the sections' index, offsets from the snapshot's start, and the
+ * header's checksum) and allocates the snapshot with the header copied in; the body's
+ * `bodyLength` bytes follow it, for the caller to fill (no zero-filling: hundreds of MB at once on
+ * the task thread). Both backends' writers end their snapshots here.
+ */
+export function startKeyedSnapshot(header: DataOutputSerializer, sections: readonly KeyedSectionEntry[], bodyLength: number, operatorName: string): Uint8Array {
+  const headerLength = header.length + 4 + sections.length * SECTION_INDEX_ENTRY_BYTES + 4;
+  if (headerLength + bodyLength > 0xffffffff) {
+    throw new WeirError('STATE_TOO_LARGE', `operator "${operatorName}": the keyed state snapshot would exceed 4 GiB`, {
+      hint: 'raise the parallelism of the operator so each subtask holds less state',
+    });
+  }
+  header.writeUint32(sections.length);
+  for (const section of sections) {
+    header.writeUint32(section.keyGroup);
+    header.writeUint32(headerLength + section.offset);
+    header.writeUint32(section.length);
+    header.writeUint32(section.crc);
+  }
+  header.writeUint32(checksum(header.view()));
+  const length = header.length + bodyLength;
+  const out = new Uint8Array(Buffer.allocUnsafeSlow(length).buffer, 0, length);
+  out.set(header.view(), 0);
+  return out;
 }
