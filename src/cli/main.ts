@@ -2,18 +2,6 @@ import { Command, CommanderError } from 'commander';
 import { formatError } from '../core/errors/format-error.ts';
 import { WeirError } from '../core/errors/weir-error.ts';
 import { WEIR_VERSION } from '../core/version.ts';
-import { checkpointsCommand } from './commands/checkpoints.ts';
-import { clusterCommand } from './commands/cluster.ts';
-import { consumeCommand } from './commands/consume.ts';
-import { demoCommand } from './commands/demo.ts';
-import { doctorCommand } from './commands/doctor.ts';
-import { initCommand } from './commands/init.ts';
-import { kafkaCommand } from './commands/kafka.ts';
-import { produceCommand } from './commands/produce.ts';
-import { runCommand } from './commands/run.ts';
-import { savepointCommand, stopCommand } from './commands/savepoint.ts';
-import { topicCommand } from './commands/topic.ts';
-import { verifyCommand } from './commands/verify.ts';
 
 const program = new Command('weir')
   .description('Exactly-once stream processing over Kafka for TypeScript')
@@ -22,19 +10,31 @@ const program = new Command('weir')
   .exitOverride()
   .configureOutput({ outputError: (text, write) => write(text) });
 
-program.addCommand(initCommand());
-program.addCommand(runCommand());
-program.addCommand(savepointCommand());
-program.addCommand(stopCommand());
-program.addCommand(checkpointsCommand());
-program.addCommand(verifyCommand());
-program.addCommand(doctorCommand());
-program.addCommand(kafkaCommand());
-program.addCommand(topicCommand());
-program.addCommand(produceCommand());
-program.addCommand(consumeCommand());
-program.addCommand(clusterCommand());
-program.addCommand(demoCommand());
+/**
+ * Every command, in the order `weir --help` lists them, each loaded on first use: a command's
+ * module brings what it runs (the runtime, the Kafka client, the web server, ...), and a process
+ * that runs one command loads only that one's (`weir run` after a crash starts sooner).
+ */
+const COMMANDS: Record<string, () => Promise<Command[]>> = {
+  init: async () => [(await import('./commands/init.ts')).initCommand()],
+  run: async () => [(await import('./commands/run.ts')).runCommand()],
+  savepoint: async () => [(await import('./commands/savepoint.ts')).savepointCommand()],
+  stop: async () => [(await import('./commands/savepoint.ts')).stopCommand()],
+  checkpoints: async () => [(await import('./commands/checkpoints.ts')).checkpointsCommand()],
+  verify: async () => [(await import('./commands/verify.ts')).verifyCommand()],
+  doctor: async () => [(await import('./commands/doctor.ts')).doctorCommand()],
+  kafka: async () => [(await import('./commands/kafka.ts')).kafkaCommand()],
+  topic: async () => [(await import('./commands/topic.ts')).topicCommand()],
+  produce: async () => [(await import('./commands/produce.ts')).produceCommand()],
+  consume: async () => [(await import('./commands/consume.ts')).consumeCommand()],
+  cluster: async () => [(await import('./commands/cluster.ts')).clusterCommand()],
+  demo: async () => [(await import('./commands/demo.ts')).demoCommand()],
+};
+
+// The command named first, when it is one; anything else (--help, `help <command>`, a typo) gets them all.
+const named = COMMANDS[process.argv[2] ?? ''];
+const commands = named !== undefined ? await named() : (await Promise.all(Object.values(COMMANDS).map((load) => load()))).flat();
+for (const command of commands) program.addCommand(command);
 
 try {
   await program.parseAsync(process.argv);
