@@ -103,7 +103,7 @@ export async function buildPeer(name: 'flink' | 'kafka-streams', log: (line: str
   }
 }
 
-function javaClasspath(name: 'flink' | 'kafka-streams'): string {
+export function javaClasspath(name: 'flink' | 'kafka-streams'): string {
   const peer = PEERS[name];
   return `${join(peer.dir, 'target', 'classes')}:${readFileSync(join(peer.dir, 'target', 'classpath.txt'), 'utf8').trim()}`;
 }
