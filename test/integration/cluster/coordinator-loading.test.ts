@@ -2,7 +2,8 @@
  * The group coordinator of a broker that is not ready, on brokers of this test's own. A broker
  * that has just started has no __consumer_offsets yet: its first FindCoordinator answers
  * COORDINATOR_NOT_AVAILABLE (it creates the topic), then COORDINATOR_LOAD_IN_PROGRESS while it loads.
- * `weir doctor --cluster <id> --job` and `weir cluster status` wait for it and answer. A broker
+ * `weir doctor --cluster <id> --job` and `weir cluster status` wait for it and answer, and a member
+ * started then joins and runs its tasks. A broker
  * whose coordinator never comes (offsets.topic.replication.factor above its one broker) ends in one
  * clear error naming the broker and what to check, after a bounded wait: not an internal error.
  */
@@ -18,6 +19,7 @@ import { freePorts } from '../../../src/local-kafka/ports.ts';
 import { weir } from '../../harness/cli.ts';
 import { clusterJobModule } from '../../harness/cluster-job.ts';
 import { createTestTopic } from '../../harness/kafka.ts';
+import { startWeirRun } from '../../harness/weir-run.ts';
 
 let folder: string;
 let fresh: BrokerState;
@@ -49,16 +51,46 @@ const jobEnv = (broker: BrokerState, input: string) => ({
   CJ_WINDOWS: 'unused-windows',
 });
 
-test('weir doctor --cluster --job and weir cluster status against a freshly started broker wait for its group coordinator', { timeout: 180_000 }, async () => {
+test('weir doctor --cluster --job, weir cluster status and a member against a freshly started broker wait for its group coordinator', {
+  timeout: 180_000,
+}, async () => {
   const brokers = [{ host: fresh.host, port: fresh.port }];
-  // The job's input (its task count); creating a topic leaves __consumer_offsets uncreated.
-  const input = (await createTestTopic(brokers, 'coordinator-in', 3)).topic;
+  // The job's topics (the input gives its task count); creating topics leaves __consumer_offsets uncreated.
+  const [input, totals, windows] = await Promise.all(
+    ['coordinator-in', 'coordinator-totals', 'coordinator-windows'].map((name) => createTestTopic(brokers, name, 3)),
+  );
   const cluster = `weir-test-loading-${randomBytes(4).toString('hex')}`;
-  const env = jobEnv(fresh, input);
+  const env = {
+    ...jobEnv(fresh, (input as { topic: string }).topic),
+    CJ_TOTALS: (totals as { topic: string }).topic,
+    CJ_WINDOWS: (windows as { topic: string }).topic,
+  };
+  const member = startWeirRun(
+    [
+      clusterJobModule,
+      '--cluster',
+      `${cluster}-member`,
+      '--checkpoint-interval',
+      '500ms',
+      '--checkpoint-storage',
+      join(folder, 'member'),
+      '--session-timeout',
+      '6s',
+      '--no-ui',
+    ],
+    env,
+  );
+  after(async () => {
+    member.child.kill('SIGKILL');
+    await member.exited;
+  });
   const [doctor, status] = await Promise.all([
     weir(['doctor', '--cluster', cluster, '--job', clusterJobModule], env),
     weir(['cluster', 'status', cluster], env),
   ]);
+  // The member joined its group once the coordinator was there, and runs every task.
+  await member.waitFor(/generation \d+, \d+ tasks/, 120_000);
+  assert.doesNotMatch(member.stderr(), /internal error|AggregateError/, member.stderr());
   assert.doesNotMatch(doctor.stderr, /internal error|AggregateError/, doctor.stderr);
   assert.equal(doctor.code, 0, doctor.stdout + doctor.stderr);
   assert.match(doctor.stdout, new RegExp(`cluster "${cluster}": group \\w+, 0 members`));
