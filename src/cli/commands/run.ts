@@ -50,6 +50,7 @@ interface RunOptions extends KafkaSettingsOptions {
   tolerableFailures?: number;
   retainedCheckpoints?: number;
   incrementalCheckpoints?: boolean;
+  localRecovery?: boolean;
   checkpointStorage?: string;
   stateBackend?: 'heap' | 'disk';
   stateDir?: string;
@@ -99,6 +100,7 @@ export function runCommand(): Command {
     .addOption(new Option('--tolerable-failures <n>', 'checkpointing.tolerableFailures').argParser(wholeNumber))
     .addOption(new Option('--retained-checkpoints <n>', 'checkpointing.retained').argParser(positiveIntegerArgument))
     .addOption(new Option('--incremental-checkpoints', 'checkpointing.incremental: a checkpoint writes what changed since the last (heap backend)'))
+    .addOption(new Option('--local-recovery', "checkpointing.localRecovery: a copy of each task's state files on this machine, read back by a restart here"))
     .addOption(new Option('--state-backend <backend>', 'where keyed state lives: heap (default) or disk (lmdb under --state-dir)').choices(['heap', 'disk']))
     .addOption(new Option('--state-dir <folder>', "the disk backend's local working folders (default: the OS temp folder's weir-state)"))
     .addOption(new Option('--checkpoint-storage <folder-or-s3-url>', 'checkpointing.storage: the checkpoint folder, or s3://<bucket>/<prefix>'))
@@ -161,6 +163,7 @@ export function runCommand(): Command {
       if (options.tolerableFailures !== undefined) checkpointing.tolerableFailures = options.tolerableFailures;
       if (options.retainedCheckpoints !== undefined) checkpointing.retained = options.retainedCheckpoints;
       if (options.incrementalCheckpoints === true) checkpointing.incremental = true;
+      if (options.localRecovery === true) checkpointing.localRecovery = true;
       if (options.stateBackend !== undefined) config.stateBackend = options.stateBackend;
       if (options.stateDir !== undefined) config.stateDir = options.stateDir;
       if (options.checkpointStorage !== undefined) checkpointing.storage = options.checkpointStorage;

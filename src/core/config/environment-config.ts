@@ -57,6 +57,11 @@ export const checkpointingSchema = z
       description:
         "Incremental checkpoints (Flink's execution.checkpointing.incremental) for the heap state backend: a checkpoint writes each keyed subtask's changes since the latest completed checkpoint (the keys changed between barriers, with their values at the barrier; deletions as such), not its whole state; a restore reads the last full snapshot and the changes after it, oldest first. A full snapshot is written again when the changes since the last one add up to its size or after 8 of them, so a restore reads at most about twice the state. A checkpoint shares the files of the earlier ones its changes add to: retention keeps those until no retained checkpoint needs them (`retained` then keeps more folders than it says). Savepoints are always full and self-contained. The disk backend writes full snapshots. Not in cluster mode yet.",
     }),
+    localRecovery: z.boolean().optional().meta({
+      defaultText: 'false',
+      description:
+        "Local recovery (Flink's execution.state-recovery.from-local): each task's state files are also copied to this machine, under `<stateDir>/local-recovery/`, and a restart on the same machine reads each from its copy when the copy matches (size and SHA-256), not from `storage`: a job on S3 restores without downloading its state. The copies are a cache: one missing or damaged is read from `storage`, a copy that fails never fails a checkpoint, and they go with their checkpoints. Checkpoints only (a savepoint is read from where it is); one process (not yet in cluster mode). The disk backend reads its snapshot from the copy and loads it into a fresh working folder. Needs room for about one more checkpoint of state under `stateDir`.",
+    }),
     retained: positiveInt
       .default(1)
       .describe(

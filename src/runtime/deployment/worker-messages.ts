@@ -2,6 +2,7 @@ import type { CheckpointFailure } from '../../checkpoint/checkpoint-failure-reas
 import type { OperatorSubtaskState } from '../../checkpoint/operator-subtask-state.ts';
 import type { StopMode } from '../../checkpoint/stop-mode.ts';
 import type { CheckpointLocation } from '../../checkpoint/storage/checkpoint-location.ts';
+import type { LocalRecoveryReads } from '../../checkpoint/storage/local-recovery-storage.ts';
 import type { ConnectorDefaults } from '../../core/config/connector-defaults.ts';
 import type { EnvironmentConfig } from '../../core/config/environment-config.ts';
 import type { SerializedWeirError } from '../../core/errors/weir-error.ts';
@@ -36,7 +37,8 @@ export type ToWorker =
 
 /** Worker to main thread. */
 export type FromWorker =
-  | { type: 'ready'; workerIndex: number }
+  /** Its tasks are open; with local recovery, what their restore read from the local copies and what from the storage. */
+  | { type: 'ready'; workerIndex: number; localRecovery?: LocalRecoveryReads }
   | {
       type: 'ack';
       checkpointId: number;

@@ -172,10 +172,20 @@ export class ExecutionAttempt implements CheckpointTaskGateway {
     const totalTasks = graph.vertices.reduce((sum, vertex) => sum + vertex.parallelism, 0);
     const ended = new Set<string>();
     let ready = 0;
+    const localReads = { localFiles: 0, localBytes: 0, storageFiles: 0 };
     return (message) => {
       switch (message.type) {
         case 'ready':
+          if (message.localRecovery !== undefined) {
+            localReads.localFiles += message.localRecovery.localFiles;
+            localReads.localBytes += message.localRecovery.localBytes;
+            localReads.storageFiles += message.localRecovery.storageFiles;
+          }
           if (++ready === workers) {
+            if (localReads.localFiles + localReads.storageFiles > 0)
+              log(
+                `local recovery: ${localReads.localFiles} state files (${localReads.localBytes} bytes) read from this machine's copies, ${localReads.storageFiles} from the checkpoint storage`,
+              );
             this.#broadcast({ type: 'run' });
             coordinator?.attach(this);
             coordinator?.startCheckpointScheduler();

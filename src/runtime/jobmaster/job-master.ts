@@ -5,6 +5,7 @@ import type { CompletedCheckpoint } from '../../checkpoint/completed-checkpoint.
 import type { StopMode } from '../../checkpoint/stop-mode.ts';
 import type { CheckpointStorage } from '../../checkpoint/storage/checkpoint-storage.ts';
 import { CompletedCheckpointStore } from '../../checkpoint/storage/completed-checkpoint-store.ts';
+import { LocalRecoveryStorage, withLocalRecovery } from '../../checkpoint/storage/local-recovery-storage.ts';
 import { openCheckpointStorage } from '../../checkpoint/storage/open-checkpoint-storage.ts';
 import { releaseOnExit } from '../../checkpoint/storage/storage-lock.ts';
 import type { EnvironmentConfig } from '../../core/config/environment-config.ts';
@@ -38,7 +39,8 @@ export async function startJob(options: RunJobOptions): Promise<JobClient> {
   const log = (line: string) => logger.info(line);
   const { url, job, config, streamGraph, graph } = await loadJob(options);
 
-  const storage = config.checkpointing === undefined ? undefined : openCheckpointStorage(config.checkpointing.storage);
+  const storage =
+    config.checkpointing === undefined ? undefined : withLocalRecovery(openCheckpointStorage(config.checkpointing.storage), config, graph.jobName);
   await storage?.initialize();
   // One process per checkpoint folder, taken before anything looks at the brokers: a second run of
   // the job is told so at once. The lock goes once the job and its sinks' end are done (or at exit).
@@ -50,6 +52,8 @@ export async function startJob(options: RunJobOptions): Promise<JobClient> {
     forgetOnExit?.();
   };
   try {
+    // Copies of checkpoints this storage no longer holds (local recovery) are of no use: gone once the lock is ours.
+    if (storage instanceof LocalRecoveryStorage) await storage.pruneCopies();
     enforcePreflight(await runPreflight(job.name, streamGraph, graph, config, { predecessorGone: lock?.tookOverFrom }), (line) => logger.warn(line));
     const restore = await findRestorePoint(graph, storage, options);
     const superseded = restore === undefined ? undefined : supersededRestoreWarning(restore);

@@ -1,4 +1,6 @@
 import type { MessagePort } from 'node:worker_threads';
+import type { CheckpointStorage } from '../../checkpoint/storage/checkpoint-storage.ts';
+import { type LocalRecoveryReads, LocalRecoveryStorage, withLocalRecovery } from '../../checkpoint/storage/local-recovery-storage.ts';
 import { openCheckpointStorage } from '../../checkpoint/storage/open-checkpoint-storage.ts';
 import { buildStreamGraph } from '../../graph/job.ts';
 import { loadJobModule } from '../deployment/job-module.ts';
@@ -34,11 +36,20 @@ export class TaskExecutor {
     this.#toMaster = toMaster;
   }
 
+  #storage: CheckpointStorage | undefined;
+
+  /** With local recovery: what this worker's tasks read from the local copies as they restored, and what from the storage. */
+  get localRecoveryReads(): LocalRecoveryReads | undefined {
+    return this.#storage instanceof LocalRecoveryStorage ? { ...this.#storage.reads } : undefined;
+  }
+
   async start(): Promise<void> {
     const init = this.#init;
     const me = init.workerIndex;
     const job = await loadJobModule(init.jobModuleUrl);
-    const storage = init.checkpointStorage === undefined ? undefined : openCheckpointStorage(init.checkpointStorage);
+    const storage =
+      init.checkpointStorage === undefined ? undefined : withLocalRecovery(openCheckpointStorage(init.checkpointStorage), init.config, init.jobName);
+    this.#storage = storage;
     const uids = init.graph.nodes.map((node) => node.uid);
 
     for (const port of this.#peers.values()) {

@@ -22,7 +22,8 @@ port.on('message', (message: ToWorker) => executor.handle(message));
 
 try {
   await executor.start();
-  toMaster({ type: 'ready', workerIndex: init.workerIndex });
+  const localRecovery = executor.localRecoveryReads;
+  toMaster(localRecovery === undefined ? { type: 'ready', workerIndex: init.workerIndex } : { type: 'ready', workerIndex: init.workerIndex, localRecovery });
   // After this tick (the ready message goes out first): the worker's start-up garbage, before records flow.
   setImmediate(() => {
     try {
