@@ -1,0 +1,71 @@
+import assert from 'node:assert/strict';
+import { mkdtemp, readdir, readFile, rm, writeFile } from 'node:fs/promises';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import { type TestContext, test } from 'node:test';
+import { FileSystemCheckpointStorage } from '../../../../src/checkpoint/storage/file-system-checkpoint-storage.ts';
+import { LocalRecoveryStorage, withLocalRecovery } from '../../../../src/checkpoint/storage/local-recovery-storage.ts';
+import { metadataFor } from '../../../harness/checkpoint-metadata.ts';
+
+async function storages(t: TestContext): Promise<{ storage: LocalRecoveryStorage; primary: FileSystemCheckpointStorage; copies: string }> {
+  const root = await mkdtemp(join(tmpdir(), 'weir-local-recovery-unit-'));
+  t.after(() => rm(root, { recursive: true, force: true }));
+  const primary = new FileSystemCheckpointStorage(join(root, 'job'));
+  const copies = join(root, 'copies');
+  const storage = new LocalRecoveryStorage(primary, copies);
+  await storage.initialize();
+  return { storage, primary, copies };
+}
+
+const bytesOf = (text: string) => new TextEncoder().encode(text);
+
+test('a checkpoint state file is copied; a read takes the copy when it matches, else the storage', async (t) => {
+  const { storage, primary, copies } = await storages(t);
+  const location = storage.checkpointLocation(1);
+  const handle = await storage.writeState(location, 'map', 0, 'keyed', bytesOf('state of 1'));
+  const copy = join(copies, 'chk-1', handle.path);
+  assert.equal(await readFile(copy, 'utf8'), 'state of 1');
+
+  // The storage's file gone: the copy still serves (it is what a far storage saves).
+  await rm(join(primary.root, 'chk-1', handle.path));
+  assert.equal(new TextDecoder().decode(await storage.readState(location.path, handle)), 'state of 1');
+  assert.deepEqual(storage.reads, { localFiles: 1, localBytes: 10, storageFiles: 0 });
+
+  // A damaged copy is not used: the storage answers (here, that its file is missing).
+  await writeFile(copy, 'state of 2');
+  await assert.rejects(storage.readState(location, handle), /missing/);
+  assert.equal(storage.reads.storageFiles, 1);
+});
+
+test('savepoints are not copied; a discarded checkpoint takes its copies; copies of checkpoints the storage lacks are pruned', async (t) => {
+  const { storage, copies } = await storages(t);
+  const savepoint = storage.savepointLocation(3);
+  await storage.writeState(savepoint, 'map', 0, 'keyed', bytesOf('savepoint'));
+  assert.deepEqual(await readdir(copies).catch(() => []), []);
+
+  for (const id of [1, 2]) {
+    const location = storage.checkpointLocation(id);
+    const keyed = await storage.writeState(location, 'map', 0, 'keyed', bytesOf(`state of ${id}`));
+    await storage.commitMetadata(location, metadataFor(location, [{ uid: 'map', name: 'Map', parallelism: 1, subtasks: [{ subtaskIndex: 0, keyed }] }]));
+  }
+  await storage.writeState(storage.checkpointLocation(9), 'map', 0, 'keyed', bytesOf('written, never completed'));
+  await storage.discard(storage.checkpointLocation(1));
+  assert.deepEqual((await readdir(copies)).sort(), ['chk-2', 'chk-9']);
+  // Checkpoint 9 is a folder of the storage (its files were written): its copies stay until it is discarded.
+  await rm(join(storage.root, 'chk-9'), { recursive: true });
+  await storage.pruneCopies();
+  assert.deepEqual(await readdir(copies), ['chk-2']);
+});
+
+test('withLocalRecovery wraps only when checkpointing.localRecovery is on, in a folder per job and storage', () => {
+  const primary = new FileSystemCheckpointStorage('/tmp/some-job');
+  const checkpointing = { interval: 1000, storage: '/tmp/some-job' } as never;
+  assert.equal(withLocalRecovery(primary, { checkpointing }, 'job'), primary);
+  const wrapped = withLocalRecovery(
+    primary,
+    { checkpointing: { ...(checkpointing as object), localRecovery: true } as never, stateDir: '/var/weir' },
+    'my job',
+  );
+  assert.ok(wrapped instanceof LocalRecoveryStorage);
+  assert.match(wrapped.folder, /^\/var\/weir\/local-recovery\/my_job-[0-9a-f]{12}$/);
+});
