@@ -59,11 +59,13 @@ export class FileSystemCheckpointStorage implements CheckpointStorage {
     return this.#directory.savepointLocation(checkpointId);
   }
 
-  writeState(location: CheckpointLocation, operatorUid: string, subtaskIndex: number, kind: StateKind, bytes: Uint8Array): Promise<StateHandle> {
+  async writeState(location: CheckpointLocation, operatorUid: string, subtaskIndex: number, kind: StateKind, bytes: Uint8Array): Promise<StateHandle> {
+    await storageTestDelay('state', location);
     return writeStateFile(location, operatorUid, subtaskIndex, kind, bytes);
   }
 
-  readState(location: CheckpointLocation | string, handle: StateHandle): Promise<Uint8Array> {
+  async readState(location: CheckpointLocation | string, handle: StateHandle): Promise<Uint8Array> {
+    await storageTestDelay('restore', location);
     return readStateFile(location, handle);
   }
 

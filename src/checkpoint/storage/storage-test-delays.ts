@@ -1,4 +1,6 @@
+import { basename } from 'node:path';
 import { setTimeout as sleep } from 'node:timers/promises';
+import { parseCheckpointFolderName, parseSavepointFolderName } from './checkpoint-folder-name.ts';
 import type { CheckpointLocation } from './checkpoint-location.ts';
 
 /**
@@ -8,7 +10,9 @@ import type { CheckpointLocation } from './checkpoint-location.ts';
  * process or kill it while, say, a checkpoint's `_metadata` is being written. Operations:
  *
  * - `metadata`: {@link CheckpointStorage.commitMetadata} (before anything is written);
- * - `discard`: {@link CheckpointStorage.discard} (before anything is deleted).
+ * - `discard`: {@link CheckpointStorage.discard} (before anything is deleted);
+ * - `state`: {@link CheckpointStorage.writeState} (a task's asynchronous part, before its file is written);
+ * - `restore`: {@link CheckpointStorage.readState} (a task restoring, before its file is read).
  */
 const delays = parse(process.env.WEIR_TEST_STORAGE_DELAY);
 
@@ -20,22 +24,31 @@ interface Delay {
   ms: number;
 }
 
-export type DelayedStorageOperation = 'metadata' | 'discard';
+export type DelayedStorageOperation = 'metadata' | 'discard' | 'state' | 'restore';
 
 /** Waits as WEIR_TEST_STORAGE_DELAY asks for this operation on this location (at once when it asks nothing). */
-export async function storageTestDelay(operation: DelayedStorageOperation, location: CheckpointLocation): Promise<void> {
-  const id = location.checkpointId;
+export async function storageTestDelay(operation: DelayedStorageOperation, location: CheckpointLocation | string): Promise<void> {
+  if (delays === undefined) return;
+  const id = typeof location === 'string' ? idOfFolder(location) : location.checkpointId;
+  if (id === undefined) return;
   const ms = delays?.find((delay) => delay.operation === operation && (delay.andAbove ? id >= delay.checkpointId : id === delay.checkpointId))?.ms;
   if (ms === undefined) return;
-  process.stderr.write(`weir: WEIR_TEST_STORAGE_DELAY: holding ${operation} of ${location.kind} ${location.checkpointId} for ${ms} ms\n`);
+  const what = typeof location === 'string' ? `checkpoint ${id}` : `${location.kind} ${id}`;
+  process.stderr.write(`weir: WEIR_TEST_STORAGE_DELAY: holding ${operation} of ${what} for ${ms} ms\n`);
   await sleep(ms);
 }
 
 function parse(spec: string | undefined): Delay[] | undefined {
   if (spec === undefined || spec === '') return undefined;
   return spec.split(',').map((part) => {
-    const match = /^(metadata|discard):(>=)?(\d+):(\d+)$/.exec(part.trim());
-    if (match === null) throw new Error(`WEIR_TEST_STORAGE_DELAY: "${part}" is not <metadata|discard>:[>=]<checkpoint id>:<ms>`);
+    const match = /^(metadata|discard|state|restore):(>=)?(\d+):(\d+)$/.exec(part.trim());
+    if (match === null) throw new Error(`WEIR_TEST_STORAGE_DELAY: "${part}" is not <metadata|discard|state|restore>:[>=]<checkpoint id>:<ms>`);
     return { operation: match[1] as DelayedStorageOperation, andAbove: match[2] === '>=', checkpointId: Number(match[3]), ms: Number(match[4]) };
   });
+}
+
+/** The checkpoint id of a checkpoint's or savepoint's folder (a restore names one by its path). */
+function idOfFolder(path: string): number | undefined {
+  const name = basename(path.replace(/\/+$/, '').replace(/\/_metadata$/, ''));
+  return parseCheckpointFolderName(name) ?? parseSavepointFolderName(name);
 }

@@ -1,0 +1,77 @@
+/**
+ * Issue 34 point 6: the process SIGKILLed while a task's state file is being written (the
+ * checkpoint's asynchronous part) and while a restore reads one, for both state backends with
+ * incremental checkpoints: generator -> keyBy -> keyed running sum over 5,000 keys -> file sink
+ * (two-phase commit), checkpoints every 100 ms. A storage operation is held
+ * (WEIR_TEST_STORAGE_DELAY `state` / `restore`) and the process killed while it waits; then the job
+ * runs to its end. The committed output holds every record exactly once with exact running sums
+ * (test/harness/keyed-sum-audit.ts), and every file a completed checkpoint names is there.
+ */
+import assert from 'node:assert/strict';
+import { existsSync, readdirSync, readFileSync } from 'node:fs';
+import { mkdtemp, rm } from 'node:fs/promises';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import { after, describe, test } from 'node:test';
+import { type CheckpointMetadata, stateFilesOf } from '../../../src/checkpoint/storage/checkpoint-metadata.ts';
+import { startJobProcess, waitFor } from '../../harness/job-process.ts';
+import { auditKeyedSum } from '../../harness/keyed-sum-audit.ts';
+
+const jobModule = join(import.meta.dirname, '..', '..', 'fixtures', 'jobs', 'keyed-sum-job.ts');
+const exact = (count: number) => ({ records: count, duplicates: 0, missing: 0, unexpected: 0, wrongSums: [] });
+
+/** Every file the completed checkpoints in the folder name is there. */
+function assertChainsIntact(folder: string): void {
+  const dir = join(folder, 'checkpoints');
+  for (const name of existsSync(dir) ? readdirSync(dir) : []) {
+    const id = Number(/^chk-(\d+)$/.exec(name)?.[1]);
+    if (Number.isNaN(id) || !existsSync(join(dir, name, '_metadata'))) continue;
+    const metadata = JSON.parse(readFileSync(join(dir, name, '_metadata'), 'utf8')) as CheckpointMetadata;
+    for (const handle of stateFilesOf(metadata)) {
+      const file = join(dir, `chk-${handle.checkpoint ?? id}`, handle.path);
+      assert.ok(existsSync(file), `checkpoint ${id} names ${file}, which is not there`);
+    }
+  }
+}
+
+describe('SIGKILL during state file writes and restores', () => {
+  const folders: string[] = [];
+  after(async () => {
+    for (const folder of folders) await rm(folder, { recursive: true, force: true });
+  });
+
+  for (const backend of ['heap', 'disk'] as const) {
+    test(`${backend} backend: killed while a checkpoint writes a state file, then while a restore reads one: output exact, chains intact`, async () => {
+      const folder = await mkdtemp(join(tmpdir(), `weir-state-io-${backend}-`));
+      folders.push(folder);
+      const count = 30_000;
+      const env = { KS_OUTPUT: join(folder, 'out'), KS_COUNT: String(count), KS_RATE: '15000', KS_KEYS: '5000' };
+      const config = {
+        parallelism: 2,
+        workers: 2,
+        stateBackend: backend,
+        stateDir: join(folder, 'state'),
+        checkpointing: { interval: '100ms', storage: join(folder, 'checkpoints'), incremental: true, retained: 2 },
+        restartStrategy: { type: 'fixed-delay', attempts: 3, delay: 100 },
+      };
+      for (const [delay, line] of [
+        // Checkpoint 6's files: some tasks' written, one held; the process dies with it pending.
+        ['state:>=6:3000', /holding state of checkpoint \d+/],
+        // The restart's restore: a task holds its read of the checkpoint it restores, and dies.
+        ['restore:>=1:3000', /holding restore of checkpoint \d+/],
+      ] as const) {
+        const run = startJobProcess(jobModule, config, { ...env, WEIR_TEST_STORAGE_DELAY: delay });
+        await waitFor(`the job holding ${delay}`, () => line.test(run.stderr), 60_000);
+        run.child.kill('SIGKILL');
+        await run.exit;
+        assertChainsIntact(folder);
+      }
+      const last = startJobProcess(jobModule, config, env);
+      const exit = await last.exit;
+      assert.equal(exit.code, 0, last.stderr);
+      assert.match(last.stderr, /starting job "[^"]+" from checkpoint \d+/);
+      assertChainsIntact(folder);
+      assert.deepEqual(auditKeyedSum(join(folder, 'out'), count, 5000), exact(count));
+    });
+  }
+});
