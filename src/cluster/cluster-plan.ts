@@ -93,5 +93,11 @@ export function clusterSettings(
       hint: 'drop checkpointing.incremental for cluster mode (each task checkpoints only its own key groups), or run the job in one process',
     });
   }
+  if (checkpointing.localRecovery === true) {
+    // A task's storage is its own (task-storage.ts); copies on the member that last ran it would rarely be where it runs next.
+    throw new WeirError('INVALID_CONFIG', `job "${jobName}": checkpointing.localRecovery is not built for cluster mode yet`, {
+      hint: 'drop checkpointing.localRecovery (--local-recovery) for cluster mode, or run the job in one process',
+    });
+  }
   return { cluster: config.cluster, checkpointing };
 }

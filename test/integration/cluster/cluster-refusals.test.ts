@@ -20,7 +20,7 @@ after(async () => {
   for (const cleanup of cleanups) await cleanup().catch(() => {});
 });
 
-test('cluster mode refuses --fresh, no checkpointing, an interval the broker cannot hold a transaction for, incremental checkpoints, and an exactly-once sink that is neither in the task transaction nor two-phase-commit', async () => {
+test('cluster mode refuses --fresh, no checkpointing, an interval the broker cannot hold a transaction for, incremental checkpoints, local recovery, and an exactly-once sink that is neither in the task transaction nor two-phase-commit', async () => {
   const topics = await clusterJobTopics();
   cleanups.push(topics.remove);
   const folder = await mkdtemp(join(tmpdir(), 'weir-cluster-refusals-'));
@@ -84,6 +84,15 @@ test('cluster mode refuses --fresh, no checkpointing, an interval the broker can
   );
   assert.equal(incremental.code, 1, incremental.stderr);
   assert.match(incremental.stderr, /checkpointing\.incremental is not built for cluster mode yet/);
+
+  // Local recovery keeps copies where a task ran; a cluster task moves between members.
+  const local = await weir(
+    ['run', clusterJobModule, '--cluster', 'weir-test-refused', '--checkpoint-interval', '1s', '--checkpoint-storage', folder, '--local-recovery', '--no-ui'],
+    env,
+  );
+  assert.equal(local.code, 1, local.stderr);
+  assert.match(local.stderr, /checkpointing\.localRecovery is not built for cluster mode yet/);
+  assert.match(local.stderr, /drop checkpointing\.localRecovery \(--local-recovery\) for cluster mode/);
 
   // An exactly-once sink that neither writes into the task's Kafka transaction nor is a two-phase-commit
   // sink (a file sink or the PostgreSQL sink runs: two-phase-commit-sinks.test.ts): refused by its uid.
