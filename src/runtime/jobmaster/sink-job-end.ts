@@ -5,7 +5,6 @@ import type { JobGraph } from '../../graph/job-graph.ts';
 import type { StreamGraph } from '../../graph/stream-graph.ts';
 import type { RestoreInfo } from '../deployment/restore-info.ts';
 import { TaskMetrics } from '../metrics/task-metrics.ts';
-import { StreamTaskStateInitializer } from '../tasks/stream-task-state-initializer.ts';
 
 /** How long the job's end waits for its sinks to finish their transactions before it reports the job's result anyway. */
 export const SINK_JOB_END_TIMEOUT_MS = 90_000;
@@ -50,6 +49,9 @@ export function finishSinksAtJobEnd(options: SinkJobEndOptions): SinksAtJobEnd {
       const hook = node.sink.onJobEnd.bind(node.sink);
       work.push(
         (async () => {
+          // Loaded here, at the job's end: the job master needs the state backends for nothing else,
+          // and a restart after a crash should not wait for them to load before it takes the lock.
+          const { StreamTaskStateInitializer } = await import('../tasks/stream-task-state-initializer.ts');
           const subtasks: OperatorContext[] = [];
           for (let subtaskIndex = 0; subtaskIndex < vertex.parallelism; subtaskIndex++) {
             const state = new StreamTaskStateInitializer({
