@@ -10,14 +10,18 @@
  * duration (p50/p99), and the bytes written per checkpoint.
  *
  *   npm run bench:state [-- --keys 1000000,5000000] [--large] [--seconds 30] [--label after] [--backend heap|disk]
- *                       [--incremental] [--rate <records/s>]
- * `--incremental`: checkpointing.incremental; `--rate`: the generator's records/s (default as fast as
- * it goes), so a checkpoint interval changes only part of the keys; "MB changed per interval" is the
- * keys the records of one interval touched at the largest (full) checkpoint's bytes per key.
+ *                       [--incremental | --modes full,incremental] [--rate <records/s>]
+ * `--incremental`: checkpointing.incremental; `--modes full,incremental`: each size with full, then
+ * with incremental checkpoints (each in a process of its own), side by side in one table; `--rate`:
+ * the generator's records/s (default as fast as it goes), so a checkpoint interval changes only part
+ * of the keys; "MB changed per interval" is the keys the records of one interval touched at the full
+ * snapshot's bytes per key (the full run's largest checkpoint when there is one, else this run's).
  * `--large` adds 10M keys. Writes (or replaces) the section `--label` (default "latest") of
  * bench/results/state.md.
  *   npm run bench:state -- --micro [--keys 1000000] [--ops 1000000] [--backend heap,disk]
  * measures the per-record get/put cost of each backend alone, no job (bench/state-micro.ts).
+ *   npm run bench:state -- --snapshots [--keys 1000000] [--changed 100000] [--backend disk,heap]
+ * measures what a full and an incremental checkpoint cost the task, no job (bench/state-incremental.ts).
  */
 import { spawn } from 'node:child_process';
 import { existsSync } from 'node:fs';
@@ -37,11 +41,23 @@ const { values } = parseArgs({
     case: { type: 'string' },
     backend: { type: 'string', default: 'heap' },
     incremental: { type: 'boolean', default: false },
+    modes: { type: 'string' },
     rate: { type: 'string' },
     micro: { type: 'boolean', default: false },
     ops: { type: 'string' },
+    snapshots: { type: 'boolean', default: false },
+    changed: { type: 'string' },
   },
 });
+if (values.snapshots) {
+  // Full against incremental checkpoints, no job: bench/state-incremental.ts with the same flags.
+  const args = [join(import.meta.dirname, 'state-incremental.ts'), '--keys', values.keys.split(',')[0] as string];
+  args.push('--backend', values.backend === 'heap' ? 'disk,heap' : values.backend);
+  if (values.changed !== undefined) args.push('--changed', values.changed);
+  const child = spawn(process.execPath, [...process.execArgv, ...args], { stdio: 'inherit' });
+  const code = await new Promise<number | null>((resolve) => child.on('exit', resolve));
+  process.exit(code ?? 1);
+}
 if (values.micro) {
   // The per-record cost of each backend, no job: bench/state-micro.ts with the same flags.
   const args = [
@@ -58,6 +74,9 @@ if (values.micro) {
 }
 if (values.backend !== 'heap' && values.backend !== 'disk') throw new Error(`--backend is heap or disk, not ${values.backend}`);
 const stateBackend = values.backend;
+/** Full and/or incremental checkpoints, one run each per size. */
+const modes = (values.modes ?? (values.incremental ? 'incremental' : 'full')).split(',');
+for (const mode of modes) if (mode !== 'full' && mode !== 'incremental') throw new Error(`--modes lists full and incremental, not ${mode}`);
 const seconds = Number(values.seconds);
 const job = join(import.meta.dirname, 'jobs', 'keyed-state-job.ts');
 const results = join(import.meta.dirname, 'results', 'state.md');
@@ -191,10 +210,10 @@ if (values.case !== undefined) {
 }
 
 /** Runs one size in a child process of its own and reads its result. */
-function runChild(keys: number): Promise<CaseResult> {
+function runChild(keys: number, incremental: boolean): Promise<CaseResult> {
   return new Promise((resolve, reject) => {
     const flags = ['--case', String(keys), '--seconds', String(seconds), '--backend', stateBackend];
-    if (values.incremental) flags.push('--incremental');
+    if (incremental) flags.push('--incremental');
     if (values.rate !== undefined) flags.push('--rate', values.rate);
     const child = spawn(process.execPath, [...process.execArgv, import.meta.filename, ...flags], {
       stdio: ['ignore', 'pipe', 'inherit'],
@@ -218,16 +237,32 @@ const sizes = values.keys.split(',').map(Number);
 if (values.large) sizes.push(10_000_000);
 const rows: string[][] = [];
 for (const keys of sizes) {
-  log(`${keys.toLocaleString('en')} keys: filling, then ${seconds} s measured`);
-  const result = await runChild(keys);
+  /** A full snapshot's bytes: the full run's largest checkpoint, once it ran. */
+  let fullBytes: number | undefined;
+  for (const mode of modes) {
+    log(`${keys.toLocaleString('en')} keys, ${mode} checkpoints: filling, then ${seconds} s measured`);
+    const result = await runChild(keys, mode === 'incremental');
+    const row = rowOf(keys, mode, result, fullBytes);
+    if (mode === 'full') fullBytes = result.bytes.length === 0 ? undefined : Math.max(...result.bytes);
+    log(`  ${row.join(' | ')}`);
+    rows.push(row);
+  }
+}
+
+/** One size's row of the table (`fullBytes`: a full snapshot's size, when measured). */
+function rowOf(keys: number, mode: string, result: CaseResult, fullBytes: number | undefined): string[] {
   const pauses = result.pauseMs.toSorted((a, b) => a - b);
   const pausesWithoutGc = result.pauseWithoutGcMs.toSorted((a, b) => a - b);
   const taskSync = result.taskSyncMs.toSorted((a, b) => a - b);
   const taskAsync = result.taskAsyncMs.toSorted((a, b) => a - b);
   const durations = result.durationMs.toSorted((a, b) => a - b);
   const bytes = result.bytes.toSorted((a, b) => a - b);
-  const row = [
+  // The data changed per interval: the keys the records of 2 s touched (the generator cycles through them), at a full snapshot's bytes per key.
+  const full = fullBytes ?? bytes.at(-1) ?? 0;
+  const changed = (Math.min(keys, result.recordsPerSecond * 2) * full) / keys;
+  return [
     fmt(keys),
+    mode,
     fmt(result.fillSeconds, 1),
     fmt(result.recordsPerSecond),
     fmt(result.peakRssMb),
@@ -245,22 +280,20 @@ for (const keys of sizes) {
     fmt(percentile(durations, 0.99)),
     fmt((percentile(bytes, 0.5) ?? 0) / 1e6, 1),
     fmt((bytes.at(-1) ?? 0) / 1e6, 1),
-    // The data changed per interval: the keys the records of 2 s touched (the generator cycles through them), at the full snapshot's bytes per key.
-    fmt((Math.min(keys, result.recordsPerSecond * 2) * (bytes.at(-1) ?? 0)) / keys / 1e6, 1),
-    fmt((percentile(bytes, 0.5) ?? 0) / ((Math.min(keys, result.recordsPerSecond * 2) * (bytes.at(-1) ?? 0)) / keys), 2),
+    fmt(changed / 1e6, 1),
+    fmt((percentile(bytes, 0.5) ?? 0) / changed, 2),
   ];
-  log(`  ${row.join(' | ')}`);
-  rows.push(row);
 }
 
 const section = [
   `## ${values.label}`,
   '',
-  `\`npm run bench:state -- ${process.argv.slice(2).join(' ')}\` (the ${stateBackend} backend${values.incremental ? ', incremental checkpoints' : ''}${values.rate === undefined ? '' : `, ${values.rate} records/s`}), ${new Date().toISOString().slice(0, 16).replace('T', ' ')} UTC, this machine (2 cores, shared), Node ${process.versions.node}.`,
+  `\`npm run bench:state -- ${process.argv.slice(2).join(' ')}\` (the ${stateBackend} backend, ${modes.join(' and ')} checkpoints${values.rate === undefined ? '' : `, ${values.rate} records/s`}), ${new Date().toISOString().slice(0, 16).replace('T', ' ')} UTC, this machine (2 cores, shared), Node ${process.versions.node}.`,
   '',
   ...markdownTable(
     [
       'keys',
+      'mode',
       'fill s',
       'records/s',
       'peak RSS MB',
@@ -288,7 +321,7 @@ const section = [
 const intro = [
   '# Keyed state: checkpoints of the heap backend (issue 34)',
   '',
-  'generator over N keys -> keyBy -> a small object per key ({ count, sum, last }) in ValueState -> discarding sink; parallelism 1, one worker thread, exactly-once checkpoints every 2 s to the local file system, the heap backend. Each size runs in a process of its own: first until every key has a value ("fill s"), then for the measured window (`--seconds`, default 30), over which everything is reported. records/s: through the sink. Peak RSS: the whole process (job master and worker thread). Sync pause: per checkpoint triggered and completed in the window, the longest time the keyed task stood still (the gap between two records it processed) while the checkpoint was pending; GC pauses in that time count too. "less GC": the same pause less the worker thread\'s GC pauses inside it (what the checkpoint itself cost the task); "GC max": the longest GC pause of the worker thread in the window, checkpoint or not. "task sync" and "task async": the synchronous part (snapshot hooks and the backends\' synchronous snapshots, up to the barrier going on) and the asynchronous part (serializing and writing the state, up to the acknowledgement) as the keyed task measured them (the diagnostics channel `weir:subtask-checkpoint`; "-" where the code measured has no such channel). Checkpoint: trigger to completion. MB per checkpoint: what the tasks acknowledged (p50, and the largest: a full snapshot); MB changed per interval: the keys the records of one 2 s interval touched (the generator cycles through the keys) at the largest checkpoint\'s bytes per key; p50 / changed: what a checkpoint writes against what changed (incremental checkpoints, `--incremental`).',
+  'generator over N keys -> keyBy -> a small object per key ({ count, sum, last }) in ValueState -> discarding sink; parallelism 1, one worker thread, exactly-once checkpoints every 2 s to the local file system, the heap backend (`--backend disk`: the disk backend, lmdb). "mode": full checkpoints, or incremental ones (`--incremental`; `--modes full,incremental` runs both, each in a process of its own). Each size runs in a process of its own: first until every key has a value ("fill s"), then for the measured window (`--seconds`, default 30), over which everything is reported. records/s: through the sink. Peak RSS: the whole process (job master and worker thread). Sync pause: per checkpoint triggered and completed in the window, the longest time the keyed task stood still (the gap between two records it processed) while the checkpoint was pending; GC pauses in that time count too. "less GC": the same pause less the worker thread\'s GC pauses inside it (what the checkpoint itself cost the task); "GC max": the longest GC pause of the worker thread in the window, checkpoint or not. "task sync" and "task async": the synchronous part (snapshot hooks and the backends\' synchronous snapshots, up to the barrier going on) and the asynchronous part (serializing and writing the state, up to the acknowledgement) as the keyed task measured them (the diagnostics channel `weir:subtask-checkpoint`; "-" where the code measured has no such channel). Checkpoint: trigger to completion. MB per checkpoint: what the tasks acknowledged (p50, and the largest: a full snapshot); MB changed per interval: the keys the records of one 2 s interval touched (the generator cycles through the keys) at the largest checkpoint\'s bytes per key; p50 / changed: what a checkpoint writes against what changed (incremental checkpoints, `--incremental`).',
   '',
 ].join('\n');
 const previous = existsSync(results) ? await readFile(results, 'utf8') : intro;

@@ -30,19 +30,35 @@ export class DirtyKeys {
   }
 }
 
-/** The union of several structures' changed keys, per key group index (the sets of one of them reused when it is alone). */
-export function unionOfDirtyKeys(parts: readonly DirtyKeys[], keyGroupCount: number): (Set<StateKey> | undefined)[] {
-  if (parts.length === 1) return (parts[0] as DirtyKeys).groups;
-  const union: (Set<StateKey> | undefined)[] = new Array(keyGroupCount);
-  for (let index = 0; index < keyGroupCount; index++) {
-    let keys: Set<StateKey> | undefined;
-    for (const part of parts) {
-      const more = part.groups[index];
-      if (more === undefined) continue;
-      if (keys === undefined) keys = new Set(more);
-      else for (const key of more) keys.add(key);
-    }
-    union[index] = keys;
+/**
+ * The keys one structure changed over several epochs (closed: never marked again), per key group
+ * index. The union is made one key group at a time, as a snapshot writer reaches it, so the
+ * synchronous part of a snapshot never costs the keys changed; a key group's set is used as it is
+ * when one epoch alone changed it.
+ */
+export class ChangedKeys {
+  readonly #parts: readonly DirtyKeys[];
+
+  constructor(parts: readonly DirtyKeys[]) {
+    this.#parts = parts;
   }
-  return union;
+
+  /** The keys changed in key group `index` (undefined: none). */
+  group(index: number): Set<StateKey> | undefined {
+    let keys: Set<StateKey> | undefined;
+    let owned = false;
+    for (const part of this.#parts) {
+      const more = part.groups[index];
+      if (more === undefined || more.size === 0) continue;
+      if (keys === undefined) keys = more;
+      else {
+        if (!owned) {
+          keys = new Set(keys);
+          owned = true;
+        }
+        for (const key of more) keys.add(key);
+      }
+    }
+    return keys;
+  }
 }

@@ -1,15 +1,26 @@
-import type { StateKey } from '../core/state/state-key.ts';
-import { DirtyKeys, unionOfDirtyKeys } from './dirty-keys.ts';
-import type { InternalTimerService } from './internal-timer-service.ts';
-import type { StateTable } from './state-table.ts';
+import { ChangedKeys, DirtyKeys } from './dirty-keys.ts';
+
+/**
+ * A keyed structure that marks the keys it changes (either backend's: a heap StateTable or
+ * InternalTimerService, a disk LmdbStateTable or LmdbTimerService): the tracker hands it the
+ * current epoch's set at each barrier.
+ */
+export interface DirtyTracking {
+  dirty: DirtyKeys | undefined;
+}
+
+/** A state table that marks its changed keys, by its state's name. */
+export interface NamedDirtyTracking extends DirtyTracking {
+  readonly name: string;
+}
 
 /** The keys an incremental snapshot writes, per key group index: every state's and both timer domains'. */
 export interface DeltaKeys {
   /** The checkpoint the snapshot adds to: restored as that checkpoint's snapshots, then this one. */
   base: number;
-  tables: Map<string, (Set<StateKey> | undefined)[]>;
+  tables: Map<string, ChangedKeys>;
   /** Processing-time, then event-time timers. */
-  timers: readonly [(Set<StateKey> | undefined)[], (Set<StateKey> | undefined)[]];
+  timers: readonly [ChangedKeys, ChangedKeys];
 }
 
 /** The changes between two barriers: closed at the barrier of `checkpointId`. */
@@ -23,13 +34,14 @@ interface Epoch {
 const MAX_UNCONFIRMED_EPOCHS = 16;
 
 /**
- * What a heap backend's incremental checkpoints need (the changelog idea of Flink's FLIP-158, kept
+ * What both backends' incremental checkpoints need (the changelog idea of Flink's FLIP-158, kept
  * as key sets, not as a log): which keys changed between barriers. From the first snapshot on, every
  * state table and timer service marks the keys it changes in the current epoch; each barrier closes
  * the epoch under its checkpoint id. A snapshot at barrier N can then be written as the changes since
  * an earlier checkpoint C that completed: the values at N of the keys of every epoch after C (deleted
  * ones as deletions). Epochs up to a completed checkpoint are dropped when it is confirmed; an epoch
- * holds only keys (the values are read at the barrier, copy-on-write).
+ * holds only keys (the values are read at the barrier: the heap's copy-on-write preimages, the
+ * disk backend's lmdb read transaction).
  */
 export class IncrementalTracker {
   readonly #keyGroupCount: number;
@@ -43,7 +55,7 @@ export class IncrementalTracker {
   }
 
   /** A state table made after tracking started marks its changes too. */
-  attach(table: StateTable): void {
+  attach(table: NamedDirtyTracking): void {
     const current = this.#current;
     if (current === undefined) return;
     let dirty = current.tables.get(table.name);
@@ -62,8 +74,8 @@ export class IncrementalTracker {
   barrier(
     checkpointId: number,
     base: number | undefined,
-    tables: Iterable<StateTable>,
-    timers: readonly [InternalTimerService, InternalTimerService],
+    tables: Iterable<NamedDirtyTracking>,
+    timers: readonly [DirtyTracking, DirtyTracking],
   ): DeltaKeys | undefined {
     const closed = this.#current;
     if (closed !== undefined) {
@@ -80,13 +92,13 @@ export class IncrementalTracker {
     timers[0].dirty = next.timers[0];
     timers[1].dirty = next.timers[1];
     if (base === undefined || base < this.#since || base >= checkpointId) return undefined;
+    // O(epochs x states): the keys are united per key group as the writer reaches it (ChangedKeys).
     const since = this.#epochs.filter((epoch) => epoch.checkpointId > base);
     const names = new Set(since.flatMap((epoch) => [...epoch.tables.keys()]));
-    const union = (parts: DirtyKeys[]) => unionOfDirtyKeys(parts, this.#keyGroupCount);
     return {
       base,
-      tables: new Map([...names].map((name) => [name, union(since.flatMap((epoch) => (epoch.tables.has(name) ? [epoch.tables.get(name) as DirtyKeys] : [])))])),
-      timers: [union(since.map((epoch) => epoch.timers[0])), union(since.map((epoch) => epoch.timers[1]))],
+      tables: new Map([...names].map((name) => [name, new ChangedKeys(since.flatMap((epoch) => epoch.tables.get(name) ?? []))])),
+      timers: [new ChangedKeys(since.map((epoch) => epoch.timers[0])), new ChangedKeys(since.map((epoch) => epoch.timers[1]))],
     };
   }
 

@@ -120,7 +120,7 @@ export class KeyedStateSnapshotWriter extends SlicedSnapshot {
     const delta = this.delta;
     if (this.#keys === undefined) {
       const preimages = table.cow.preimages[index];
-      const changed = delta?.tables.get(table.name)?.[index];
+      const changed = delta?.tables.get(table.name)?.group(index);
       if (delta === undefined ? (live === undefined || live.size === 0) && preimages === undefined : changed === undefined || changed.size === 0) {
         table.cow.finish(index);
         this.#table++;
@@ -173,7 +173,7 @@ export class KeyedStateSnapshotWriter extends SlicedSnapshot {
     const index = this.#group;
     const delta = this.delta;
     const timerFlats = this.#contents.timers.map((timers, d) =>
-      delta === undefined ? barrierTimers(timers, index) : changedTimers(timers, index, delta.timers[d as 0 | 1][index]),
+      delta === undefined ? barrierTimers(timers, index) : changedTimers(timers, index, delta.timers[d as 0 | 1].group(index)),
     );
     const tableSections = this.#groupSections;
     if (tableSections.length > 0 || timerFlats.some((flat) => flat.length > 0)) {

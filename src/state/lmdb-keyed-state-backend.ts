@@ -1,10 +1,11 @@
 import { WeirError } from '../core/errors/weir-error.ts';
-import type { AsyncKeyedStateSnapshot, CheckpointableKeyedStateBackend } from '../core/state/keyed-state-backend.ts';
+import type { AsyncKeyedStateSnapshot, CheckpointableKeyedStateBackend, IncrementalSnapshotRequest } from '../core/state/keyed-state-backend.ts';
 import type { AnyStateDescriptor, StateDescriptor } from '../core/state/state-descriptors.ts';
 import type { StateKey } from '../core/state/state-key.ts';
 import type { StateKind } from '../core/state/state-types.ts';
 import type { TimeDomain } from '../core/time/time-domain.ts';
 import { formatKey } from './format-key.ts';
+import { type DeltaKeys, IncrementalTracker } from './incremental-tracker.ts';
 import { VOID_NAMESPACE } from './internal-timer-service.ts';
 import { formatKeyGroupRange, type KeyGroupRange, keyGroupRange, keyGroupRangeSize } from './key-group-range.ts';
 import { assignToKeyGroup, UPPER_BOUND_MAX_PARALLELISM } from './key-group-range-assignment.ts';
@@ -36,7 +37,10 @@ const LAST_KEY = Buffer.alloc(3, 0xff);
  * EmbeddedRocksDBStateBackend, on lmdb: see docs/architecture.md for why lmdb), so state is
  * bounded by the disk, not the V8 heap. Same contract and behaviour as the heap backend, same
  * canonical snapshot format (a job moves between the two through any checkpoint or savepoint),
- * snapshots taken asynchronously from an lmdb read transaction. Key layout: lmdb-key-codec.ts.
+ * snapshots taken asynchronously from an lmdb read transaction. Incremental checkpoints as the
+ * heap's: its tables and timers mark the keys they write in the shared IncrementalTracker, and an
+ * incremental snapshot reads those keys' values from the barrier's read transaction. Key layout:
+ * lmdb-key-codec.ts.
  */
 export class LmdbKeyedStateBackend implements CheckpointableKeyedStateBackend {
   readonly maxParallelism: number;
@@ -57,6 +61,8 @@ export class LmdbKeyedStateBackend implements CheckpointableKeyedStateBackend {
   readonly #keyWriter = new KeyWriter();
   readonly #everyRecordCleanup: LmdbStateTable[] = [];
   #pendingSnapshot: LmdbSnapshotWriter | undefined;
+  /** Which keys changed between barriers, once an incremental snapshot was asked for (the heap's tracker: the tables and timers mark). */
+  #incremental: IncrementalTracker | undefined;
 
   constructor(options: LmdbKeyedStateBackendOptions) {
     const { maxParallelism, keyGroupRange: range, operatorName } = options;
@@ -179,6 +185,7 @@ export class LmdbKeyedStateBackend implements CheckpointableKeyedStateBackend {
       table.ttlWrapped = ttl;
       this.#tables.set(name, table);
       this.#tablesById.push(table);
+      this.#incremental?.attach(table);
     } else if (table.kind !== kind) {
       throw new WeirError(
         'STATE_KIND_MISMATCH',
@@ -254,8 +261,13 @@ export class LmdbKeyedStateBackend implements CheckpointableKeyedStateBackend {
    * The synchronous part of a snapshot: buffered writes go to lmdb and a read transaction fixes it
    * as it is (O(buffered writes)); the returned writer reads that transaction slice by slice. A
    * snapshot still being written when the next one starts is finished first.
+   *
+   * `incremental` (incremental checkpoints, as the heap backend's): the barrier's checkpoint id and
+   * the completed checkpoint to add to; the writer then reads only the keys changed since
+   * (`writer.delta`) from the transaction, or everything when that is not known (the first one,
+   * or one long after).
    */
-  snapshotAsync(): AsyncKeyedStateSnapshot {
+  snapshotAsync(incremental?: IncrementalSnapshotRequest): AsyncKeyedStateSnapshot {
     try {
       this.#pendingSnapshot?.runToEnd();
     } catch {
@@ -268,11 +280,22 @@ export class LmdbKeyedStateBackend implements CheckpointableKeyedStateBackend {
       ttlWrapped: table.ttlWrapped,
       ttl: table.ttl?.cleanupFullSnapshot === true ? table.ttl : undefined,
     }));
-    const writer = new LmdbSnapshotWriter(this.#store, states, this.maxParallelism, this.keyGroupRange, this.operatorName, this.#clock(), () => {
+    let delta: DeltaKeys | undefined;
+    if (incremental !== undefined) {
+      this.#incremental ??= new IncrementalTracker(this.#keyGroupCount);
+      delta = this.#incremental.barrier(incremental.checkpointId, incremental.base, this.#tablesById, [this.#processingTimers, this.#eventTimers]);
+    }
+    const onEnd = () => {
       if (this.#pendingSnapshot === writer) this.#pendingSnapshot = undefined;
-    });
+    };
+    const writer = new LmdbSnapshotWriter(this.#store, states, this.maxParallelism, this.keyGroupRange, this.operatorName, this.#clock(), onEnd, delta);
     this.#pendingSnapshot = writer;
     return writer;
+  }
+
+  /** Checkpoint `checkpointId` completed: incremental snapshots may add to it. */
+  notifyCheckpointComplete(checkpointId: number): void {
+    this.#incremental?.confirm(checkpointId);
   }
 
   restore(snapshots: readonly Uint8Array[]): void {

@@ -1,17 +1,26 @@
 import { crc32 } from 'node:zlib';
 import type { StateTtl } from '../core/state/state-descriptors.ts';
+import type { StateKey } from '../core/state/state-key.ts';
 import type { StateKind } from '../core/state/state-types.ts';
 import { DataOutputSerializer } from './data-output-serializer.ts';
+import type { ChangedKeys } from './dirty-keys.ts';
+import type { DeltaKeys } from './incremental-tracker.ts';
 import type { KeyGroupRange } from './key-group-range.ts';
-import { EVENT_TIMERS_ID, KeyReader, PROCESSING_TIMERS_ID, prefixEnd } from './lmdb-key-codec.ts';
+import { EVENT_TIMERS_ID, KeyReader, KeyWriter, PROCESSING_TIMERS_ID, prefixEnd, readOrderedDouble } from './lmdb-key-codec.ts';
 import type { LmdbStore, LmdbTransaction } from './lmdb-store.ts';
 import { readGroupTimer } from './lmdb-timer-service.ts';
 import { SlicedSnapshot } from './sliced-snapshot.ts';
-import { KEYED_STATE_FORMAT_VERSION, KEYED_STATE_MAGIC, serializeStateValue, startKeyedSnapshot, stateKindCode, TTL_FLAG } from './state-snapshot-format.ts';
+import {
+  KEYED_STATE_FORMAT_VERSION,
+  KEYED_STATE_MAGIC,
+  SNAPSHOT_FLAG_DELTA,
+  serializeStateValue,
+  startKeyedSnapshot,
+  stateKindCode,
+  TTL_FLAG,
+} from './state-snapshot-format.ts';
 import { isExpired, liveValue, type TtlValue } from './state-table.ts';
 
-/** Version 5 on, a flags byte follows the key-group range (keyed-state-snapshot.ts); a full snapshot's is 0. */
-const FLAGS_SINCE_VERSION = 5;
 /** Entries per v8 blob, as the heap's writer. */
 const CHUNK_ENTRIES = 2048;
 /** lmdb entries read per range call. */
@@ -33,6 +42,13 @@ interface Section {
   blobs: Uint8Array[];
 }
 
+/** A state of an incremental snapshot: its index in the header, and its keys changed since the base, per key group index. */
+interface DeltaState {
+  index: number;
+  state: SnapshotState;
+  changed: ChangedKeys;
+}
+
 /**
  * Writes the keyed state snapshot of a disk backend in the canonical format (the heap's, read by
  * keyed-state-snapshot.ts: a heap backend restores it, and the other way round), asynchronously:
@@ -40,6 +56,10 @@ interface Section {
  * fixes lmdb as it is: MVCC, so later writes do not show in it), each {@link step} reads key
  * groups from that transaction (each one contiguous range: its states, then its timers) until its
  * time budget is spent; the task processes records between steps.
+ *
+ * With `delta` (an incremental snapshot, the same layout as the heap's, flag 0x01) it reads only
+ * the changed keys from that transaction, each key's value at the barrier (a point read; a map key's
+ * entries and a key's timers a range of their own), a key with nothing left as its deletion.
  */
 export class LmdbSnapshotWriter extends SlicedSnapshot {
   readonly #store: LmdbStore;
@@ -53,6 +73,8 @@ export class LmdbSnapshotWriter extends SlicedSnapshot {
   readonly #onEnd: () => void;
   readonly #reader = new KeyReader();
   #transaction: LmdbTransaction | undefined;
+  /** The options of a point read in the transaction (one object: no allocation per key). */
+  #inTransaction: { transaction: LmdbTransaction } | undefined;
   #bodyLength = 0;
   #keyGroup: number;
   /** Where the current key group's range goes on (after this key), undefined at its start. */
@@ -66,6 +88,14 @@ export class LmdbSnapshotWriter extends SlicedSnapshot {
   #mapKey: unknown;
   #map: Map<unknown, unknown> | undefined;
   #timers: [unknown[], unknown[]] = [[], []];
+  /** An incremental snapshot: the keys it writes (values at the barrier, deletions as undefined); undefined for a full one. */
+  readonly delta: DeltaKeys | undefined;
+  readonly #deltaStates: DeltaState[] = [];
+  /** Within the current key group: the delta state being written, its changed keys and how far. */
+  #deltaState = 0;
+  #deltaKeys: StateKey[] | undefined;
+  #deltaPosition = 0;
+  readonly #writer = new KeyWriter();
 
   constructor(
     store: LmdbStore,
@@ -75,6 +105,7 @@ export class LmdbSnapshotWriter extends SlicedSnapshot {
     operatorName: string,
     now: number,
     onEnd: () => void,
+    delta?: DeltaKeys,
   ) {
     super(operatorName);
     this.#store = store;
@@ -83,25 +114,30 @@ export class LmdbSnapshotWriter extends SlicedSnapshot {
     this.#now = now;
     this.#onEnd = onEnd;
     this.#keyGroup = range.start;
+    this.delta = delta;
     const header = this.#header;
     header.writeBytes(KEYED_STATE_MAGIC);
     header.writeUint16(KEYED_STATE_FORMAT_VERSION);
     header.writeUint32(maxParallelism);
     header.writeInt32(range.start);
     header.writeInt32(range.end);
-    if (KEYED_STATE_FORMAT_VERSION >= FLAGS_SINCE_VERSION) header.writeUint8(0);
+    header.writeUint8(delta === undefined ? 0 : SNAPSHOT_FLAG_DELTA);
     header.writeUint32(states.length);
     states.forEach((state, index) => {
       header.writeUint8(stateKindCode(state.kind) | (state.ttlWrapped ? TTL_FLAG : 0));
       header.writeString(state.name);
       this.#states.set(state.id, { index, state });
+      const changed = delta?.tables.get(state.name);
+      if (changed !== undefined) this.#deltaStates.push({ index, state, changed });
     });
     this.#transaction = store.snapshot();
+    this.#inTransaction = { transaction: this.#transaction };
   }
 
   protected advance(): Uint8Array | undefined {
     if (this.#keyGroup > this.#range.end) return this.#assemble();
-    this.#readBatch();
+    if (this.delta === undefined) this.#readBatch();
+    else this.#readChanges();
     return undefined;
   }
 
@@ -109,6 +145,7 @@ export class LmdbSnapshotWriter extends SlicedSnapshot {
   protected free(): void {
     this.#transaction?.done();
     this.#transaction = undefined;
+    this.#inTransaction = undefined;
     this.#onEnd();
   }
 
@@ -131,6 +168,85 @@ export class LmdbSnapshotWriter extends SlicedSnapshot {
     }
     if (read === READ_BATCH) return;
     this.#endGroup();
+  }
+
+  /**
+   * An incremental snapshot: reads up to {@link READ_BATCH} changed keys of the current delta state
+   * in the current key group; after the last state, the changed keys' timers, and the group's section.
+   */
+  #readChanges(): void {
+    const index = this.#keyGroup - this.#range.start;
+    const states = this.#deltaStates;
+    while (this.#deltaState < states.length) {
+      const { index: stateIndex, state, changed } = states[this.#deltaState] as DeltaState;
+      if (this.#deltaKeys === undefined) {
+        const keys = changed.group(index);
+        if (keys === undefined || keys.size === 0) {
+          this.#deltaState++;
+          continue;
+        }
+        this.#deltaKeys = [...keys];
+        this.#deltaPosition = 0;
+        this.#sectionId = state.id;
+        this.#section = { stateIndex, count: 0, blobs: [] };
+      }
+      const keys = this.#deltaKeys;
+      const end = Math.min(keys.length, this.#deltaPosition + READ_BATCH);
+      // A key with no value at the barrier is written as its deletion (undefined).
+      for (let i = this.#deltaPosition; i < end; i++) this.#push(keys[i], this.#valueAtBarrier(state, keys[i] as StateKey));
+      this.#deltaPosition = end;
+      if (end < keys.length) return;
+      this.#endSection();
+      this.#deltaKeys = undefined;
+      this.#deltaState++;
+      return;
+    }
+    const delta = this.delta as DeltaKeys;
+    for (let d = 0; d < 2; d++) {
+      const keys = delta.timers[d as 0 | 1].group(index);
+      if (keys === undefined) continue;
+      const flat = this.#timers[d] as unknown[];
+      for (const key of keys) flat.push(key, this.#timersAtBarrier(d === 0 ? PROCESSING_TIMERS_ID : EVENT_TIMERS_ID, key));
+    }
+    this.#endGroup();
+    this.#deltaState = 0;
+  }
+
+  /** The value of `key` in `state` in the read transaction (a map's entries as one Map); undefined when it has none, or only expired ones. */
+  #valueAtBarrier(state: SnapshotState, key: StateKey): unknown {
+    const what = () => `a key of ${state.kind} state "${state.name}" of operator "${this.#operatorName}"`;
+    const entry = this.#writer.reset().uint16(this.#keyGroup).uint16(state.id).value(key, what);
+    const db = this.#store.state.db;
+    const transaction = this.#transaction as LmdbTransaction;
+    const ttl = state.ttl;
+    if (state.kind !== 'map') {
+      const value = db.get(entry.view(), this.#inTransaction);
+      return value === undefined || ttl === undefined ? value : liveValue(state.kind, value, ttl, this.#now);
+    }
+    const prefix = entry.copy();
+    let map: Map<unknown, unknown> | undefined;
+    for (const { key: entryKey, value } of db.getRange({ start: prefix, end: prefixEnd(prefix), transaction })) {
+      if (ttl !== undefined && isExpired(value as TtlValue<unknown>, ttl, this.#now)) continue;
+      map ??= new Map();
+      map.set(this.#reader.value(entryKey, prefix.length), value);
+    }
+    return map;
+  }
+
+  /** The timers of `key` in the time domain of state id `id` in the read transaction, flat: timestamp, namespace, ... (empty: none). */
+  #timersAtBarrier(id: number, key: StateKey): unknown[] {
+    const prefix = this.#writer
+      .reset()
+      .uint16(this.#keyGroup)
+      .uint16(id)
+      .value(key, () => 'a timer key')
+      .copy();
+    const pairs: unknown[] = [];
+    const transaction = this.#transaction as LmdbTransaction;
+    for (const { key: entryKey } of this.#store.state.db.getRange({ start: prefix, end: prefixEnd(prefix), transaction })) {
+      pairs.push(readOrderedDouble(entryKey, prefix.length), this.#reader.value(entryKey, prefix.length + 8));
+    }
+    return pairs;
   }
 
   #entry(key: Buffer, value: unknown): void {
@@ -214,7 +330,8 @@ export class LmdbSnapshotWriter extends SlicedSnapshot {
         if (flat.length === 0) pieces.push(uint32s(0, 0));
         else {
           const blob = serializeStateValue(flat, `the timers of operator "${this.#operatorName}"`);
-          pieces.push(uint32s(flat.length / 3, blob.length), blob);
+          // A full snapshot's timers are (key, timestamp, namespace) triples; an incremental one's (key, [timestamp, namespace...]) pairs.
+          pieces.push(uint32s(flat.length / (this.delta === undefined ? 3 : 2), blob.length), blob);
         }
       }
       let length = 0;

@@ -1,6 +1,7 @@
 import type { StateTtl } from '../core/state/state-descriptors.ts';
 import type { StateKey } from '../core/state/state-key.ts';
 import type { StateKind } from '../core/state/state-types.ts';
+import type { DirtyKeys } from './dirty-keys.ts';
 import { InternalKeyContext } from './internal-key-context.ts';
 import { KeyReader, KeyWriter, prefixEnd } from './lmdb-key-codec.ts';
 import { type LmdbStore, TOMBSTONE } from './lmdb-store.ts';
@@ -32,6 +33,8 @@ export class LmdbStateTable {
   /** Whether the values are TTL-wrapped ({ v, t }; a map's per entry, a list's per element). */
   ttlWrapped = false;
   ttl: StateTtl | undefined;
+  /** With incremental checkpoints: the keys written since the last barrier (IncrementalTracker swaps it at each barrier). */
+  dirty: DirtyKeys | undefined;
   readonly #key = new KeyWriter();
   readonly #reader = new KeyReader();
   readonly #keyGroupStart: number;
@@ -94,11 +97,30 @@ export class LmdbStateTable {
 
   put(value: unknown): void {
     this.store.state.set(this.#entryKeyText(), value);
+    this.#markCurrent();
   }
 
   remove(): void {
     if (this.kind === 'map') this.removeAll();
-    else this.store.state.set(this.#entryKeyText(), TOMBSTONE);
+    else {
+      this.store.state.set(this.#entryKeyText(), TOMBSTONE);
+      this.#markCurrent();
+    }
+  }
+
+  /**
+   * The current key changed (incremental checkpoints). Only writes mark: a value read is a copy
+   * (lmdb-keyed-states.ts), so changing it in place changes no state until it is written back.
+   */
+  #markCurrent(): void {
+    const context = this.context;
+    this.dirty?.mark(context.keyGroupIndex, context.currentKey as StateKey);
+  }
+
+  /** The key of the entry `key` (`kg | id | key ...`) changed: a cleanup's write. */
+  #markEntry(key: Buffer): void {
+    const dirty = this.dirty;
+    if (dirty !== undefined) dirty.mark(key.readUInt16BE(0) - this.#keyGroupStart, this.#reader.key(key, 4));
   }
 
   getEntry(userKey: unknown): unknown {
@@ -107,10 +129,12 @@ export class LmdbStateTable {
 
   putEntry(userKey: unknown, value: unknown): void {
     this.store.state.put(this.#userKey(userKey), value);
+    this.#markCurrent();
   }
 
   removeEntry(userKey: unknown): void {
     this.store.state.remove(this.#userKey(userKey));
+    this.#markCurrent();
   }
 
   /** The current key's map entries, in user-key byte order (buffered writes go to lmdb first). */
@@ -142,6 +166,7 @@ export class LmdbStateTable {
       pending.set(key.toString('latin1'), TOMBSTONE);
       store.written();
     }
+    this.#markCurrent();
   }
 
   /**
@@ -180,6 +205,7 @@ export class LmdbStateTable {
         if (live === current) continue;
         state.pending.set(text, live === undefined ? TOMBSTONE : live);
         this.store.written();
+        this.#markEntry(key);
       }
       visited += seen;
       if (seen < want) {
@@ -207,6 +233,7 @@ export class LmdbStateTable {
         if (live === value) continue;
         state.pending.set(key.toString('latin1'), live === undefined ? TOMBSTONE : live);
         store.written();
+        this.#markEntry(key);
       }
     }
     store.flush();

@@ -1,6 +1,7 @@
 import { WeirError } from '../core/errors/weir-error.ts';
 import type { StateKey } from '../core/state/state-key.ts';
 import type { TimeDomain } from '../core/time/time-domain.ts';
+import type { DirtyKeys } from './dirty-keys.ts';
 import { EVENT_TIMERS_ID, KeyReader, KeyWriter, PROCESSING_TIMERS_ID, prefixEnd, readOrderedDouble, writeOrderedDouble } from './lmdb-key-codec.ts';
 import type { LmdbKeyContext } from './lmdb-state-table.ts';
 import { FIRST_KEY, type LmdbStore, type LmdbTable } from './lmdb-store.ts';
@@ -45,6 +46,8 @@ export class LmdbTimerService {
   size = 0;
   /** Registration order (the heap's TimerHeapInternalTimer.sequence). */
   #nextSequence = 0;
+  /** With incremental checkpoints: the keys whose timers changed since the last barrier (IncrementalTracker swaps it at each barrier). */
+  dirty: DirtyKeys | undefined;
 
   constructor(domain: TimeDomain, context: LmdbKeyContext, store: LmdbStore) {
     this.domain = domain;
@@ -63,7 +66,9 @@ export class LmdbTimerService {
     }
     const context = this.#context;
     context.requireKeyGroupIndex(this.#description);
-    return this.add(context.keyBytes, context.keyGroup, timestamp, namespace);
+    const added = this.add(context.keyBytes, context.keyGroup, timestamp, namespace);
+    if (added) this.dirty?.mark(context.keyGroupIndex, context.currentKey as StateKey);
+    return added;
   }
 
   #groupKeyOf(keyBytes: Buffer, keyGroup: number, timestamp: number, namespace: string): KeyWriter {
@@ -108,6 +113,7 @@ export class LmdbTimerService {
     const sequence = state.get(groupKey) as number | undefined;
     if (sequence === undefined) return false;
     this.#remove(context.keyBytes, context.keyGroup, timestamp, namespace, sequence);
+    this.dirty?.mark(context.keyGroupIndex, context.currentKey as StateKey);
     if (this.#head === timestamp) this.#headKnown = false;
     return true;
   }
@@ -159,6 +165,7 @@ export class LmdbTimerService {
         const sequence = state.get(this.#groupKeyOf(timer.keyBytes, timer.keyGroup, timer.timestamp, timer.namespace)) as number | undefined;
         if (sequence === undefined) continue;
         this.#remove(timer.keyBytes, timer.keyGroup, timer.timestamp, timer.namespace, sequence);
+        this.dirty?.mark(timer.keyGroup - this.#context.keyGroupStart, timer.key);
         fired++;
         fire(timer);
       }

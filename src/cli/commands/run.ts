@@ -99,7 +99,7 @@ export function runCommand(): Command {
     .addOption(new Option('--max-concurrent-checkpoints <n>', 'checkpointing.maxConcurrent').argParser(positiveIntegerArgument))
     .addOption(new Option('--tolerable-failures <n>', 'checkpointing.tolerableFailures').argParser(wholeNumber))
     .addOption(new Option('--retained-checkpoints <n>', 'checkpointing.retained').argParser(positiveIntegerArgument))
-    .addOption(new Option('--incremental-checkpoints', 'checkpointing.incremental: a checkpoint writes what changed since the last (heap backend)'))
+    .addOption(new Option('--incremental-checkpoints', 'checkpointing.incremental: a checkpoint writes what changed since the last (either state backend)'))
     .addOption(new Option('--local-recovery', "checkpointing.localRecovery: a copy of each task's state files on this machine, read back by a restart here"))
     .addOption(new Option('--state-backend <backend>', 'where keyed state lives: heap (default) or disk (lmdb under --state-dir)').choices(['heap', 'disk']))
     .addOption(new Option('--state-dir <folder>', "the disk backend's local working folders (default: the OS temp folder's weir-state)"))

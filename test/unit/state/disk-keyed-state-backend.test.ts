@@ -18,3 +18,4 @@ await import('./timers.test.ts');
 await import('./timer-namespaces.test.ts');
 await import('./state-ttl.test.ts');
 await import('./async-keyed-snapshot.test.ts');
+await import('./incremental-keyed-snapshot.test.ts');
