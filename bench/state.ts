@@ -10,13 +10,15 @@
  * duration (p50/p99), and the bytes written per checkpoint.
  *
  *   npm run bench:state [-- --keys 1000000,5000000] [--large] [--seconds 30] [--label after] [--backend heap|disk]
- *                       [--incremental | --modes full,incremental] [--rate <records/s>]
+ *                       [--incremental | --modes full,incremental] [--rate <records/s>] [--flink [--jvm-opts "-Xmx2g"]]
  * `--incremental`: checkpointing.incremental; `--modes full,incremental`: each size with full, then
  * with incremental checkpoints (each in a process of its own), side by side in one table; `--rate`:
  * the generator's records/s (default as fast as it goes), so a checkpoint interval changes only part
  * of the keys; "MB changed per interval" is the keys the records of one interval touched at the full
  * snapshot's bytes per key (the full run's largest checkpoint when there is one, else this run's).
- * `--large` adds 10M keys. Writes (or replaces) the section `--label` (default "latest") of
+ * `--flink` adds Apache Flink's RocksDB backend with incremental checkpoints on the same job, per size
+ * (bench/state-flink.ts; Maven builds the peer on first use). Each case also times its restore: the
+ * job started again from its latest checkpoint. `--large` adds 10M keys. Writes (or replaces) the section `--label` (default "latest") of
  * bench/results/state.md.
  *   npm run bench:state -- --micro [--keys 1000000] [--ops 1000000] [--backend heap,disk]
  * measures the per-record get/put cost of each backend alone, no job (bench/state-micro.ts).
@@ -29,8 +31,10 @@ import { mkdtemp, readFile, rm, writeFile } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { parseArgs } from 'node:util';
+import type { EnvironmentConfigInput } from '../src/core/config/environment-config.ts';
 import { startJob } from '../src/runtime/jobmaster/job-master.ts';
 import { markdownTable } from './compare/report.ts';
+import { runFlinkStateCase } from './state-flink.ts';
 
 const { values } = parseArgs({
   options: {
@@ -46,6 +50,8 @@ const { values } = parseArgs({
     micro: { type: 'boolean', default: false },
     ops: { type: 'string' },
     snapshots: { type: 'boolean', default: false },
+    flink: { type: 'boolean', default: false },
+    'jvm-opts': { type: 'string' },
     changed: { type: 'string' },
   },
 });
@@ -99,9 +105,11 @@ interface CaseResult {
   taskSyncMs: number[];
   taskAsyncMs: number[];
   /** The longest GC pause of the worker thread in the window. */
-  gcMaxMs: number;
+  gcMaxMs: number | undefined;
   durationMs: number[];
   bytes: number[];
+  /** The job started again on its storage: until its tasks run (their state read back). */
+  restoreMs: number | undefined;
 }
 
 /** One size, in this process: fill, then measure. */
@@ -115,17 +123,18 @@ async function runCase(keys: number): Promise<CaseResult> {
   const completed: { id: number; at: number; durationMs: number; bytes: number }[] = [];
   let aborted = 0;
   let measuring = false;
+  const config: EnvironmentConfigInput = {
+    parallelism: 1,
+    workers: 1,
+    checkpointing: { interval: '2s', storage: join(folder, 'checkpoints'), incremental: values.incremental },
+    workerHeap: { oldGenerationMb: 16384 },
+    stateBackend,
+    stateDir: join(folder, 'state'),
+  };
   try {
     const client = await startJob({
       job,
-      config: {
-        parallelism: 1,
-        workers: 1,
-        checkpointing: { interval: '2s', storage: join(folder, 'checkpoints'), incremental: values.incremental },
-        workerHeap: { oldGenerationMb: 16384 },
-        stateBackend,
-        stateDir: join(folder, 'state'),
-      },
+      config,
       log: () => {},
       onEvent: (event) => {
         if (event.type === 'checkpoint-completed') completed.push({ id: event.checkpointId, at: now(), durationMs: event.durationMs, bytes: event.bytes });
@@ -148,6 +157,18 @@ async function runCase(keys: number): Promise<CaseResult> {
     const records = sinkRecords() - startRecords;
     measuring = false;
     await client.cancel();
+    const peakRssMb = process.resourceUsage().maxRSS / 1024;
+    // The restore: the job started again on its storage resumes from its latest checkpoint; it runs
+    // once every task is open (its state read back; the disk backend's loaded into a fresh store).
+    const restoring = now();
+    const again = await startJob({ job, config, log: () => {} });
+    while (again.status().state !== 'running') {
+      const state = again.status().state;
+      if (state !== 'starting') throw new Error(`the restored job is ${state}: ${again.status().failure?.message ?? ''}`);
+      await sleep(20);
+    }
+    const restoreMs = now() - restoring;
+    await again.cancel();
     // Checkpoints triggered after the fill and completed in the window.
     const window = completed.filter((checkpoint) => checkpoint.at - checkpoint.durationMs >= start && checkpoint.at <= end);
     const rowsOf = async (file: string) =>
@@ -187,7 +208,8 @@ async function runCase(keys: number): Promise<CaseResult> {
       keys,
       fillSeconds,
       recordsPerSecond: records / ((end - start) / 1000),
-      peakRssMb: process.resourceUsage().maxRSS / 1024,
+      peakRssMb,
+      restoreMs,
       checkpoints: window.length,
       aborted,
       pauseMs: pauses.map(([withGc]) => withGc),
@@ -247,6 +269,15 @@ for (const keys of sizes) {
     log(`  ${row.join(' | ')}`);
     rows.push(row);
   }
+  if (values.flink) {
+    // Flink's peer on the same job: RocksDB with incremental checkpoints (bench/state-flink.ts).
+    log(`${keys.toLocaleString('en')} keys, Apache Flink 2.0, RocksDB, incremental checkpoints: filling, then ${seconds} s measured`);
+    const jvmOpts = values['jvm-opts']?.split(/\s+/).filter((option) => option !== '') ?? [];
+    const flink = await runFlinkStateCase(keys, seconds, { jvmOpts, log });
+    const row = rowOf(keys, 'flink rocksdb incremental', { ...flink, aborted: 0, pauseWithoutGcMs: [], gcMaxMs: undefined }, fullBytes);
+    log(`  ${row.join(' | ')}`);
+    rows.push(row);
+  }
 }
 
 /** One size's row of the table (`fullBytes`: a full snapshot's size, when measured). */
@@ -282,6 +313,7 @@ function rowOf(keys: number, mode: string, result: CaseResult, fullBytes: number
     fmt((bytes.at(-1) ?? 0) / 1e6, 1),
     fmt(changed / 1e6, 1),
     fmt((percentile(bytes, 0.5) ?? 0) / changed, 2),
+    fmt(result.restoreMs),
   ];
 }
 
@@ -313,6 +345,7 @@ const section = [
       'MB max',
       'MB changed per interval',
       'p50 / changed',
+      'restore ms',
     ],
     rows,
   ),
@@ -321,7 +354,7 @@ const section = [
 const intro = [
   '# Keyed state: checkpoints of the heap backend (issue 34)',
   '',
-  'generator over N keys -> keyBy -> a small object per key ({ count, sum, last }) in ValueState -> discarding sink; parallelism 1, one worker thread, exactly-once checkpoints every 2 s to the local file system, the heap backend (`--backend disk`: the disk backend, lmdb). "mode": full checkpoints, or incremental ones (`--incremental`; `--modes full,incremental` runs both, each in a process of its own). Each size runs in a process of its own: first until every key has a value ("fill s"), then for the measured window (`--seconds`, default 30), over which everything is reported. records/s: through the sink. Peak RSS: the whole process (job master and worker thread). Sync pause: per checkpoint triggered and completed in the window, the longest time the keyed task stood still (the gap between two records it processed) while the checkpoint was pending; GC pauses in that time count too. "less GC": the same pause less the worker thread\'s GC pauses inside it (what the checkpoint itself cost the task); "GC max": the longest GC pause of the worker thread in the window, checkpoint or not. "task sync" and "task async": the synchronous part (snapshot hooks and the backends\' synchronous snapshots, up to the barrier going on) and the asynchronous part (serializing and writing the state, up to the acknowledgement) as the keyed task measured them (the diagnostics channel `weir:subtask-checkpoint`; "-" where the code measured has no such channel). Checkpoint: trigger to completion. MB per checkpoint: what the tasks acknowledged (p50, and the largest: a full snapshot); MB changed per interval: the keys the records of one 2 s interval touched (the generator cycles through the keys) at the largest checkpoint\'s bytes per key; p50 / changed: what a checkpoint writes against what changed (incremental checkpoints, `--incremental`).',
+  'generator over N keys -> keyBy -> a small object per key ({ count, sum, last }) in ValueState -> discarding sink; parallelism 1, one worker thread, exactly-once checkpoints every 2 s to the local file system, the heap backend (`--backend disk`: the disk backend, lmdb). "mode": full checkpoints, or incremental ones (`--incremental`; `--modes full,incremental` runs both, each in a process of its own). Each size runs in a process of its own: first until every key has a value ("fill s"), then for the measured window (`--seconds`, default 30), over which everything is reported. records/s: through the sink. Peak RSS: the whole process (job master and worker thread). Sync pause: per checkpoint triggered and completed in the window, the longest time the keyed task stood still (the gap between two records it processed) while the checkpoint was pending; GC pauses in that time count too. "less GC": the same pause less the worker thread\'s GC pauses inside it (what the checkpoint itself cost the task); "GC max": the longest GC pause of the worker thread in the window, checkpoint or not. "task sync" and "task async": the synchronous part (snapshot hooks and the backends\' synchronous snapshots, up to the barrier going on) and the asynchronous part (serializing and writing the state, up to the acknowledgement) as the keyed task measured them (the diagnostics channel `weir:subtask-checkpoint`; "-" where the code measured has no such channel). Checkpoint: trigger to completion. MB per checkpoint: what the tasks acknowledged (p50, and the largest: a full snapshot); MB changed per interval: the keys the records of one 2 s interval touched (the generator cycles through the keys) at the largest checkpoint\'s bytes per key; p50 / changed: what a checkpoint writes against what changed (incremental checkpoints, `--incremental`). Restore ms: the job started again on its storage after the window, until its tasks run (every one has its state back; the disk backend\'s loaded into a fresh store). `--flink`: Apache Flink 2.0 on the same job (bench/state-flink.ts: RocksDB, incremental checkpoints, local execution in one JVM), measured the same way from its own log and files; its restore ms is the keyed task\'s INITIALIZING to RUNNING after a SIGKILL, and its sync pause counts the JVM\'s GC too (not told apart: the less-GC and GC columns stay empty).',
   '',
 ].join('\n');
 const previous = existsSync(results) ? await readFile(results, 'utf8') : intro;
