@@ -190,12 +190,15 @@ interface Flag {
 function runFlags(): Flag[] {
   const shape = environmentConfigSchema.shape as Record<string, Schema>;
   const checkpointing = unwrap(shape.checkpointing as Schema).core as z.ZodObject;
+  const cluster = unwrap(shape.cluster as Schema).core as z.ZodObject;
   const restart = unwrap(shape.restartStrategy as Schema).core;
   return runCommand().options.map((option): Flag => {
     const name = option.attributeName();
     if (!option.negate && name in shape) return { option, setting: name, variant: undefined };
     const path = /^checkpointing\.(\w+)/.exec(option.description);
     if (path !== null && (path[1] as string) in checkpointing.shape) return { option, setting: `checkpointing.${path[1]}`, variant: undefined };
+    const clusterPath = /^cluster\.(\w+)/.exec(option.description);
+    if (clusterPath !== null && (clusterPath[1] as string) in cluster.shape) return { option, setting: `cluster.${clusterPath[1]}`, variant: undefined };
     const strategy = /^restartStrategy ([\w-]+)/.exec(option.description);
     const variant = strategy === null ? undefined : variants(restart).find(([type]) => type === strategy[1]);
     if (variant !== undefined) {

@@ -1,42 +1,30 @@
 import { setTimeout as sleep } from 'node:timers/promises';
-import { ClusterConnections } from '../connectors/kafka/cluster-connections.ts';
-import { resolveKafkaConnection } from '../connectors/kafka/kafka-default-connection.ts';
 import { hasKafkaError } from '../connectors/kafka/kafka-error-ids.ts';
-import { brokerTransactionMaxTimeout } from '../connectors/kafka/kafka-preflight.ts';
+import type { OffsetsOwner } from '../connectors/kafka/offsets-owner.ts';
 import { readTopic } from '../connectors/kafka/topic-reader.ts';
-import { type OpenTransaction, TransactionDriver } from '../connectors/kafka/transaction-driver.ts';
+import type { OpenTransaction } from '../connectors/kafka/transaction-driver.ts';
+import { connectorDefaults } from '../core/config/connector-defaults.ts';
 import type { EnvironmentConfig } from '../core/config/environment-config.ts';
 import { WeirError } from '../core/errors/weir-error.ts';
-import type { Logger } from '../core/logging/logger.ts';
 import type { JobGraph } from '../graph/job-graph.ts';
-import type { RunJobOptions } from '../runtime/jobmaster/job-client.ts';
-import { loadJob } from '../runtime/jobmaster/load-job.ts';
 import type { TaskMetricsSnapshot } from '../runtime/metrics/task-metrics.ts';
-import { clusterSettings, planCluster } from './cluster-plan.ts';
+import { ClusterEndWatch } from './cluster-end-watch.ts';
 import { type ClusterStatus, readClusterStatus } from './cluster-status.ts';
-import { ClusterTask, type MemberRuntime } from './cluster-task.ts';
-import { ensureClusterTopics } from './cluster-topics.ts';
 import { GroupMembership } from './group-membership.ts';
-import { ControlReader, ensureControlTopic } from './savepoint-control.ts';
-import { clusterStartingSavepoint } from './savepoint-restore.ts';
+import { type ClusterMemberOptions, type MemberSetup, setUpMember } from './member-setup.ts';
+import type { FailureDetail, RemoteTask } from './remote-task.ts';
+import { ControlReader } from './savepoint-control.ts';
 import type { Stage } from './stage-plan.ts';
 import { latestTaskCheckpoints, type TaskCheckpoint, taskCheckpointKey } from './task-checkpoint.ts';
-import {
-  describeTaskTransactionTimeout,
-  refuseShortTransactionTimeout,
-  restoreReadTimeoutMs,
-  taskTransactionTimeoutMs,
-  timedOutByBroker,
-} from './task-transaction-timeout.ts';
+import { TaskThreads } from './task-threads.ts';
+import { restoreReadTimeoutMs, timedOutByBroker } from './task-transaction-timeout.ts';
 import { legacyTaskTransactionalId, taskTransactionalId } from './task-transactional-id.ts';
 import { transactionTimedOut } from './transaction-timed-out.ts';
 
-/** The job and its settings, whose `cluster` (id, instanceId, sessionTimeout) makes this process a member. */
-export interface ClusterMemberOptions extends Pick<RunJobOptions, 'job' | 'config' | 'configFile' | 'fromSavepoint'> {
-  log: Logger;
-}
+export type { ClusterMemberOptions } from './member-setup.ts';
 
-type ClusterSettings = NonNullable<EnvironmentConfig['cluster']>;
+/** Tasks that start again within this long of each other start together (one read of the checkpoint topic). */
+const RESTART_BATCH_MS = 50;
 
 /** One task as its member holds it. */
 interface TaskEntry {
@@ -44,7 +32,7 @@ interface TaskEntry {
   global: number;
   stage: Stage;
   task: number;
-  run: ClusterTask | undefined;
+  run: RemoteTask | undefined;
   /** Revoked (or the member closes): whatever is under way for it stops. */
   revoked: boolean;
   /** Fenced by a newer owner: it waits for the next assignment rather than fence that owner back. */
@@ -59,26 +47,64 @@ interface TaskEntry {
 /**
  * One member of a cluster-mode job (`weir run --cluster <id>`): it plans the job's stages and
  * topics (creating those missing), joins the cluster's consumer group, and runs the tasks the
- * group assigns it, each a {@link ClusterTask}. A task assigned is fenced from its old owner
- * (InitProducerId on its transactional id) before its latest committed checkpoint is read, so
- * that checkpoint is final; a task revoked stops at once. A task that fails starts again from its
- * latest checkpoint after a back-off, unless a newer owner fenced it (then it waits for the group).
+ * group assigns it, each a {@link ClusterTask} on one of its task threads (task-threads.ts:
+ * `cluster.threads` worker threads, each loading the job, on its own Kafka connections). The main
+ * thread keeps the membership, the fencing and the REST side: a task assigned is fenced from its
+ * old owner (InitProducerId on its transactional id) before its latest committed checkpoint is
+ * read, so that checkpoint is final; a task revoked stops at once. A task that fails starts again
+ * from its latest checkpoint after a back-off, unless a newer owner fenced it (then it waits for
+ * the group). Every generation the member joins reaches its threads before the tasks it brings.
  */
 export class ClusterMember {
-  readonly #options: ClusterMemberOptions & ClusterSettings;
-  readonly #runtime: MemberRuntime;
+  readonly #options: MemberSetup['options'];
+  readonly #setup: MemberSetup;
   readonly #membership: GroupMembership;
+  readonly #threads: TaskThreads;
+  readonly #savepoints: ControlReader;
+  /** Bounded input: whether every task of the cluster has ended. */
+  readonly #endWatch: ClusterEndWatch;
   readonly #entries = new Map<number, TaskEntry>();
   /** Global task number -> stage and task. */
   readonly #tasks: { stage: Stage; task: number }[];
   #closed = false;
+  /** Tasks starting again soon, together (#startSoon). */
+  readonly #restarting = new Set<TaskEntry>();
+  #restartTimer: NodeJS.Timeout | undefined;
 
-  private constructor(options: ClusterMemberOptions & ClusterSettings, runtime: MemberRuntime, tasks: { stage: Stage; task: number }[]) {
+  private constructor(setup: MemberSetup) {
+    const { options, tasks, connections, log } = setup;
     this.#options = options;
-    this.#runtime = runtime;
+    this.#setup = setup;
     this.#tasks = tasks;
+    this.#savepoints = new ControlReader(connections, options.id, log);
+    this.#endWatch = new ClusterEndWatch({
+      clusterId: options.id,
+      checkpointTopic: setup.plan.checkpointTopic,
+      tasks: tasks.map(({ stage, task }) => taskCheckpointKey(stage.uid, task)),
+      bounded: setup.bounded,
+      connections,
+    });
+    this.#threads = new TaskThreads({
+      threads: options.threads,
+      init: {
+        clusterId: options.id,
+        jobModuleUrl: setup.url,
+        config: setup.config,
+        graph: setup.graph,
+        plan: setup.plan,
+        taskCounts: setup.taskCounts,
+        transactionTimeoutMs: setup.driver.transactionTimeoutMs,
+        fromSavepoint: setup.fromSavepoint,
+        connectorDefaults: connectorDefaults(),
+      },
+      owner: { groupId: options.id, generationId: -1, memberId: '', groupInstanceId: options.instanceId ?? null },
+      control: this.#savepoints,
+      log,
+      warn: (line) => options.log.warn(line),
+    });
+    log(`cluster "${options.id}": this member runs its tasks on ${options.threads} task threads (cluster.threads)`);
     const session = options.sessionTimeout;
-    this.#membership = new GroupMembership(runtime.connections, {
+    this.#membership = new GroupMembership(connections, {
       groupId: options.id,
       taskCount: tasks.length,
       taskNames: tasks.map(({ stage, task }) => taskCheckpointKey(stage.uid, task)),
@@ -86,78 +112,21 @@ export class ClusterMember {
       sessionTimeoutMs: session,
       rebalanceTimeoutMs: session,
       onChange: (change) => this.#onChange(change.assigned, change.revoked, change.tasks),
-      log: runtime.log,
+      log,
     });
   }
 
-  /** Plans the job, creates its topics and joins the group; resolves once the member has started (its tasks start as they are assigned). */
+  /** Plans the job, creates its topics, starts its task threads and joins the group; resolves once the member has started (its tasks start as they are assigned). */
   static async start(memberOptions: ClusterMemberOptions): Promise<ClusterMember> {
-    const log = (line: string) => memberOptions.log.info(line);
-    const { job, config, streamGraph, graph } = await loadJob(memberOptions);
-    const { cluster, checkpointing } = clusterSettings(config, graph.jobName);
-    const options = { ...memberOptions, ...cluster };
-    const { plan, taskCounts, tasks, topics } = await planCluster({ streamGraph, graph }, options.id);
-    const kafka = resolveKafkaConnection({}, 'cluster mode (--cluster)');
-    const connections = new ClusterConnections(kafka.bootstrap, { clientId: 'weir-cluster', ...kafka.connection, owner: `cluster "${options.id}"` });
-    try {
-      const created = new Set(await ensureClusterTopics(connections, kafka.bootstrap, kafka.connection, topics));
-      await ensureControlTopic(connections, kafka.bootstrap, kafka.connection, options.id);
-      for (const stage of plan.stages) log(`cluster "${options.id}": stage "${stage.uid}", ${taskCounts[stage.id]} tasks`);
-      for (const topic of topics)
-        log(`cluster "${options.id}": ${topic.what}: topic ${topic.topic}, ${topic.partitions} partitions${created.has(topic.topic) ? ' (created)' : ''}`);
-    } catch (error) {
-      await connections.close();
-      throw error;
-    }
-    const brokerMax = await brokerTransactionMaxTimeout(kafka.bootstrap, kafka.connection).catch(async (error: unknown) => {
-      await connections.close();
-      throw error;
-    });
-    const transactionTimeoutMs = taskTransactionTimeoutMs(brokerMax, checkpointing.interval);
-    const tooShort = refuseShortTransactionTimeout(brokerMax, checkpointing.interval, transactionTimeoutMs);
-    if (tooShort !== undefined) {
-      await connections.close();
-      throw tooShort;
-    }
-    log(`cluster "${options.id}": ${describeTaskTransactionTimeout(transactionTimeoutMs)}`);
-    const driver = new TransactionDriver(connections, { transactionTimeoutMs });
-    const fromSavepoint = await clusterStartingSavepoint({
-      cluster: options.id,
-      graph,
-      path: memberOptions.fromSavepoint,
-      bootstrap: kafka.bootstrap,
-      connection: kafka.connection,
-      checkpointTopic: plan.checkpointTopic,
-      timeoutMs: restoreReadTimeoutMs(transactionTimeoutMs),
-      log,
-    }).catch(async (error: unknown) => {
-      await connections.close();
-      throw error;
-    });
-    const savepoints = new ControlReader(connections, options.id, log);
-    let member: ClusterMember | undefined;
-    const runtime: MemberRuntime = {
-      clusterId: options.id,
-      job,
-      config: { ...config, checkpointing },
-      graph,
-      plan,
-      taskCounts,
-      connections,
-      driver,
-      bootstrap: kafka.bootstrap,
-      connection: kafka.connection,
-      owner: () => {
-        const membership = (member as ClusterMember).#membership;
-        return { groupId: options.id, generationId: membership.generation, memberId: membership.memberId, groupInstanceId: options.instanceId ?? null };
-      },
-      log,
-      savepoints,
-      fromSavepoint,
-    };
-    member = new ClusterMember(options, runtime, tasks);
+    const member = new ClusterMember(await setUpMember(memberOptions));
     member.#membership.start();
     return member;
+  }
+
+  /** The member in the group now (its generation), for the offsets each task's checkpoint commits. */
+  #owner(): OffsetsOwner {
+    const membership = this.#membership;
+    return { groupId: this.#options.id, generationId: membership.generation, memberId: membership.memberId, groupInstanceId: this.#options.instanceId ?? null };
   }
 
   /** Rejects when the membership cannot go on (another member under this instance id, a different job under this cluster id). */
@@ -167,13 +136,13 @@ export class ClusterMember {
 
   /** The job's graph with each vertex at its stage's task count (what the dashboard draws). */
   get graph(): JobGraph {
-    const { graph, plan, taskCounts } = this.#runtime;
+    const { graph, plan, taskCounts } = this.#setup;
     const stageOf = new Map(plan.stages.flatMap((stage) => stage.vertices.map((vertex) => [vertex, stage.id] as const)));
     return { ...graph, vertices: graph.vertices.map((vertex) => ({ ...vertex, parallelism: taskCounts[stageOf.get(vertex.id) as number] as number })) };
   }
 
   get config(): EnvironmentConfig {
-    return this.#runtime.config;
+    return this.#setup.config;
   }
 
   /** The task failures of this member (each one's task started again, or waits for the group), the latest last. */
@@ -188,7 +157,7 @@ export class ClusterMember {
       const snapshot = entry.run?.metrics(now);
       if (snapshot !== undefined) snapshots.push(snapshot);
       completed += entry.run?.completed ?? 0;
-      const id = entry.run?.latest?.checkpointId;
+      const id = entry.run?.latestCheckpointId;
       if (id !== undefined) latestCheckpointId = Math.max(latestCheckpointId ?? 0, id);
     }
     return { snapshots, completed, latestCheckpointId };
@@ -196,7 +165,7 @@ export class ClusterMember {
 
   /** The cluster as Kafka holds it (every member's tasks, each task's last checkpoint and lag). */
   clusterStatus(): Promise<ClusterStatus> {
-    return readClusterStatus(this.#runtime.connections, this.#runtime.bootstrap, this.#options.id);
+    return readClusterStatus(this.#setup.connections, this.#setup.bootstrap, this.#options.id);
   }
 
   /** Why this member is not ready now (readiness answers 503 with it), else undefined: it is out of its group until it has joined again. */
@@ -212,24 +181,35 @@ export class ClusterMember {
 
   /** Resolves with the savepoint id once a stopping savepoint of the cluster is done (`weir stop --cluster`): the member leaves. */
   get stopped(): Promise<number> {
-    return (this.#runtime.savepoints as ControlReader).stopped;
+    return this.#savepoints.stopped;
+  }
+
+  /** Resolves once every task of the cluster has ended (bounded input: each committed its final checkpoint): the member leaves. */
+  get ended(): Promise<void> {
+    return this.#endWatch.ended;
   }
 
   /** Leaves the group: every task stops (its open transaction aborted) and goes to the other members. */
   async close(): Promise<void> {
     this.#closed = true;
-    await (this.#runtime.savepoints as ControlReader).close();
+    await this.#endWatch.close();
+    await this.#savepoints.close();
     await this.#membership.close();
-    await this.#runtime.connections.close();
+    await this.#threads.close();
+    await this.#setup.connections.close();
   }
 
   async #onChange(assigned: number[], revoked: number[], tasks: number[]): Promise<void> {
+    // First the threads learn the generation: every commit from now on carries it (a commit under way
+    // carries the one before and is refused if the group moved on: its task starts again).
+    this.#threads.setOwner(this.#owner());
     await Promise.all(
       revoked.map(async (global) => {
         const entry = this.#entries.get(global);
         if (entry === undefined) return;
         entry.revoked = true;
         this.#entries.delete(global);
+        this.#threads.forget(taskCheckpointKey(entry.stage.uid, entry.task));
         await entry.run?.stop();
         entry.run = undefined;
       }),
@@ -261,7 +241,7 @@ export class ClusterMember {
     }
     // Said at every new share, one that only lost tasks too (a member joined): its tasks in this generation.
     if (starting.length > 0 || (revoked.length > 0 && tasks.length > 0))
-      this.#runtime.log(`cluster "${this.#options.id}": generation ${this.#membership.generation}, ${tasks.length} tasks: ${this.#describe(tasks)}`);
+      this.#setup.log(`cluster "${this.#options.id}": generation ${this.#membership.generation}, ${tasks.length} tasks: ${this.#describe(tasks)}`);
     if (starting.length > 0) void this.#startTasks(starting);
   }
 
@@ -269,9 +249,23 @@ export class ClusterMember {
     return tasks.map((global) => `${this.#tasks[global]?.stage.uid}/${this.#tasks[global]?.task}`).join(', ');
   }
 
+  /**
+   * Starts a task again with the others starting again within RESTART_BATCH_MS (a rebalance
+   * refuses the commits of many tasks at once): one read of the checkpoint topic for them all.
+   */
+  #startSoon(entry: TaskEntry): void {
+    this.#restarting.add(entry);
+    this.#restartTimer ??= setTimeout(() => {
+      const batch = [...this.#restarting].filter((each) => !each.revoked && !this.#closed && this.#entries.get(each.global) === each);
+      this.#restarting.clear();
+      this.#restartTimer = undefined;
+      if (batch.length > 0) void this.#startTasks(batch);
+    }, RESTART_BATCH_MS);
+  }
+
   /** Fences each task's old owner, reads the tasks' latest checkpoints once, and starts them. */
   async #startTasks(entries: TaskEntry[]): Promise<void> {
-    const { driver, plan, bootstrap, connection } = this.#runtime;
+    const { driver, plan, bootstrap, connection } = this.#setup;
     const opens = await Promise.all(
       entries.map(async (entry) => {
         try {
@@ -305,35 +299,26 @@ export class ClusterMember {
         if (entry.revoked || this.#closed) return;
         entry.producer = open;
         const restored = checkpoints.get(taskCheckpointKey(entry.stage.uid, entry.task));
-        const run = new ClusterTask(this.#taskRuntime(entry), entry.stage, entry.task, restored, (error) => this.#taskFailed(entry, error));
+        const name = `${entry.stage.uid} task ${entry.task}`;
+        const start = { stage: entry.stage.uid, task: entry.task, restored };
+        const run: RemoteTask = this.#threads.task(taskCheckpointKey(entry.stage.uid, entry.task), name, start, (error, detail) =>
+          this.#taskFailed(entry, error, run, detail),
+        );
         entry.run = run;
         try {
           await run.start(open);
         } catch (error) {
-          return this.#taskFailed(entry, error);
+          return this.#taskFailed(entry, error, run);
         }
         if (entry.revoked || this.#closed) {
           await run.stop();
           return;
         }
-        this.#runtime.log(
-          `${run.name} started ${restored === undefined ? 'fresh' : `from checkpoint ${restored.checkpointId} (state ${run.restoredBytes} bytes, opened in ${run.restoreMs.toFixed(0)} ms)`}`,
+        this.#setup.log(
+          `${run.name} started ${restored === undefined ? 'fresh' : `from checkpoint ${restored.checkpointId} (state ${run.restoredBytes} bytes, opened in ${run.restoreMs.toFixed(0)} ms)`} on task thread ${run.thread}`,
         );
       }),
     );
-  }
-
-  /** The member's runtime as one task sees it: the generation each of its commits carries is noted on its entry. */
-  #taskRuntime(entry: TaskEntry): MemberRuntime {
-    const runtime = this.#runtime;
-    return {
-      ...runtime,
-      owner: () => {
-        const owner = runtime.owner();
-        entry.committedWith = owner.generationId;
-        return owner;
-      },
-    };
   }
 
   /**
@@ -349,10 +334,13 @@ export class ClusterMember {
     if (this.#closed || entry.revoked || !entry.fenced || this.#entries.get(entry.global) !== entry) return;
     if (!this.#membership.tasks.includes(entry.global)) return;
     entry.fenced = false;
-    void this.#startTasks([entry]);
+    this.#startSoon(entry);
   }
 
-  #taskFailed(entry: TaskEntry, error: unknown): void {
+  /** A task failed (`failed`: the run that did, once; a run failed before is left alone), or failed to start. */
+  #taskFailed(entry: TaskEntry, error: unknown, failed?: RemoteTask, detail?: FailureDetail): void {
+    if (failed !== undefined && entry.run !== failed) return;
+    if (detail?.committedWith !== undefined) entry.committedWith = detail.committedWith;
     const run = entry.run;
     entry.run = undefined;
     void run?.stop();
@@ -367,7 +355,7 @@ export class ClusterMember {
       // (it kept the task there while the commit was under way). A producer fenced by a newer
       // owner waits for a generation newer than the member's.
       const current = this.#membership.generation;
-      const byGroup = hasKafkaError(error, 'ILLEGAL_GENERATION', 'UNKNOWN_MEMBER_ID');
+      const byGroup = detail?.byGroup === true || hasKafkaError(error, 'ILLEGAL_GENERATION', 'UNKNOWN_MEMBER_ID');
       void this.#onFenced(entry, error, byGroup ? Math.min(entry.committedWith ?? current, current) : current, byGroup);
       return;
     }
@@ -384,15 +372,15 @@ export class ClusterMember {
   async #onFenced(entry: TaskEntry, error: WeirError, generation: number, byGroup: boolean): Promise<void> {
     const producer = entry.producer;
     const owned = () => this.#membership.tasks.includes(entry.global) && this.#entries.get(entry.global) === entry && !entry.revoked && !this.#closed;
-    const timedOut = !byGroup && producer !== undefined && owned() && (await transactionTimedOut(this.#runtime.driver, producer).catch(() => false));
+    const timedOut = !byGroup && producer !== undefined && owned() && (await transactionTimedOut(this.#setup.driver, producer).catch(() => false));
     if (timedOut && owned() && entry.fenced) {
       entry.fenced = false;
-      const cause = timedOutByBroker(`${entry.stage.uid} task ${entry.task}`, this.#runtime.driver.transactionTimeoutMs, error);
+      const cause = timedOutByBroker(`${entry.stage.uid} task ${entry.task}`, this.#setup.driver.transactionTimeoutMs, error);
       this.failures.push({ at: Date.now(), task: `${entry.stage.uid}/${entry.task}`, message: cause.message, stack: cause.stack });
       this.#restartLater(entry, `${cause.message}. ${cause.hint}`);
       return;
     }
-    this.#runtime.log(
+    this.#setup.log(
       byGroup && this.#membership.generation > generation
         ? `${entry.stage.uid} task ${entry.task} was fenced (${error.message}); its commit carried generation ${generation}, and it is still this member's in generation ${this.#membership.generation}: it starts again from its latest checkpoint`
         : `${entry.stage.uid} task ${entry.task} was fenced (${error.message}); it waits for the group's next assignment`,
@@ -406,7 +394,7 @@ export class ClusterMember {
     const delay = Math.min(30_000, 1000 * 2 ** Math.min(entry.failures - 1, 5));
     this.#options.log.warn(`${entry.stage.uid} task ${entry.task} failed (${message}); it starts again from its latest checkpoint in ${delay} ms`);
     void sleep(delay).then(() => {
-      if (!entry.revoked && !this.#closed && this.#entries.get(entry.global) === entry) void this.#startTasks([entry]);
+      if (!entry.revoked && !this.#closed && this.#entries.get(entry.global) === entry) this.#startSoon(entry);
     });
   }
 }

@@ -1,65 +1,36 @@
 import { basename, dirname } from 'node:path';
-import type { ConnectionOptions } from '@platformatic/kafka';
 import { FIRST_CHECKPOINT_DELAY_MS } from '../checkpoint/checkpoint-coordinator.ts';
 import type { OperatorSubtaskState } from '../checkpoint/operator-subtask-state.ts';
 import type { CheckpointLocation } from '../checkpoint/storage/checkpoint-location.ts';
 import type { CheckpointStorage } from '../checkpoint/storage/checkpoint-storage.ts';
 import { openCheckpointStorage } from '../checkpoint/storage/open-checkpoint-storage.ts';
-import type { ClusterConnections } from '../connectors/kafka/cluster-connections.ts';
-import { type BrokerAddress, formatBootstrap } from '../connectors/kafka/kafka-connection-options.ts';
-import type { OffsetsOwner, OpenTransaction, TransactionDriver } from '../connectors/kafka/transaction-driver.ts';
-import type { EnvironmentConfig } from '../core/config/environment-config.ts';
+import { formatBootstrap } from '../connectors/kafka/kafka-connection-options.ts';
+import type { OpenTransaction } from '../connectors/kafka/transaction-driver.ts';
 import { WeirError } from '../core/errors/weir-error.ts';
-import type { Job } from '../graph/job.ts';
 import { buildStreamGraph } from '../graph/job.ts';
-import type { JobGraph } from '../graph/job-graph.ts';
-import type { RestoreInfo } from '../runtime/deployment/restore-info.ts';
 import type { FromWorker } from '../runtime/deployment/worker-messages.ts';
-import { RecordWriter } from '../runtime/io/record-writer.ts';
 import { injectedFault, injectedFaultPoint } from '../runtime/jobmaster/injected-fault.ts';
 import type { TaskMetricsSnapshot } from '../runtime/metrics/task-metrics.ts';
 import { StreamTask } from '../runtime/tasks/stream-task.ts';
-import { ExchangeChannelWriter, TransactionGateWriter } from './exchange-channel-writer.ts';
 import type { SavepointBarrier } from './exchange-frames.ts';
 import { type BarrierAt, ExchangeInput } from './exchange-input.ts';
 import { exchangePurgeIntervalMs, purgeExchangeRecords } from './exchange-purge.ts';
+import type { MemberRuntime } from './member-runtime.ts';
 import { type InputPartitionLayout, inputLayout } from './savepoint-alignment.ts';
-import type { Stage, StagePlan } from './stage-plan.ts';
+import type { Stage } from './stage-plan.ts';
+import { restoredChannels, taskInputs, taskRecordWriters } from './task-channels.ts';
 import { commitTaskCheckpoint, type TaskCheckpoint } from './task-checkpoint.ts';
 import { type PendingCheckpoint, sourceOffsets, taskCheckpointRecord, taskRestoreInfo } from './task-checkpoint-record.ts';
 import { TaskOutput } from './task-output.ts';
 import { writeSavepointPart } from './task-savepoint.ts';
-import { type SavepointControlView, TaskSavepoints } from './task-savepoints.ts';
+import { TaskSavepoints } from './task-savepoints.ts';
 import { createTaskSinkOperator, sinkCommitFault } from './task-sink.ts';
 import { discardEarlierOwners, taskStorageRoot } from './task-storage.ts';
 
+export type { MemberRuntime } from './member-runtime.ts';
+
 /** Earlier owners' folders are swept at this owner's first commit, and again every this many. */
 const SWEEP_EVERY = 100;
-
-/** A side output no stream reads: the task's transaction as one more output of its chain. */
-const TRANSACTION_TAG = '\0weir-task-transaction';
-
-/** What every task of a member shares. */
-export interface MemberRuntime {
-  clusterId: string;
-  job: Job;
-  config: EnvironmentConfig & { checkpointing: NonNullable<EnvironmentConfig['checkpointing']> };
-  graph: JobGraph;
-  plan: StagePlan;
-  /** Per stage, its task count. */
-  taskCounts: readonly number[];
-  connections: ClusterConnections;
-  driver: TransactionDriver;
-  bootstrap: readonly BrokerAddress[];
-  connection: ConnectionOptions;
-  /** The member in the group now (its generation), for the offsets each checkpoint commits. */
-  owner: () => OffsetsOwner;
-  log: (line: string) => void;
-  /** The cluster's control topic as the member read it: the savepoint under way, and the newest one asked for. */
-  savepoints?: SavepointControlView;
-  /** The savepoint the cluster starts from (`--from-savepoint`): a task without a checkpoint of its own restores from it. */
-  fromSavepoint?: RestoreInfo | undefined;
-}
 
 /**
  * One task of a cluster-mode job (Kafka Streams' StreamTask): its stage's chain as a
@@ -72,6 +43,12 @@ export interface MemberRuntime {
  * state files go to the shared storage, and then one commit makes the output, the input offsets
  * and the checkpoint record visible together (task-checkpoint.ts). Any failure (the task's own,
  * a fenced producer, a send that failed) ends the task; its member decides what comes next.
+ *
+ * Bounded input: once the task's input has ended (its source's splits, or an end frame on every
+ * channel) its chain finishes as in one process (the end of event time, every operator's
+ * endInput: async queues drained, windows fired), and its next checkpoint is its final one, taken
+ * at once: its transaction carries an end frame into every exchange partition it writes, and its
+ * record says `ended`. A task restored from such a record does not run again: it stays ended.
  */
 export class ClusterTask {
   readonly stage: Stage;
@@ -100,6 +77,8 @@ export class ClusterTask {
   #committer = false;
   /** The start under way: a stop waits for it, then closes whatever it opened. */
   #starting: Promise<void> | undefined;
+  /** The task's input ended and its chain finished: its next checkpoint is its final one (its record says `ended`). */
+  #inputEnded = false;
   /** The latest checkpoint this task committed (or restored). */
   latest: TaskCheckpoint | undefined;
   /** How long opening its operators took, their state restored (ms). */
@@ -126,6 +105,11 @@ export class ClusterTask {
   }
 
   async #start(open: OpenTransaction): Promise<void> {
+    if (this.#restored?.ended === true) {
+      // Its final checkpoint is committed (its end frames with it): run again, it would emit its end of input twice.
+      this.#runtime.log(`${this.name}: ended at checkpoint ${this.#restored.checkpointId} (its input ended): it stays ended`);
+      return;
+    }
     if (this.#savepoints.halted) {
       this.#runtime.log(`${this.name}: halted by stopping savepoint ${this.#savepoints.part?.id}: it does not run`);
       this.#timer = this.#savepoints.watchHalted((error) => this.#fail(error));
@@ -142,53 +126,25 @@ export class ClusterTask {
       onAvailable: () => this.#streamTask.onCredit(),
       onFailure: (error) => this.#fail(error),
     });
-    const streamGraph = buildStreamGraph(this.#runtime.job);
-    const recordWriters = graph.edges
-      .filter((edge) => edge.source === vertex.id)
-      .map((edge) => {
-        const exchange = plan.exchanges.find((entry) => entry.edge === edge.id);
-        if (exchange === undefined) throw new Error(`edge ${edge.id} of stage ${stage.uid} is no exchange`);
-        // A forward exchange: task N writes partition N (as subtask N feeds subtask N in one process).
-        const partitions = exchange.partitioning === 'forward' ? [task] : Array.from({ length: exchange.partitions }, (_, partition) => partition);
-        return new RecordWriter({
-          writers: partitions.map(
-            (partition) => new ExchangeChannelWriter(this.#output, exchange.topic, partition, task, (id) => this.#pending.get(id)?.savepoint),
-          ),
-          partitioning: exchange.partitioning,
-          keySelector: streamGraph.edges[edge.streamEdge]?.keySelector,
-          maxParallelism: config.maxParallelism,
-          operatorName: vertex.name,
-          subtaskIndex: task,
-          outputTag: edge.outputTag,
-        });
-      });
-    recordWriters.push(
-      new RecordWriter({
-        writers: [new TransactionGateWriter(this.#output)],
-        partitioning: 'forward',
-        keySelector: undefined,
-        maxParallelism: config.maxParallelism,
-        operatorName: vertex.name,
-        subtaskIndex: task,
-        outputTag: TRANSACTION_TAG,
-      }),
-    );
-    // One channel per upstream task of each exchange it reads, so its valve takes their minimum watermark.
-    const inputChannels: number[] = [];
-    const inputIndexOf = new Map<number, number>();
-    const partitions = stage.inputs.map((index) => {
-      const exchange = plan.exchanges[index] as (typeof plan.exchanges)[number];
-      const firstChannel = inputChannels.length;
-      const inputIndex = graph.edges[exchange.edge]?.inputIndex ?? 0;
-      // A forward exchange's partition has one writer, the upstream task of the same number.
-      const forward = exchange.partitioning === 'forward';
-      for (let upstream = 0; upstream < (forward ? 1 : (taskCounts[exchange.from] as number)); upstream++) {
-        inputIndexOf.set(inputChannels.length, inputIndex);
-        inputChannels.push(inputChannels.length);
-      }
-      const restoredOffset = this.#restored?.offsets.find((entry) => entry.topic === exchange.topic && entry.partition === task)?.offset;
-      return { topic: exchange.topic, partition: task, firstChannel, forward, offset: restoredOffset === undefined ? undefined : BigInt(restoredOffset) };
+    // Before the exchange writers' hooks: whether the checkpoint sealed now is the final one decides their end frames.
+    this.#output.onSeal((checkpointId) => {
+      const pending = this.#pending.get(checkpointId);
+      if (pending !== undefined && this.#inputEnded) pending.ended = true;
     });
+    const streamGraph = buildStreamGraph(this.#runtime.job);
+    const recordWriters = taskRecordWriters({
+      graph,
+      plan,
+      streamGraph,
+      stage,
+      task,
+      maxParallelism: config.maxParallelism,
+      output: this.#output,
+      barrierOf: (id) => this.#pending.get(id)?.savepoint,
+      endsAt: (id) => this.#pending.get(id)?.ended === true,
+    });
+    // One channel per upstream task of each exchange it reads, so its valve takes their minimum watermark.
+    const { inputChannels, inputIndexOf, partitions } = taskInputs({ graph, plan, taskCounts, stage, task, restored: this.#restored });
     this.#inputLayout = inputLayout(partitions, inputChannels.length);
     this.#streamTask = new StreamTask({
       jobName: graph.jobName,
@@ -219,7 +175,7 @@ export class ClusterTask {
     await this.#streamTask.open();
     this.restoreMs = performance.now() - opening;
     if (partitions.length > 0 && !this.#stopped) {
-      const skips = this.#restored?.skips ?? [];
+      const { marks, skips } = restoredChannels(this.#restored);
       if (skips.length > 0)
         this.#runtime.log(`${this.name}: reads past the frames of ${skips.length} channels already in its restored state (a savepoint's alignment)`);
       this.#input = new ExchangeInput({
@@ -230,8 +186,8 @@ export class ClusterTask {
         taskCount,
         deliver: (message) => this.#streamTask.deliver(message),
         onFailure: (error) => this.#fail(error),
-        marks: this.#restored?.channels?.map((mark) => ({ channel: mark.channel, watermark: mark.watermark ?? Number.NEGATIVE_INFINITY, idle: mark.idle })),
-        skips: skips.map((skip) => ({ ...skip, below: BigInt(skip.below) })),
+        marks,
+        skips,
         onBarrier: (barrier, at) => this.#onBarrier(barrier, at),
       });
       await this.#input.open();
@@ -271,6 +227,11 @@ export class ClusterTask {
     return this.#streamTask?.metrics.snapshot(vertexId, this.task, now);
   }
 
+  /** Its input ended and its final checkpoint (its record says `ended`) is committed: it does nothing more. */
+  get ended(): boolean {
+    return this.latest?.ended === true;
+  }
+
   /** The bytes of the state files it restored. */
   get restoredBytes(): number {
     return (this.#restored?.state?.operators ?? []).reduce((sum, operator) => sum + (operator.keyed?.size ?? 0) + (operator.operator?.size ?? 0), 0);
@@ -282,7 +243,7 @@ export class ClusterTask {
       this.#fail(givenUp);
       return;
     }
-    if (this.#stopped || this.#savepoints.halted || this.#pending.size > 0 || this.#savepoints.aligning) return;
+    if (this.#stopped || this.ended || this.#savepoints.halted || this.#pending.size > 0 || this.#savepoints.aligning) return;
     // A source task takes its part of a savepoint asked for at its next checkpoint, idle or not.
     const savepoint = this.#input === undefined ? this.#savepoints.requested() : undefined;
     // An idle task commits nothing (Issue 35): no record came in since the last checkpoint was
@@ -293,7 +254,8 @@ export class ClusterTask {
     const last = this.#lastTrigger;
     const idle =
       last !== undefined && this.latest !== undefined && last.recordsIn === mark.recordsIn && last.watermark === mark.watermark && this.#output.quiet;
-    if (idle && savepoint === undefined) return;
+    // The final checkpoint (the input ended) is taken, idle or not: its record says `ended`.
+    if (idle && savepoint === undefined && !this.#inputEnded) return;
     this.#lastTrigger = mark;
     const id = this.#nextCheckpointId++;
     const location = this.#storage.checkpointLocation(id);
@@ -346,6 +308,12 @@ export class ClusterTask {
         return;
       case 'failed':
         this.#fail(WeirError.fromSerialized(message.error));
+        return;
+      case 'endOfData':
+        // The chain has finished (end of event time, every operator's endInput): the final checkpoint, now.
+        this.#inputEnded = true;
+        this.#runtime.log(`${this.name}: its input ended: it takes its final checkpoint`);
+        setImmediate(() => this.#triggerCheckpoint());
         return;
       default:
         return;
@@ -407,11 +375,23 @@ export class ClusterTask {
     const previous = this.#previousLocation;
     this.#previousLocation = pending.location;
     if (previous !== undefined) await this.#storage.discard(previous).catch(() => {});
-    if (pending.offsets !== undefined && Date.now() - this.#purgedAt >= exchangePurgeIntervalMs()) {
+    if (pending.offsets !== undefined && (checkpoint.ended === true || Date.now() - this.#purgedAt >= exchangePurgeIntervalMs())) {
       this.#purgedAt = Date.now();
       void purgeExchangeRecords(this.#runtime.connections, pending.offsets).catch(() => {}); // again at the next purge
     }
     if (this.completed % SWEEP_EVERY === 1) void discardEarlierOwners(this.#storage);
+    if (checkpoint.ended === true) this.#endedWith(checkpointId);
+    else if (this.#inputEnded && this.#pending.size === 0) this.#triggerCheckpoint(); // one triggered before the end committed: now the final one
+  }
+
+  /** Its final checkpoint is committed: no more checkpoints (a test's crash right after: WEIR_FAULT=task-ended:<checkpoint id>). */
+  #endedWith(checkpointId: number): void {
+    clearInterval(this.#timer);
+    this.#runtime.log(`${this.name} ended: its final checkpoint ${checkpointId} is committed`);
+    if (injectedFaultPoint === 'task-ended') {
+      const failure = injectedFault('task-ended', checkpointId, this.name);
+      if (failure !== undefined) this.#fail(failure);
+    }
   }
 
   #fail(error: unknown): void {

@@ -1,6 +1,6 @@
 import type { CheckpointLocation } from '../checkpoint/storage/checkpoint-location.ts';
 import { ChannelWriter } from '../runtime/io/channel-writer.ts';
-import { encodeBarrierFrame, encodeRecordsFrame, encodeWatermarkFrame, type SavepointBarrier } from './exchange-frames.ts';
+import { encodeBarrierFrame, encodeEndFrame, encodeRecordsFrame, encodeWatermarkFrame, type SavepointBarrier } from './exchange-frames.ts';
 import type { TaskOutput } from './task-output.ts';
 
 const nothing = () => {};
@@ -10,7 +10,8 @@ const nothing = () => {};
  * subtask: a batch becomes one records frame in the task's transaction; the latest watermark and
  * idleness become a watermark frame at every checkpoint (read_committed readers see nothing
  * sooner anyway). A savepoint's checkpoint adds its barrier frame behind the watermark frame, in
- * the same transaction. Its availability is the task output's: back pressure as a channel's credit.
+ * the same transaction, and the task's final checkpoint (its input ended) its end frame, once.
+ * Its availability is the task output's: back pressure as a channel's credit.
  */
 export class ExchangeChannelWriter extends ChannelWriter {
   readonly #output: TaskOutput;
@@ -22,9 +23,21 @@ export class ExchangeChannelWriter extends ChannelWriter {
   /** What the last watermark frame said (undefined: none written yet). */
   #sealedWatermark: number | undefined;
   #sealedIdle: boolean | undefined;
+  #endWritten = false;
 
-  /** `barrierOf`: the savepoint a checkpoint of the task is, if any (its barrier frame goes out with it). */
-  constructor(output: TaskOutput, topic: string, partition: number, from: number, barrierOf: (checkpointId: number) => SavepointBarrier | undefined) {
+  /**
+   * `barrierOf`: the savepoint a checkpoint of the task is, if any (its barrier frame goes out with
+   * it); `endsAt`: whether a checkpoint is the task's final one (its record says `ended`: the end
+   * frame goes out with it).
+   */
+  constructor(
+    output: TaskOutput,
+    topic: string,
+    partition: number,
+    from: number,
+    barrierOf: (checkpointId: number) => SavepointBarrier | undefined,
+    endsAt: (checkpointId: number) => boolean = () => false,
+  ) {
     super(partition, partition, 1, nothing, nothing);
     this.#output = output;
     this.#topic = topic;
@@ -35,6 +48,10 @@ export class ExchangeChannelWriter extends ChannelWriter {
         output.write([{ topic, partition, value: encodeWatermarkFrame(from, this.#watermark, this.#idle) }]);
         const barrier = barrierOf(checkpointId);
         if (barrier !== undefined) output.write([{ topic, partition, value: encodeBarrierFrame(from, barrier) }]);
+        if (!this.#endWritten && endsAt(checkpointId)) {
+          this.#endWritten = true;
+          output.write([{ topic, partition, value: encodeEndFrame(from) }]);
+        }
         this.#sealedWatermark = this.#watermark;
         this.#sealedIdle = this.#idle;
       },
@@ -61,7 +78,7 @@ export class ExchangeChannelWriter extends ChannelWriter {
     this.#idle = idle;
   }
 
-  /** Cluster jobs are unbounded: an input that ends leaves the task idle, not finished. */
+  /** The end frame goes out with the task's final checkpoint (its record says `ended`), not now: the two commit together. */
   override sendEndOfData(): void {}
 }
 

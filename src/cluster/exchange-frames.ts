@@ -13,14 +13,22 @@ import { WeirError } from '../core/errors/weir-error.ts';
  * the upstream task wrote it, after its watermark frame, into every partition it writes, in the
  * transaction that committed its state for S; a downstream task aligns on it (savepoint-alignment.ts).
  *
+ * An end frame (version 3) says the upstream task's input ended (bounded input): it finished its
+ * operators and wrote nothing after it; it goes into every partition the task writes, behind its
+ * last watermark frame, in the transaction of its final checkpoint (whose record says `ended`). A
+ * downstream task ends once every channel's end frame came (Flink's EndOfData on every channel).
+ *
  * Encoded with Node's structured serialization (node:v8), which keeps what JSON loses (undefined,
  * Date, Map, BigInt, binary data); every frame carries its format version. Records and watermark
  * frames are still written as version 1 (a member of the Weir before barriers reads them); a
- * barrier frame is version 2 (such a member refuses it by name: the cluster's Weir versions differ).
+ * barrier frame is version 2 and an end frame version 3 (a member of an older Weir refuses them by
+ * name: the cluster's Weir versions differ).
  */
 export const EXCHANGE_FRAME_VERSION = 1;
-/** The newest frame version this Weir reads and writes (barrier frames). */
+/** The frame version of barrier frames. */
 export const EXCHANGE_BARRIER_FRAME_VERSION = 2;
+/** The newest frame version this Weir reads and writes (end frames). */
+export const EXCHANGE_END_FRAME_VERSION = 3;
 
 /** What a savepoint's barrier carries: the savepoint, its folder, and whether the cluster stops with it. */
 export interface SavepointBarrier {
@@ -32,12 +40,14 @@ export interface SavepointBarrier {
 export type ExchangeFrame =
   | { kind: 'records'; from: number; records: unknown[]; timestamps: number[] | undefined }
   | { kind: 'watermark'; from: number; watermark: number; idle: boolean }
-  | ({ kind: 'barrier'; from: number } & SavepointBarrier);
+  | ({ kind: 'barrier'; from: number } & SavepointBarrier)
+  | { kind: 'end'; from: number };
 
 type Encoded =
   | [version: number, kind: 'r', from: number, records: unknown[], timestamps: number[] | undefined]
   | [version: number, kind: 'w', from: number, watermark: number, idle: boolean]
-  | [version: number, kind: 'b', from: number, savepoint: number, options: { target: string; stop: 'suspend' | 'drain' | undefined }];
+  | [version: number, kind: 'b', from: number, savepoint: number, options: { target: string; stop: 'suspend' | 'drain' | undefined }]
+  | [version: number, kind: 'e', from: number];
 
 export function encodeRecordsFrame(from: number, records: unknown[], timestamps: number[] | undefined): Buffer {
   return serialize([EXCHANGE_FRAME_VERSION, 'r', from, records, timestamps] satisfies Encoded);
@@ -51,6 +61,11 @@ export function encodeBarrierFrame(from: number, barrier: SavepointBarrier): Buf
   return serialize([EXCHANGE_BARRIER_FRAME_VERSION, 'b', from, barrier.savepoint, { target: barrier.target, stop: barrier.stop }] satisfies Encoded);
 }
 
+/** The upstream task `from` ended: nothing follows in this partition from it. */
+export function encodeEndFrame(from: number): Buffer {
+  return serialize([EXCHANGE_END_FRAME_VERSION, 'e', from] satisfies Encoded);
+}
+
 export function decodeFrame(record: TopicRecord): ExchangeFrame {
   let decoded: unknown;
   try {
@@ -60,11 +75,15 @@ export function decodeFrame(record: TopicRecord): ExchangeFrame {
   }
   if (!Array.isArray(decoded) || typeof decoded[0] !== 'number') throw corrupt(record, 'not an exchange frame');
   const [version, kind, from, a, b] = decoded as Encoded;
-  // Version 2 brought barrier frames (only they are written as version 2); anything else newer is refused.
-  if (version !== EXCHANGE_FRAME_VERSION && !(version === EXCHANGE_BARRIER_FRAME_VERSION && kind === 'b')) {
+  // Version 2 brought barrier frames, version 3 end frames (only they are written so); anything else newer is refused.
+  if (
+    version !== EXCHANGE_FRAME_VERSION &&
+    !(version === EXCHANGE_BARRIER_FRAME_VERSION && kind === 'b') &&
+    !(version === EXCHANGE_END_FRAME_VERSION && kind === 'e')
+  ) {
     throw new WeirError(
       'CHECKPOINT_METADATA_TOO_NEW',
-      `${where(record)} holds an exchange frame of version ${version}; this Weir reads version ${EXCHANGE_FRAME_VERSION} (and ${EXCHANGE_BARRIER_FRAME_VERSION} for barrier frames)`,
+      `${where(record)} holds an exchange frame of version ${version}; this Weir reads version ${EXCHANGE_FRAME_VERSION} (${EXCHANGE_BARRIER_FRAME_VERSION} for barrier frames, ${EXCHANGE_END_FRAME_VERSION} for end frames)`,
       { hint: 'run every member of the cluster with the same Weir version', fault: 'external' },
     );
   }
@@ -74,6 +93,7 @@ export function decodeFrame(record: TopicRecord): ExchangeFrame {
     const options = b as { target: string; stop: 'suspend' | 'drain' | undefined };
     return { kind: 'barrier', from, savepoint: a as number, target: options.target, stop: options.stop };
   }
+  if (kind === 'e') return { kind: 'end', from };
   throw corrupt(record, `unknown frame kind ${JSON.stringify(kind)}`);
 }
 

@@ -12,11 +12,13 @@ import { decodeFrame, type SavepointBarrier } from './exchange-frames.ts';
 const MAX_IN_FLIGHT = 8;
 const POLL_RECORDS = 256;
 
-/** What an upstream task's latest watermark frame said on a channel. */
+/** What an upstream task's latest watermark frame said on a channel, and whether its end frame came. */
 export interface ChannelMark {
   channel: number;
   watermark: number;
   idle: boolean;
+  /** The upstream task's input ended: its end frame came (a restore gives it back, as it is behind the offsets). */
+  ended?: boolean;
 }
 
 /** Frames of `channel` in its partition below offset `below` are in the task's restored state: they are read past (a savepoint's alignment left them behind the offset). */
@@ -160,6 +162,7 @@ export class ExchangeInput {
       this.#deliver({ kind: 'watermark-status', channel, idle: false });
       if (mark.watermark > Number.NEGATIVE_INFINITY) this.#deliver({ kind: 'watermark', channel, watermark: mark.watermark });
     }
+    if (mark.ended === true) this.#deliver({ kind: 'end-of-data', channel });
   }
 
   async close(): Promise<void> {
@@ -202,7 +205,13 @@ export class ExchangeInput {
           const mark = this.#marks.get(channel);
           const at = { channel, topic: record.topic, partition: record.partition, offset: record.offset, mark: mark === undefined ? undefined : { ...mark } };
           if (this.#onBarrier?.(frame, at) === true) this.#blocked.add(channel);
-        } else {
+        } else if (frame.kind === 'end') {
+          // Once per channel: a task restored from a checkpoint before its upstream's end reads that end again.
+          const mark = this.#marks.get(channel) ?? { channel, watermark: Number.NEGATIVE_INFINITY, idle: false };
+          if (mark.ended === true) continue;
+          this.#marks.set(channel, { ...mark, ended: true });
+          this.#deliver({ kind: 'end-of-data', channel });
+        } else if (this.#marks.get(channel)?.ended !== true) {
           const mark = { channel, watermark: frame.watermark, idle: frame.idle };
           this.#marks.set(channel, mark);
           this.#deliverMark(mark);

@@ -4,7 +4,7 @@ import type { InputOffset, OffsetsOwner } from '../connectors/kafka/transaction-
 import type { RestoreInfo } from '../runtime/deployment/restore-info.ts';
 import type { SavepointBarrier } from './exchange-frames.ts';
 import type { ChannelMark, ChannelSkip } from './exchange-input.ts';
-import { TASK_CHECKPOINT_VERSION, type TaskCheckpoint, type TaskSavepointPart } from './task-checkpoint.ts';
+import { TASK_CHECKPOINT_ENDED_VERSION, TASK_CHECKPOINT_VERSION, type TaskCheckpoint, type TaskSavepointPart } from './task-checkpoint.ts';
 
 /** A checkpoint of a cluster task, triggered and not yet committed. */
 export interface PendingCheckpoint {
@@ -16,6 +16,8 @@ export interface PendingCheckpoint {
   skips: ChannelSkip[] | undefined;
   /** The savepoint this checkpoint is the task's part of. */
   savepoint: SavepointBarrier | undefined;
+  /** The task's final checkpoint: its input had ended when the barrier sealed its transaction (its end frames are in it). */
+  ended?: boolean;
 }
 
 /** The record a task's checkpoint commits (task-checkpoint.ts). */
@@ -31,8 +33,9 @@ export function taskCheckpointRecord(options: {
   owner: OffsetsOwner;
 }): TaskCheckpoint {
   const { pending, savepoint, restoredFrom, owner, watermark } = options;
+  const ended = pending.ended === true || pending.channels?.some((mark) => mark.ended === true) === true;
   return {
-    version: TASK_CHECKPOINT_VERSION,
+    version: ended ? TASK_CHECKPOINT_ENDED_VERSION : TASK_CHECKPOINT_VERSION,
     stage: options.stage,
     task: options.task,
     checkpointId: pending.id,
@@ -51,11 +54,13 @@ export function taskCheckpointRecord(options: {
             channel: mark.channel,
             watermark: Number.isFinite(mark.watermark) ? mark.watermark : null,
             idle: mark.idle,
+            ...(mark.ended === true ? { ended: true as const } : {}),
           })),
         }),
     ...(pending.skips === undefined || pending.skips.length === 0 ? {} : { skips: pending.skips.map((skip) => ({ ...skip, below: String(skip.below) })) }),
     ...(savepoint === undefined ? {} : { savepoint }),
     ...(restoredFrom === undefined ? {} : { restoredFrom }),
+    ...(pending.ended === true ? { ended: true as const } : {}),
     member: { memberId: owner.memberId, generationId: owner.generationId },
     completedAt: Date.now(),
   };

@@ -20,9 +20,15 @@ import { decodeVersionedJson } from './versioned-json.ts';
  */
 
 export const TASK_CHECKPOINT_VERSION = 1;
+/**
+ * The version of a record that says its task, or one of its channels, ended (bounded input): a
+ * member of an older Weir refuses it by name rather than run an ended task again. Every other
+ * record is still written as version 1.
+ */
+export const TASK_CHECKPOINT_ENDED_VERSION = 2;
 
 const taskCheckpointSchema = z.object({
-  version: z.literal(TASK_CHECKPOINT_VERSION),
+  version: z.union([z.literal(TASK_CHECKPOINT_VERSION), z.literal(TASK_CHECKPOINT_ENDED_VERSION)]),
   stage: z.string().min(1),
   task: z.number().int().nonnegative(),
   checkpointId: z.number().int().positive(),
@@ -42,7 +48,17 @@ const taskCheckpointSchema = z.object({
    * null: none yet), given back on restore, as an idle upstream task writes no more frames.
    * Absent in records of older versions (their tasks wrote a frame every checkpoint).
    */
-  channels: z.array(z.object({ channel: z.number().int().nonnegative(), watermark: z.number().nullable(), idle: z.boolean() })).optional(),
+  channels: z
+    .array(
+      z.object({
+        channel: z.number().int().nonnegative(),
+        watermark: z.number().nullable(),
+        idle: z.boolean(),
+        /** The upstream task's end frame came on this channel (version 2). */
+        ended: z.literal(true).optional(),
+      }),
+    )
+    .optional(),
   /**
    * Frames of a channel below an offset of its partition that are in the state already (a
    * savepoint's alignment ended past them on other channels): read past on restore. Absent: none.
@@ -76,6 +92,11 @@ const taskCheckpointSchema = z.object({
     .optional(),
   /** The savepoint the cluster started from (`weir run --cluster --from-savepoint`), carried by every later record. */
   restoredFrom: z.string().optional(),
+  /**
+   * The task's input ended and it finished (version 2): this is its final checkpoint, committed
+   * with its end frames; no owner runs the task again (cluster-task.ts). Absent: it runs on.
+   */
+  ended: z.literal(true).optional(),
   /** Which member committed it, in which generation. */
   member: z.object({ memberId: z.string(), generationId: z.number().int() }),
   completedAt: z.number(),
@@ -98,12 +119,12 @@ export function decodeTaskCheckpoint(bytes: Buffer, where: string): TaskCheckpoi
   return decodeVersionedJson(
     taskCheckpointSchema,
     bytes,
-    TASK_CHECKPOINT_VERSION,
+    TASK_CHECKPOINT_ENDED_VERSION,
     (problem) =>
       new WeirError(
         problem.kind === 'too-new' ? 'CHECKPOINT_METADATA_TOO_NEW' : 'CHECKPOINT_METADATA_CORRUPT',
         problem.kind === 'too-new'
-          ? `the task checkpoint at ${where} is of version ${problem.version}; this Weir reads version ${TASK_CHECKPOINT_VERSION}`
+          ? `the task checkpoint at ${where} is of version ${problem.version}; this Weir reads versions ${TASK_CHECKPOINT_VERSION} and ${TASK_CHECKPOINT_ENDED_VERSION}`
           : `the task checkpoint at ${where} does not read: ${problem.issue}`,
         { hint: 'run every member with the same Weir version; upgrade, do not downgrade, a running cluster', fault: 'external' },
       ),

@@ -67,6 +67,7 @@ interface RunOptions extends KafkaSettingsOptions {
   logLevel?: LogLevel;
   logFormat?: LogFormat;
   cluster?: string;
+  clusterThreads?: number;
   instanceId?: string;
   sessionTimeout?: number;
 }
@@ -118,6 +119,11 @@ export function runCommand(): Command {
     .option('--cluster <id>', 'cluster mode: this process is a member of the cluster <id>, sharing the job with the others (docs/scale-out.md)')
     .option('--instance-id <id>', 'cluster mode: static membership, one id per member (a member restarted under it gets its tasks back at once)')
     .addOption(new Option('--session-timeout <duration>', 'cluster mode: a member silent this long loses its tasks (default 10s)').argParser(durationArgument))
+    .addOption(
+      new Option('--cluster-threads <n>', 'cluster.threads: the worker threads a member runs its tasks on (default: the number of cores)').argParser(
+        positiveIntegerArgument,
+      ),
+    )
     .option('--fresh', 'start without restoring the latest checkpoint', false)
     .option('--from-savepoint <path>', 'start from this savepoint (or checkpoint) folder')
     .addOption(
@@ -173,9 +179,12 @@ export function runCommand(): Command {
           id: options.cluster,
           ...(options.instanceId === undefined ? {} : { instanceId: options.instanceId }),
           ...(options.sessionTimeout === undefined ? {} : { sessionTimeout: options.sessionTimeout }),
+          ...(options.clusterThreads === undefined ? {} : { threads: options.clusterThreads }),
         };
-      } else if (options.instanceId !== undefined || options.sessionTimeout !== undefined) {
-        throw new WeirError('INVALID_CONFIG', '--instance-id and --session-timeout are settings of cluster mode', { hint: 'give --cluster <id> too' });
+      } else if (options.instanceId !== undefined || options.sessionTimeout !== undefined || options.clusterThreads !== undefined) {
+        throw new WeirError('INVALID_CONFIG', '--instance-id, --session-timeout and --cluster-threads are settings of cluster mode', {
+          hint: 'give --cluster <id> too',
+        });
       }
       if (options.restart === false) config.restartStrategy = { type: 'none' };
       else if (options.restartAttempts !== undefined || options.restartDelay !== undefined) {
@@ -219,7 +228,7 @@ export function runCommand(): Command {
         }
         if (options.parallelism !== undefined || options.workers !== undefined) {
           logger.warn(
-            '--parallelism and --workers do not apply in cluster mode: a stage has one task per partition of its input, and a member runs its tasks on one thread',
+            '--parallelism and --workers do not apply in cluster mode: a stage has one task per partition of its input, and a member runs its tasks on --cluster-threads worker threads',
           );
         }
         const { runClusterMember } = await import('./run-cluster-member.ts');

@@ -238,6 +238,11 @@ export const environmentConfigSchema = z
         sessionTimeout: duration('cluster.sessionTimeout')
           .default(10_000)
           .describe('A member silent this long is out of the group, its tasks go to the others (the broker bounds it: group.min/max.session.timeout.ms).'),
+        threads: positiveInt.default(availableParallelism()).meta({
+          description:
+            "The worker threads a member runs its tasks on (each with its own Kafka connections), tasks spread over them: one member per host uses the host's cores. The member's main thread keeps its group membership, the fencing of its tasks' earlier owners and the REST API.",
+          defaultText: 'the number of cores (`os.availableParallelism()`)',
+        }),
       })
       .strict()
       .optional()
