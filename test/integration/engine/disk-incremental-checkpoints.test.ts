@@ -17,9 +17,9 @@ import { join } from 'node:path';
 import { after, describe, test } from 'node:test';
 import { setTimeout as sleep } from 'node:timers/promises';
 import type { CheckpointMetadata } from '../../../src/checkpoint/storage/checkpoint-metadata.ts';
-import { stateFilesOf } from '../../../src/checkpoint/storage/checkpoint-metadata.ts';
 import { formatBootstrap } from '../../../src/connectors/kafka/kafka-connection-options.ts';
 import { startJob } from '../../../src/runtime/jobmaster/job-master.ts';
+import { assertChainsIntact, completedCheckpoints } from '../../harness/checkpoint-chains.ts';
 import { type JobProcess, startJobProcess, waitFor } from '../../harness/job-process.ts';
 import { createTestTopic, testBrokers } from '../../harness/kafka.ts';
 import { auditCounts, exactCountAudit, writeChaosInput } from '../../harness/kafka-count-audit.ts';
@@ -36,23 +36,6 @@ const configFor = (folder: string, parallelism: number, stateBackend: 'heap' | '
 });
 const exact = (count: number) => ({ records: count, duplicates: 0, missing: 0, unexpected: 0, wrongSums: [] });
 
-/** The completed checkpoints in the folder, by id. */
-function completedCheckpoints(folder: string): Map<number, CheckpointMetadata> {
-  const dir = join(folder, 'checkpoints');
-  const found = new Map<number, CheckpointMetadata>();
-  if (!existsSync(dir)) return found;
-  for (const name of readdirSync(dir)) {
-    const match = /^chk-(\d+)$/.exec(name);
-    if (match === null || !existsSync(join(dir, name, '_metadata'))) continue;
-    try {
-      found.set(Number(match[1]), JSON.parse(readFileSync(join(dir, name, '_metadata'), 'utf8')) as CheckpointMetadata);
-    } catch {
-      // being written or deleted this instant
-    }
-  }
-  return found;
-}
-
 /** How many subtasks of operator `uid` a checkpoint holds as a chain (a full snapshot and changes on it), and of how many. */
 function chainsOf(metadata: CheckpointMetadata, uid: string): { chains: number; subtasks: number } {
   const subtasks = metadata.operators.find((operator) => operator.uid === uid)?.subtasks ?? [];
@@ -64,16 +47,6 @@ function latest(folder: string): { id: number; metadata: CheckpointMetadata } | 
   const all = completedCheckpoints(folder);
   const id = Math.max(...all.keys());
   return Number.isFinite(id) ? { id, metadata: all.get(id) as CheckpointMetadata } : undefined;
-}
-
-/** Every file the completed checkpoints name is there (retention never deleted what a kept checkpoint needs). */
-function assertChainsIntact(folder: string): void {
-  for (const [id, metadata] of completedCheckpoints(folder)) {
-    for (const handle of stateFilesOf(metadata)) {
-      const file = join(folder, 'checkpoints', `chk-${handle.checkpoint ?? id}`, handle.path);
-      assert.ok(existsSync(file), `checkpoint ${id} names ${file}, which retention deleted`);
-    }
-  }
 }
 
 /**

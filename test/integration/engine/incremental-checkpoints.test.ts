@@ -10,14 +10,12 @@
  * complete).
  */
 import assert from 'node:assert/strict';
-import { existsSync, readdirSync, readFileSync } from 'node:fs';
 import { mkdtemp, rm } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { after, describe, test } from 'node:test';
 import { setTimeout as sleep } from 'node:timers/promises';
-import type { CheckpointMetadata } from '../../../src/checkpoint/storage/checkpoint-metadata.ts';
-import { stateFilesOf } from '../../../src/checkpoint/storage/checkpoint-metadata.ts';
+import { assertChainsIntact, completedCheckpoints } from '../../harness/checkpoint-chains.ts';
 import { startJobProcess, waitFor } from '../../harness/job-process.ts';
 import { auditKeyedSum, readCommittedRecords } from '../../harness/keyed-sum-audit.ts';
 
@@ -29,33 +27,6 @@ const configFor = (folder: string, parallelism: number) => ({
   restartStrategy: { type: 'fixed-delay', attempts: 3, delay: 100 },
 });
 const exact = (count: number) => ({ records: count, duplicates: 0, missing: 0, unexpected: 0, wrongSums: [] });
-
-/** The completed checkpoints in the folder, by id. */
-function completedCheckpoints(folder: string): Map<number, CheckpointMetadata> {
-  const dir = join(folder, 'checkpoints');
-  const found = new Map<number, CheckpointMetadata>();
-  if (!existsSync(dir)) return found;
-  for (const name of readdirSync(dir)) {
-    const match = /^chk-(\d+)$/.exec(name);
-    if (match === null || !existsSync(join(dir, name, '_metadata'))) continue;
-    try {
-      found.set(Number(match[1]), JSON.parse(readFileSync(join(dir, name, '_metadata'), 'utf8')) as CheckpointMetadata);
-    } catch {
-      // being written or deleted this instant
-    }
-  }
-  return found;
-}
-
-/** Every file the completed checkpoints name is there (retention never deleted what a kept checkpoint needs). */
-function assertChainsIntact(folder: string): void {
-  for (const [id, metadata] of completedCheckpoints(folder)) {
-    for (const handle of stateFilesOf(metadata)) {
-      const file = join(folder, 'checkpoints', `chk-${handle.checkpoint ?? id}`, handle.path);
-      assert.ok(existsSync(file), `checkpoint ${id} names ${file}, which retention deleted`);
-    }
-  }
-}
 
 describe('incremental checkpoints under failures', () => {
   const folders: string[] = [];

@@ -8,31 +8,16 @@
  * (test/harness/keyed-sum-audit.ts), and every file a completed checkpoint names is there.
  */
 import assert from 'node:assert/strict';
-import { existsSync, readdirSync, readFileSync } from 'node:fs';
 import { mkdtemp, rm } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { after, describe, test } from 'node:test';
-import { type CheckpointMetadata, stateFilesOf } from '../../../src/checkpoint/storage/checkpoint-metadata.ts';
+import { assertChainsIntact } from '../../harness/checkpoint-chains.ts';
 import { startJobProcess, waitFor } from '../../harness/job-process.ts';
 import { auditKeyedSum } from '../../harness/keyed-sum-audit.ts';
 
 const jobModule = join(import.meta.dirname, '..', '..', 'fixtures', 'jobs', 'keyed-sum-job.ts');
 const exact = (count: number) => ({ records: count, duplicates: 0, missing: 0, unexpected: 0, wrongSums: [] });
-
-/** Every file the completed checkpoints in the folder name is there. */
-function assertChainsIntact(folder: string): void {
-  const dir = join(folder, 'checkpoints');
-  for (const name of existsSync(dir) ? readdirSync(dir) : []) {
-    const id = Number(/^chk-(\d+)$/.exec(name)?.[1]);
-    if (Number.isNaN(id) || !existsSync(join(dir, name, '_metadata'))) continue;
-    const metadata = JSON.parse(readFileSync(join(dir, name, '_metadata'), 'utf8')) as CheckpointMetadata;
-    for (const handle of stateFilesOf(metadata)) {
-      const file = join(dir, `chk-${handle.checkpoint ?? id}`, handle.path);
-      assert.ok(existsSync(file), `checkpoint ${id} names ${file}, which is not there`);
-    }
-  }
-}
 
 describe('SIGKILL during state file writes and restores', () => {
   const folders: string[] = [];
