@@ -360,6 +360,6 @@ const intro = [
 const previous = existsSync(results) ? await readFile(results, 'utf8') : intro;
 const sections = previous.split(/^(?=## )/m);
 const kept = sections.slice(1).filter((part) => !part.startsWith(`## ${values.label}\n`));
-const text = [intro, ...kept.map((part) => part.trimEnd()), section].join('\n');
+const text = [intro.trimEnd(), ...kept.map((part) => part.trimEnd()), section.trimEnd()].join('\n\n');
 await writeFile(results, `${text.trimEnd()}\n`);
 process.stdout.write(`${section}\n`);
