@@ -10,6 +10,7 @@
  *    member comes back at once under its instance id (static membership).
  * 3. Restore: a member's tasks opened by another member after the first left, for growing state
  *    (accounts): the state bytes per task and how long opening it took, from the members' logs.
+ * 4. A savepoint's duration against state size (`weir savepoint --cluster`: bench/cluster-savepoint.ts).
  *
  *   npm run bench:cluster [-- <records>]
  * Uses KAFKA_BROKERS, or starts a local broker for the run. Writes bench/results/cluster.md.
@@ -26,6 +27,7 @@ import { formatBootstrap } from '../src/connectors/kafka/kafka-connection-option
 import { PlainProducer } from '../src/connectors/kafka/plain-producer.ts';
 import { readTopic } from '../src/connectors/kafka/topic-reader.ts';
 import { ensureBroker } from '../src/local-kafka/ensure-broker.ts';
+import { type SavepointFigure, savepointAt, savepointTable } from './cluster-savepoint.ts';
 import { cpuOf } from './compare/cpu-of.ts';
 import { markdownTable } from './compare/report.ts';
 
@@ -197,8 +199,13 @@ try {
     log(`restore: ${accounts} accounts`);
     restores.push([accounts, await restore(accounts)]);
   }
+  const savepoints: SavepointFigure[] = [];
+  for (const accounts of [10_000, 100_000]) {
+    log(`savepoint: ${accounts} keys`);
+    savepoints.push(await savepointAt(brokers, accounts));
+  }
   const lines = [
-    '# Cluster mode: cost, failover, restore',
+    '# Cluster mode: cost, failover, restore, savepoints',
     '',
     `\`npm run bench:cluster -- ${records}\`, ${new Date().toISOString().slice(0, 10)}, one broker, this machine; the cluster test job (test/fixtures/jobs/cluster-job.ts), checkpoints every 1 s.`,
     '',
@@ -234,6 +241,7 @@ try {
       restores.map(([accounts, entry]) => [fmt(accounts), fmt(entry.bytes), fmt(entry.ms), fmt(entry.maxMs)]),
     ),
     '',
+    ...savepointTable(savepoints),
   ];
   await writeFile(join(import.meta.dirname, 'results', 'cluster.md'), lines.join('\n'));
   console.log(lines.join('\n'));
