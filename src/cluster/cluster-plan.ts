@@ -29,15 +29,6 @@ export async function planCluster(loaded: Pick<LoadedJob, 'streamGraph' | 'graph
   const { streamGraph, graph } = loaded;
   const plan = planStages(clusterId, graph);
   for (const node of streamGraph.nodes) {
-    if (node.kind === 'source' && node.keyGroupAssignment === true) {
-      throw new WeirError(
-        'INVALID_CONFIG',
-        `cluster mode cannot run this job yet: source "${graph.nodes[node.id]?.uid}" is reinterpreted as keyed (reinterpretAsKeyedStream)`,
-        {
-          hint: 'use keyBy in cluster mode (its exchange topic partitions by key group), or run without --cluster',
-        },
-      );
-    }
     if (node.kind === 'sink') {
       const uid = graph.nodes[node.id]?.uid ?? node.name;
       const kind = taskSinkKind(node.sink as Sink<unknown>, uid);
@@ -52,6 +43,17 @@ export async function planCluster(loaded: Pick<LoadedJob, 'streamGraph' | 'graph
     const node = streamGraph.node(stage.sourceNodes[0] as number);
     if (node.kind !== 'source') throw new Error(`stage ${stage.uid} starts at no source`);
     sourceCounts[stage.id] = (await node.source.createInitialSplits(1)).length;
+    // A source reinterpreted as keyed (reinterpretAsKeyedStream): its split p holds key group p, so
+    // its stage has one task per key group, and task p (subtask p of maxParallelism) owns key group p.
+    if (node.keyGroupAssignment === true && sourceCounts[stage.id] !== graph.maxParallelism) {
+      throw new WeirError(
+        'REINTERPRET_PARTITIONS',
+        `cluster mode: source "${graph.nodes[node.id]?.uid}" is reinterpreted as keyed, so its partition p must hold key group p, but it has ${sourceCounts[stage.id]} partitions for the job's maxParallelism of ${graph.maxParallelism}`,
+        {
+          hint: `give the job maxParallelism ${sourceCounts[stage.id]} (the topic's partition count), write the topic with partitioner: keyGroupPartitioner, or use keyBy`,
+        },
+      );
+    }
   }
   const taskCounts = resolveForwardExchanges(plan, sourceCounts);
   for (const stage of plan.stages) {
