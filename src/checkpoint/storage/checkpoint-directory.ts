@@ -104,6 +104,31 @@ export class CheckpointDirectory {
    * a savepoint is deleted only when its own savepoint location is passed.
    */
   async discard(location: CheckpointLocation): Promise<void> {
+    const path = this.#ownPath(location);
+    try {
+      if (!(await pathExists(path))) return;
+      await rm(join(path, METADATA_FILE_NAME), { force: true });
+      await syncDirectory(path);
+      await rm(path, { recursive: true, force: true });
+    } catch (error) {
+      throw storageIoError('CHECKPOINT_DISCARD_FAILED', `cannot delete ${path}`, error, true);
+    }
+  }
+
+  /** Deletes a checkpoint's `_metadata` only (durably): its state files stay for the checkpoints that name them. */
+  async discardMetadata(location: CheckpointLocation): Promise<void> {
+    const path = this.#ownPath(location);
+    try {
+      if (!(await pathExists(join(path, METADATA_FILE_NAME)))) return;
+      await rm(join(path, METADATA_FILE_NAME), { force: true });
+      await syncDirectory(path);
+    } catch (error) {
+      throw storageIoError('CHECKPOINT_DISCARD_FAILED', `cannot delete ${join(path, METADATA_FILE_NAME)}`, error, true);
+    }
+  }
+
+  /** The folder of a location of this directory; refuses anything else. */
+  #ownPath(location: CheckpointLocation): string {
     const path = resolve(location.path);
     const own =
       location.kind === 'checkpoint'
@@ -116,14 +141,7 @@ export class CheckpointDirectory {
         fault: 'internal',
       });
     }
-    try {
-      if (!(await pathExists(path))) return;
-      await rm(join(path, METADATA_FILE_NAME), { force: true });
-      await syncDirectory(path);
-      await rm(path, { recursive: true, force: true });
-    } catch (error) {
-      throw storageIoError('CHECKPOINT_DISCARD_FAILED', `cannot delete ${path}`, error, true);
-    }
+    return path;
   }
 
   /** The names of the folders in `path`; none when it does not exist. */

@@ -56,6 +56,12 @@ export interface CheckpointStorage {
   isMarkedCommitted(path: string): Promise<boolean>;
   /** Deletes a location of this storage, metadata first; refuses anything else. */
   discard(location: CheckpointLocation): Promise<void>;
+  /**
+   * Deletes only a checkpoint's `_metadata` (it is no longer a completed checkpoint), keeping its
+   * state files: retention's way to let go of a checkpoint whose files newer ones still name.
+   * A storage without it has such checkpoints kept whole, with every file their metadata names.
+   */
+  discardMetadata?(location: CheckpointLocation): Promise<void>;
   /** The roots of the storages beside this one (the other folders next to its root, as `checkpointing.storage` names them): a cluster task's earlier owners. */
   neighbours(): Promise<string[]>;
 }

@@ -115,8 +115,12 @@ export class CompletedCheckpointStore {
    * in progress and stay). Savepoints are never touched. Returns the deleted ids, ascending.
    *
    * Incremental checkpoints share files (Flink's SharedStateRegistry, as a mark and sweep over the
-   * metadata): a checkpoint whose folder holds a file that a kept checkpoint names is kept too,
-   * whole (its own metadata names only files of itself and of checkpoints it keeps the same way).
+   * metadata): an older checkpoint whose folder holds a file that a kept checkpoint names keeps its
+   * folder, but is no longer a completed checkpoint: its `_metadata` goes. Its metadata may name
+   * files that no kept checkpoint names (each subtask starts a new full snapshot on its own, so a
+   * subtask's chain in it can start in a folder the kept ones no longer need); kept whole as a
+   * completed checkpoint, it would claim files that are deleted. A storage without
+   * `discardMetadata` keeps such a checkpoint whole, with what its metadata names, transitively.
    * Each pass reads the kept metadata again, so a crash between deletions leaves nothing to
    * reconcile, and an incomplete location (never named by a completed checkpoint) goes as before.
    */
@@ -128,33 +132,51 @@ export class CompletedCheckpointStore {
     }
     const storage = this.#storage;
     const locations = (await storage.listLocations('checkpoint')).reverse();
+    const retainedIds = new Set<number>();
     const kept = new Set<number>();
     let newestCompleted: number | undefined;
-    let retainedCount = 0;
     for (const location of locations) {
-      if (retainedCount >= retained) break;
-      if (!(await storage.hasMetadata(location))) continue;
-      let metadata: CheckpointMetadata;
-      try {
-        metadata = await storage.readMetadata(location.path);
-      } catch (error) {
-        if (error instanceof WeirError && UNREADABLE.includes(error.code)) continue;
-        throw error;
-      }
-      retainedCount++;
+      if (retainedIds.size >= retained) break;
+      const metadata = await this.#completedMetadata(location);
+      if (metadata === undefined) continue;
+      retainedIds.add(location.checkpointId);
       kept.add(location.checkpointId);
       for (const handle of stateFilesOf(metadata)) if (handle.checkpoint !== undefined) kept.add(handle.checkpoint);
       newestCompleted ??= location.checkpointId;
     }
     if (newestCompleted === undefined) return [];
+    const discardMetadata = storage.discardMetadata?.bind(storage);
+    if (discardMetadata === undefined) {
+      // Newest first: a folder kept whole keeps what its own metadata names.
+      for (const location of locations) {
+        if (location.checkpointId >= newestCompleted || retainedIds.has(location.checkpointId) || !kept.has(location.checkpointId)) continue;
+        const metadata = await this.#completedMetadata(location);
+        for (const handle of metadata === undefined ? [] : stateFilesOf(metadata)) if (handle.checkpoint !== undefined) kept.add(handle.checkpoint);
+      }
+    }
     // Newest first: a checkpoint names only files of older ones, so whenever this stops (a crash
     // between two deletions), every completed checkpoint left still has all its files.
     const deleted: number[] = [];
     for (const location of locations) {
-      if (location.checkpointId >= newestCompleted || kept.has(location.checkpointId)) continue;
-      await storage.discard(location);
-      deleted.push(location.checkpointId);
+      if (location.checkpointId >= newestCompleted || retainedIds.has(location.checkpointId)) continue;
+      if (!kept.has(location.checkpointId)) {
+        await storage.discard(location);
+        deleted.push(location.checkpointId);
+      } else if (discardMetadata !== undefined && (await storage.hasMetadata(location))) {
+        await discardMetadata(location);
+      }
     }
     return deleted.reverse();
+  }
+
+  /** A location's metadata; undefined when it has none or it does not read (CHECKPOINT_METADATA_CORRUPT, ..._TOO_NEW, ..._NOT_COMPLETED). */
+  async #completedMetadata(location: CheckpointLocation): Promise<CheckpointMetadata | undefined> {
+    if (!(await this.#storage.hasMetadata(location))) return undefined;
+    try {
+      return await this.#storage.readMetadata(location.path);
+    } catch (error) {
+      if (error instanceof WeirError && UNREADABLE.includes(error.code)) return undefined;
+      throw error;
+    }
   }
 }

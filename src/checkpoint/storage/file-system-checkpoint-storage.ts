@@ -105,6 +105,12 @@ export class FileSystemCheckpointStorage implements CheckpointStorage {
     await this.#directory.discard(location);
   }
 
+  async discardMetadata(location: CheckpointLocation): Promise<void> {
+    await storageTestDelay('discard', location);
+    await this.#lock?.verify();
+    await this.#directory.discardMetadata(location);
+  }
+
   neighbours(): Promise<string[]> {
     return this.#directory.neighbours();
   }

@@ -36,9 +36,14 @@ export class LocalRecoveryStorage implements CheckpointStorage {
   readonly #folder: string;
   readonly reads: LocalRecoveryReads = { localFiles: 0, localBytes: 0, storageFiles: 0 };
 
+  /** As the storage's, when it has one (retention keeps a checkpoint whole when it has not): the copies stay with the files. */
+  readonly discardMetadata?: (location: CheckpointLocation) => Promise<void>;
+
   constructor(storage: CheckpointStorage, folder: string) {
     this.#storage = storage;
     this.#folder = folder;
+    const discardMetadata = storage.discardMetadata?.bind(storage);
+    if (discardMetadata !== undefined) this.discardMetadata = discardMetadata;
   }
 
   get root(): string {

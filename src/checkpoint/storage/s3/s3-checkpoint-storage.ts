@@ -197,6 +197,23 @@ export class S3CheckpointStorage implements CheckpointStorage {
 
   /** Deletes a location of this storage, `_metadata` first (so a crash half-way leaves an incomplete location, never a checkpoint with state missing). */
   async discard(location: CheckpointLocation): Promise<void> {
+    const key = this.#ownKey(location);
+    // A process that lost the lock deletes nothing: the storage may hold the new owner's checkpoints.
+    await this.#lock?.verify();
+    await this.#objects.delete([childKey(key, METADATA_FILE_NAME)]);
+    const { objects } = await this.#objects.list(`${key}/`);
+    await this.#objects.delete(objects.map((object) => object.key));
+  }
+
+  /** Deletes a checkpoint's `_metadata` only: its state files stay for the checkpoints that name them (retention). */
+  async discardMetadata(location: CheckpointLocation): Promise<void> {
+    const key = this.#ownKey(location);
+    await this.#lock?.verify();
+    await this.#objects.delete([childKey(key, METADATA_FILE_NAME)]);
+  }
+
+  /** The key of a location's folder in this storage; refuses anything else. */
+  #ownKey(location: CheckpointLocation): string {
     const key = this.#keyOf(location.path);
     const expected =
       location.kind === 'checkpoint'
@@ -214,11 +231,7 @@ export class S3CheckpointStorage implements CheckpointStorage {
         },
       );
     }
-    // A process that lost the lock deletes nothing: the storage may hold the new owner's checkpoints.
-    await this.#lock?.verify();
-    await this.#objects.delete([childKey(key, METADATA_FILE_NAME)]);
-    const { objects } = await this.#objects.list(`${key}/`);
-    await this.#objects.delete(objects.map((object) => object.key));
+    return key;
   }
 
   /** The other "folders" under this storage's parent prefix (none for a storage at the bucket's root). */
