@@ -1,7 +1,7 @@
 import { createHash } from 'node:crypto';
 import { mkdir, readdir, readFile, rm, writeFile } from 'node:fs/promises';
-import { tmpdir } from 'node:os';
 import { basename, dirname, join } from 'node:path';
+import { DEFAULT_STATE_DIR } from '../../core/config/default-state-dir.ts';
 import type { EnvironmentConfig } from '../../core/config/environment-config.ts';
 import { checkpointFolderName, parseCheckpointFolderName } from './checkpoint-folder-name.ts';
 import type { CheckpointLocation } from './checkpoint-location.ts';
@@ -17,9 +17,6 @@ export interface LocalRecoveryReads {
   localBytes: number;
   storageFiles: number;
 }
-
-/** The default `stateDir`: where Flink keeps its local state too (the temp folder). */
-export const DEFAULT_STATE_DIR = join(tmpdir(), 'weir-state');
 
 /**
  * Flink's local recovery (`execution.state-recovery.from-local`, the secondary copy): every state

@@ -1,7 +1,7 @@
-import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import type { CheckpointStorage } from '../../checkpoint/storage/checkpoint-storage.ts';
 import { storageFor } from '../../checkpoint/storage/open-checkpoint-storage.ts';
+import { DEFAULT_STATE_DIR } from '../../core/config/default-state-dir.ts';
 import type { CheckpointableKeyedStateBackend } from '../../core/state/keyed-state-backend.ts';
 import { HeapKeyedStateBackend } from '../../state/heap-keyed-state-backend.ts';
 import { type KeyGroupRange, keyGroupRangeIntersection, keyGroupRangeSize } from '../../state/key-group-range.ts';
@@ -23,9 +23,6 @@ export interface StateInitializerOptions {
   /** Names the job's folder under `stateDir`. */
   jobName?: string;
 }
-
-/** The default `stateDir`: where Flink keeps RocksDB's working folders too (the temp folder). */
-export const DEFAULT_STATE_DIR = join(tmpdir(), 'weir-state');
 
 /** A name as one folder name: what is not a letter, digit, `.`, `_` or `-` becomes `_`. */
 const folderName = (name: string) => name.replace(/[^A-Za-z0-9._-]/g, '_').slice(0, 100) || '_';
