@@ -102,8 +102,7 @@ export class StreamTaskSourceInput implements MailboxDefaultAction, CheckpointLi
       this.#splits.update(initial.filter((_split, index) => index % parallelism === subtaskIndex));
       this.#allSplits.update(initial);
     }
-    // A cluster task (fixed splits) restores only its own splits: what it has is already its key group's.
-    if (node.keyGroupAssignment === true && !(this.#options.fixedSplits === true && restored)) this.#assignByKeyGroup(source, this.#allSplits.get());
+    if (node.keyGroupAssignment === true) this.#assignByKeyGroup(source, this.#allSplits.get());
     const strategy = this.#strategy;
     const splitId = this.#splitId;
     this.#watermarks =
