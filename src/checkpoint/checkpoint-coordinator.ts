@@ -65,8 +65,6 @@ export class CheckpointCoordinator {
   readonly #cleaner: CheckpointsCleaner;
   readonly #completing = new Set<Promise<void>>();
   readonly #pending = new Map<number, PendingCheckpoint>();
-  /** Who waits for fewer than maxConcurrent pending checkpoints ({@link triggerCheckpointWithinLimit}). */
-  readonly #slotWaiters: (() => void)[] = [];
   readonly #commits = new Map<number, CommitTracking>();
   /** Checkpoints that completed: an error after their metadata is written is the job's, not theirs. */
   readonly #completed = new WeakSet<PendingCheckpoint>();
@@ -156,24 +154,6 @@ export class CheckpointCoordinator {
       );
     }
     return this.#trigger(kind, stop);
-  }
-
-  /**
-   * A checkpoint once fewer than `maxConcurrent` are pending (at once when they are): bounded
-   * input's final checkpoint, which keeps the limit as a periodic one does. Rejects as
-   * {@link triggerCheckpoint} does when the tasks stop running meanwhile.
-   */
-  async triggerCheckpointWithinLimit(): Promise<CompletedCheckpoint> {
-    while (this.#gateway !== undefined && this.#pending.size >= this.#options.config.maxConcurrent) {
-      await new Promise<void>((resolve) => this.#slotWaiters.push(resolve));
-    }
-    return this.triggerCheckpoint('checkpoint');
-  }
-
-  /** A pending checkpoint ended (completed, aborted): whoever waits for a free slot looks again. */
-  #slotFreed(): void {
-    const waiters = this.#slotWaiters.splice(0);
-    for (const resolve of waiters) resolve();
   }
 
   receiveAcknowledge(
@@ -296,7 +276,6 @@ export class CheckpointCoordinator {
       return;
     }
     this.#pending.delete(pending.checkpointId);
-    this.#slotFreed();
     this.#completed.add(pending);
     this.#consecutiveFailures = 0;
     this.#lastCompletionAt = Date.now();
@@ -331,7 +310,6 @@ export class CheckpointCoordinator {
 
   #abort(pending: PendingCheckpoint, failure: CheckpointFailure): void {
     if (!this.#pending.delete(pending.checkpointId)) return;
-    this.#slotFreed();
     const now = Date.now();
     const error = new WeirError('CHECKPOINT_ABORTED', `${pending.kind} ${pending.checkpointId} was aborted: ${failure.message}`, {
       fault: 'external',

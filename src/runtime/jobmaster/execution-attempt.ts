@@ -213,11 +213,11 @@ export class ExecutionAttempt implements CheckpointTaskGateway {
             return;
           }
           // Bounded input is done: a final checkpoint lets the two-phase-commit sinks commit the rest.
-          // No periodic checkpoint may overtake (and so subsume) it; it waits for a slot as they do.
+          // No periodic checkpoint may overtake (and so subsume) it.
           coordinator.stopCheckpointScheduler();
           log('every input has ended: taking the final checkpoint');
           coordinator
-            .triggerCheckpointWithinLimit()
+            .triggerCheckpoint('checkpoint')
             .then((completed) => coordinator.whenCommitted(completed.checkpointId))
             .then(() => this.#finish())
             .catch((error: Error) => this.#fail(error));
