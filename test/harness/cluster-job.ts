@@ -89,6 +89,10 @@ export function startClusterMember(options: {
       '--session-timeout',
       '6s',
       ...(options.ui === true ? ['--ui-port', '0'] : ['--no-ui']),
+      // One task thread per member unless the test asks for more (task-threads.test.ts): a test
+      // starts up to four members on two cores, and the timing bounds some tests check (a staying
+      // task's commits within a session timeout) are about the group, not the threads.
+      ...(options.args?.includes('--cluster-threads') === true ? [] : ['--cluster-threads', '1']),
       ...(options.args ?? []),
     ],
     {

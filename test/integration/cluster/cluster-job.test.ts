@@ -140,9 +140,15 @@ async function clusterStory(storage: string, env: Record<string, string>, interv
     const url = await d.url();
     const seen = (await (await fetch(`${url}/api/cluster`)).json()) as ClusterStatus;
     assert.equal(seen.members.length, 3);
-    const mine = (await (await fetch(`${url}/api/job`)).json()) as { state: string; vertices: { subtasks: unknown[] }[] };
-    assert.equal(mine.state, 'running');
-    assert.ok(mine.vertices.reduce((sum, vertex) => sum + vertex.subtasks.length, 0) > 0, 'the member shows its tasks as subtasks');
+    // Its task threads report their tasks' metrics every second: the first report may still be on its way.
+    await until(
+      'the member shows its tasks as subtasks',
+      async () => {
+        const mine = (await (await fetch(`${url}/api/job`)).json()) as { state: string; vertices: { subtasks: unknown[] }[] };
+        return mine.state === 'running' && mine.vertices.reduce((sum, vertex) => sum + vertex.subtasks.length, 0) > 0 ? true : undefined;
+      },
+      15_000,
+    );
     assert.match(await (await fetch(`${url}/`)).text(), /id="cluster-section"/);
 
     // `weir doctor --cluster` with the job: its stages and topics as the plan needs them.
