@@ -24,22 +24,17 @@ export function uniqueTopicName(label: string): string {
   return `weir-test-${label.replace(/[^a-zA-Z0-9-]+/g, '-').slice(0, 40)}-${randomBytes(4).toString('hex')}`;
 }
 
-/** Creates a uniquely named topic and returns it with a function that deletes it again. */
-export async function createTestTopic(
-  brokers: readonly BrokerAddress[],
-  label: string,
-  partitions = 1,
-  connection: ConnectionOptions = {},
-): Promise<{ topic: string; remove: () => Promise<void> }> {
-  const topic = uniqueTopicName(label);
+/**
+ * Creates topic `topic` and returns once the brokers' metadata names it with every partition led
+ * (a moment after its creation), so no test reads or writes it a moment too early.
+ */
+export async function createNamedTopic(brokers: readonly BrokerAddress[], topic: string, partitions = 1, connection: ConnectionOptions = {}): Promise<void> {
   const admin = new Admin({ clientId: 'weir-test-admin', bootstrapBrokers: bootstrapList(brokers), ...connection });
   try {
     await admin.createTopics({ topics: [topic], partitions, replicas: 1 });
   } finally {
     await admin.close();
   }
-  // The brokers' metadata names a new topic a moment after its creation: return once it does, with
-  // every partition led, so no test reads or writes it a moment too early.
   const connections = new ClusterConnections(brokers, { clientId: 'weir-test-admin', ...connection });
   try {
     const deadline = Date.now() + 30_000;
@@ -52,6 +47,17 @@ export async function createTestTopic(
   } finally {
     await connections.close();
   }
+}
+
+/** Creates a uniquely named topic and returns it with a function that deletes it again. */
+export async function createTestTopic(
+  brokers: readonly BrokerAddress[],
+  label: string,
+  partitions = 1,
+  connection: ConnectionOptions = {},
+): Promise<{ topic: string; remove: () => Promise<void> }> {
+  const topic = uniqueTopicName(label);
+  await createNamedTopic(brokers, topic, partitions, connection);
   return {
     topic,
     remove: async () => {

@@ -13,7 +13,7 @@ import { ClusterConnections } from '../../src/connectors/kafka/cluster-connectio
 import type { BrokerAddress } from '../../src/connectors/kafka/kafka-connection-options.ts';
 import { PlainProducer } from '../../src/connectors/kafka/plain-producer.ts';
 import { readTopic } from '../../src/connectors/kafka/topic-reader.ts';
-import { bootstrapList } from './kafka.ts';
+import { bootstrapList, createNamedTopic } from './kafka.ts';
 import { startWeirRun, type WeirRun } from './weir-run.ts';
 
 export const MEMBERS = 3;
@@ -178,25 +178,5 @@ export async function withLogs(both: BothRuns, story: () => Promise<void>): Prom
 
 /** Creates topics of fixed names (an example's own) on a broker of the test's own; returns once every partition is led. */
 export async function createFixedTopics(brokers: readonly BrokerAddress[], topics: Record<string, number>): Promise<void> {
-  const { Admin } = await import('@platformatic/kafka');
-  const admin = new Admin({ clientId: 'weir-test-admin', bootstrapBrokers: bootstrapList(brokers) });
-  try {
-    for (const [topic, partitions] of Object.entries(topics)) await admin.createTopics({ topics: [topic], partitions, replicas: 1 });
-  } finally {
-    await admin.close();
-  }
-  const connections = new ClusterConnections(brokers);
-  try {
-    for (const [topic, partitions] of Object.entries(topics)) {
-      const deadline = Date.now() + 30_000;
-      for (;;) {
-        const info = await connections.topic(topic).catch(() => undefined);
-        if (info !== undefined && info.partitions.length === partitions && info.partitions.every((entry) => entry.leaderId >= 0)) break;
-        if (Date.now() > deadline) throw new Error(`topic ${topic} is not in the brokers' metadata 30 s after its creation`);
-        await sleep(50);
-      }
-    }
-  } finally {
-    await connections.close();
-  }
+  for (const [topic, partitions] of Object.entries(topics)) await createNamedTopic(brokers, topic, partitions);
 }
