@@ -2,8 +2,7 @@ import { setTimeout as sleep } from 'node:timers/promises';
 import type { ClusterConnections, TopicInfo } from '../connectors/kafka/cluster-connections.ts';
 import { fetchedRecords, fetchPartitions } from '../connectors/kafka/partition-fetcher.ts';
 import type { StreamGraph } from '../graph/stream-graph.ts';
-import type { StagePlan } from './stage-plan.ts';
-import { decodeTaskCheckpoint, taskCheckpointKey } from './task-checkpoint.ts';
+import { decodeTaskCheckpoint } from './task-checkpoint.ts';
 
 /** How often the checkpoint topic is read for new records. */
 const POLL_MS = 500;
@@ -14,15 +13,10 @@ export function everySourceBounded(streamGraph: StreamGraph): boolean {
   return sources.length > 0 && sources.every((node) => node.kind === 'source' && node.source.bounded);
 }
 
-/** Every task of a cluster as its checkpoint records are keyed (`<stage>/<task>`). */
-export function clusterTaskKeys(plan: StagePlan, taskCounts: readonly number[]): string[] {
-  return plan.stages.flatMap((stage) => Array.from({ length: taskCounts[stage.id] as number }, (_, task) => taskCheckpointKey(stage.uid, task)));
-}
-
 export interface ClusterEndWatchOptions {
   clusterId: string;
   checkpointTopic: string;
-  /** Every task of the cluster (clusterTaskKeys). */
+  /** Every task of the cluster as its checkpoint records are keyed (`<stage>/<task>`: taskCheckpointKey). */
   tasks: readonly string[];
   /** Every source of the job is bounded (everySourceBounded): else the job never ends, and nothing is read. */
   bounded: boolean;

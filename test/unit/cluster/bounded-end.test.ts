@@ -3,10 +3,9 @@ import assert from 'node:assert/strict';
 import { test } from 'node:test';
 import { serialize } from 'node:v8';
 import { StreamExecutionEnvironment } from '../../../src/api/stream-execution-environment.ts';
-import { clusterTaskKeys, everySourceBounded } from '../../../src/cluster/cluster-end-watch.ts';
+import { everySourceBounded } from '../../../src/cluster/cluster-end-watch.ts';
 import { planCluster } from '../../../src/cluster/cluster-plan.ts';
 import { decodeFrame, EXCHANGE_END_FRAME_VERSION, encodeEndFrame, encodeWatermarkFrame } from '../../../src/cluster/exchange-frames.ts';
-import { planStages } from '../../../src/cluster/stage-plan.ts';
 import { decodeTaskCheckpoint, encodeTaskCheckpoint, TASK_CHECKPOINT_ENDED_VERSION, TASK_CHECKPOINT_VERSION } from '../../../src/cluster/task-checkpoint.ts';
 import { taskCheckpointRecord } from '../../../src/cluster/task-checkpoint-record.ts';
 import { fileSink } from '../../../src/connectors/file/file-sink.ts';
@@ -88,8 +87,8 @@ test('a task checkpoint record says ended (version 2); so does one with a channe
   );
 });
 
-test('only a job whose every source is bounded can end; every task of its plan is watched', () => {
-  const config = parseEnvironmentConfig({ parallelism: 2, maxParallelism: 4 });
+test('only a job whose every source is bounded can end', () => {
+  const _config = parseEnvironmentConfig({ parallelism: 2, maxParallelism: 4 });
   const build = (bounded: boolean[]) => {
     const env = new StreamExecutionEnvironment();
     const [first, ...rest] = bounded.map((entry, index) => env.fromSource(source(entry), { uid: `in${index}` }));
@@ -104,8 +103,6 @@ test('only a job whose every source is bounded can end; every task of its plan i
   assert.equal(everySourceBounded(build([true])), true);
   assert.equal(everySourceBounded(build([true, false])), false);
   assert.equal(everySourceBounded(build([false])), false);
-  const plan = planStages('c', buildJobGraph('job', build([true]), config));
-  assert.deepEqual(clusterTaskKeys(plan, [2, 4]), ['in0/0', 'in0/1', 'n/0', 'n/1', 'n/2', 'n/3']);
 });
 
 test('a bounded source with a two-phase-commit sink is refused by name: its final committables would not be recovered', async () => {
