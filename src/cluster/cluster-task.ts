@@ -27,7 +27,6 @@ import { TaskSavepoints } from './task-savepoints.ts';
 import { createTaskSinkOperator, sinkCommitFault } from './task-sink.ts';
 import { discardEarlierOwners, taskStorageRoot } from './task-storage.ts';
 
-
 /** Earlier owners' folders are swept at this owner's first commit, and again every this many. */
 const SWEEP_EVERY = 100;
 
