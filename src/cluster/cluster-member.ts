@@ -314,6 +314,8 @@ export class ClusterMember {
           await run.stop();
           return;
         }
+        // An ended task does not run: it said so itself ("it stays ended").
+        if (restored?.ended === true) return;
         this.#setup.log(
           `${run.name} started ${restored === undefined ? 'fresh' : `from checkpoint ${restored.checkpointId} (state ${run.restoredBytes} bytes, opened in ${run.restoreMs.toFixed(0)} ms)`} on task thread ${run.thread}`,
         );

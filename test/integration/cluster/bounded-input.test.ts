@@ -85,16 +85,27 @@ test('a member killed right after a task committed its ended record: the task st
   timeout: 300_000,
 }, async () => {
   const { scaffold, inputs } = await scaffoldWithInput('bounded-ended-kill', 3000);
-  const a = member(scaffold, { WEIR_FAULT: 'task-ended:>=1' });
-  const b = member(scaffold);
+  // A slower lookup (2 in flight, 10 ms each: about 1.3 s per task), so that the killed member's first ended task is
+  // not the cluster's last one: its next owner must restore it and leave it ended (were it the last, every member
+  // would see the cluster ended and leave without restoring anything, which is right but proves nothing here).
+  const slow = { CJ_LOOKUP_MS: '10', CJ_LOOKUP_CAPACITY: '2' };
+  const a = member(scaffold, { ...slow, WEIR_FAULT: 'task-ended:>=1' });
+  const b = member(scaffold, slow);
   await withMemberLogs(scaffold.members, async () => {
     // WEIR_FAULT=task-ended: the member SIGKILLs itself once one of its tasks has committed its ended record.
     assert.equal(await exitsOnItsOwn(a, 120_000), null, 'the member killed itself');
     assert.equal(a.child.signalCode, 'SIGKILL');
-    const c = member(scaffold);
+    const bBefore = b.stderr().length;
+    const endedByA = new Set([...a.stderr().matchAll(/(\w+ task \d+) ended: its final checkpoint/g)].map((m) => m[1] as string));
+    assert.ok(endedByA.size > 0, 'the killed member had ended a task');
+    const c = member(scaffold, slow);
     for (const run of [b, c]) assert.equal(await exitsOnItsOwn(run, 120_000), 0, 'the member exits 0');
     // The tasks whose ended records the killed member committed went to the others, which did not run them again.
-    assert.match(b.stderr() + c.stderr(), /stays ended/);
+    const after = b.stderr().slice(bBefore) + c.stderr();
+    assert.match(after, /stays ended/);
+    for (const task of endedByA) {
+      assert.doesNotMatch(after, new RegExp(`${task} (started|restored)`), `${task} ended on the killed member and does not run again`);
+    }
     await assertEveryTaskEnded(scaffold.cluster);
     await auditClusterOutputs(scaffold.topics, inputs, inputs);
   });
