@@ -11,7 +11,9 @@ import type { Partitioning } from '../graph/stream-graph.ts';
  * - An **exchange** is each edge between stages: a Kafka topic the upstream stage writes
  *   exactly-once and the downstream one reads read_committed. A hash exchange has maxParallelism
  *   partitions, so a key's partition is its key group and keyed state moves with partitions; a
- *   rebalance or broadcast one has the downstream vertex's parallelism; a forward one (an operator
+ *   rebalance or broadcast one has the downstream vertex's parallelism, or maxParallelism into a
+ *   stage a hash exchange feeds too (broadcast state beside a keyed input: every task of the keyed
+ *   stage gets every rule); a forward one (an operator
  *   feeding several others, a union, a side output: the edges a chain ends at) has the upstream
  *   stage's task count, and task N writes partition N, which task N downstream reads: records go
  *   where they go in one process.
@@ -94,6 +96,13 @@ export function planStages(cluster: string, graph: JobGraph): StagePlan {
     if (stage.sourceNodes.length > 0 && stage.inputs.length > 0) throw unsupported(`stage "${stage.uid}" reads both sources and an exchange`);
     // Known now unless a forward exchange feeds it (resolveForwardExchanges, at start).
     const inputs = stage.inputs.map((index) => exchanges[index] as Exchange);
+    // A keyed stage has a task per key group: what is broadcast into it beside its keyed input
+    // (broadcast state's rules) goes to each of them, as to every subtask in one process, and what is
+    // rebalanced into it is spread over them (it was refused before: partition counts that differ).
+    if (inputs.some((exchange) => exchange.partitioning === 'hash')) {
+      for (const exchange of inputs)
+        if (exchange.partitioning === 'rebalance' || exchange.partitioning === 'broadcast') exchange.partitions = graph.maxParallelism;
+    }
     const counts = new Set(inputs.map((exchange) => exchange.partitions));
     if (inputs.length > 0 && inputs.every((exchange) => exchange.partitioning !== 'forward') && counts.size === 1) stage.taskCount = [...counts][0];
   }
