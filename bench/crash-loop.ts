@@ -34,6 +34,7 @@ const MAX_RUNS = 40;
 const root = join(import.meta.dirname, '..');
 const job = join(root, 'test', 'fixtures', 'jobs', 'async-enrich-job.ts');
 const log = (line: string) => process.stderr.write(`${line}\n`);
+const logDir = process.env.CRASH_LOOP_LOGS;
 const broker = await ensureBroker({ log });
 const brokers = broker.brokers;
 const bootstrap = formatBootstrap(brokers);
@@ -106,13 +107,19 @@ async function oneRun(lifeMs: number): Promise<Run> {
     },
   );
   const completions: number[] = [];
+  const lines: string[] = [];
   child.stderr?.on('data', (chunk: Buffer) => {
-    for (const line of chunk.toString().split('\n')) if (/DEBUG: checkpoint \d+ completed/.test(line)) completions.push(Date.now() - startedAt);
+    for (const line of chunk.toString().split('\n')) {
+      if (/DEBUG: checkpoint \d+ completed/.test(line)) completions.push(Date.now() - startedAt);
+      // CRASH_LOOP_LOGS=<folder>: each run's log, every line prefixed with the ms since its process was spawned.
+      if (logDir !== undefined && line !== '') lines.push(`+${Date.now() - startedAt} ${line}`);
+    }
   });
   const exited = new Promise((resolve) => child.once('exit', resolve));
   await Promise.race([exited, sleep(lifeMs)]);
   child.kill('SIGKILL');
   await exited;
+  if (logDir !== undefined) await writeFile(join(logDir, `run-${runs.length + 1}.log`), `${lines.join('\n')}\n`);
   return {
     livedMs: Date.now() - startedAt,
     checkpoints: completions.length,

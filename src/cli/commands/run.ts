@@ -8,6 +8,7 @@ import { LOG_LEVELS, type LogFormat, type LogLevel } from '../../core/logging/lo
 import { processLog } from '../../core/logging/pino-logger.ts';
 import { startJob } from '../../runtime/jobmaster/job-master.ts';
 import { loadJob } from '../../runtime/jobmaster/load-job.ts';
+import { startWarmWorkers } from '../../runtime/jobmaster/start-warm-workers.ts';
 import { durationArgument, positiveIntegerArgument } from '../arguments.ts';
 import { addKafkaOptions, useKafkaSettings } from '../kafka-options.ts';
 
@@ -199,10 +200,21 @@ export function runCommand(): Command {
       // (handed to the worker threads in memory: never in the job's config or its checkpoints).
       useKafkaSettings(options, log);
       const configFile = options.config === undefined ? undefined : await readConfigFile(options.config);
-      const clusterMode = options.cluster !== undefined || (await loadJob({ job, config, configFile })).config.cluster !== undefined;
+      // The job's worker threads start now, loading their code while this thread loads the job, takes the
+      // checkpoint folder's lock and checks the sinks (a restart after a crash waits for the slower of the two).
+      const warmWorkers = options.cluster !== undefined ? undefined : startWarmWorkers(job, config, configFile);
+      const loaded =
+        options.cluster !== undefined
+          ? undefined
+          : await loadJob({ job, config, configFile }).catch((error: unknown) => {
+              warmWorkers?.close();
+              throw error;
+            });
+      const clusterMode = options.cluster !== undefined || loaded?.config.cluster !== undefined;
+      if (clusterMode) warmWorkers?.close();
       const started = Date.now();
       let checkpoints = 0;
-      // The main thread's start-up heap, given back as the workers first start (the job master runs no records).
+      // The main thread's start-up heap, given back once the job runs (the job master runs no records).
       let released = false;
       // The REST server listens before the job loads: a taken port stops the run before anything runs.
       const token = options.uiToken === '' ? undefined : options.uiToken;
@@ -242,13 +254,15 @@ export function runCommand(): Command {
         job,
         config,
         configFile,
+        ...(warmWorkers === undefined ? {} : { warmWorkers }),
         fresh: options.fresh,
         ...(options.fromSavepoint === undefined ? {} : { fromSavepoint: options.fromSavepoint }),
         log: logger,
         onEvent: (event) => {
           if (event.type === 'checkpoint-completed') checkpoints++;
-          else if (event.type === 'started' && !released) {
-            // After this tick, once the workers are spawned: their start-up overlaps the collection.
+          // Off a restart's critical path (the workers load and open meanwhile): after the first checkpoint
+          // completed, or as the workers start when nothing checkpoints.
+          if (!released && (event.type === 'checkpoint-completed' || (event.type === 'started' && loaded?.config.checkpointing === undefined))) {
             released = true;
             setImmediate(() => {
               try {

@@ -27,6 +27,17 @@ export interface WorkerInit {
   connectorDefaults: ConnectorDefaults;
 }
 
+/** A worker thread started before its job (runtime/jobmaster/warm-workers.ts): it loads the job module, then waits for its {@link WorkerStart}. */
+export interface WarmWorkerData {
+  warm: { jobModuleUrl: string; connectorDefaults: ConnectorDefaults };
+}
+
+/** A worker's start: its workerData, or the first message a warm worker gets (the ports transferred with it). */
+export interface WorkerStart {
+  init: WorkerInit;
+  peers: Map<number, import('node:worker_threads').MessagePort>;
+}
+
 /** Main thread to worker. */
 export type ToWorker =
   | { type: 'run' }

@@ -1,5 +1,5 @@
 import { setTimeout as sleep } from 'node:timers/promises';
-import { MessageChannel, type MessagePort, Worker } from 'node:worker_threads';
+import { MessageChannel, type MessagePort, type Worker } from 'node:worker_threads';
 import type { CheckpointCoordinator, CheckpointTaskGateway } from '../../checkpoint/checkpoint-coordinator.ts';
 import type { StopMode } from '../../checkpoint/stop-mode.ts';
 import type { CheckpointLocation } from '../../checkpoint/storage/checkpoint-location.ts';
@@ -10,9 +10,10 @@ import { WeirError } from '../../core/errors/weir-error.ts';
 import type { JobGraph } from '../../graph/job-graph.ts';
 import { buildExecutionPlan, type ExecutionPlan } from '../deployment/execution-plan.ts';
 import type { RestoreInfo } from '../deployment/restore-info.ts';
-import type { FromWorker, ToWorker, WorkerInit } from '../deployment/worker-messages.ts';
+import type { FromWorker, ToWorker, WorkerInit, WorkerStart } from '../deployment/worker-messages.ts';
 import type { JobMetrics } from '../metrics/job-metrics.ts';
 import { injectedFault, injectedFaultPoint } from './injected-fault.ts';
+import { spawnWorker, type WarmWorkers } from './warm-workers.ts';
 
 export interface ExecutionAttemptOptions {
   url: string;
@@ -27,9 +28,9 @@ export interface ExecutionAttemptOptions {
   log: (line: string) => void;
   /** Every worker has opened its tasks and they run. */
   onRunning: () => void;
+  /** Worker threads started before the job (the first attempt of `weir run`): taken as the plan fits. */
+  warmWorkers?: WarmWorkers | undefined;
 }
-
-const WORKER_ENTRY = new URL(`../taskexecutor/worker-main${import.meta.url.endsWith('.ts') ? '.ts' : '.js'}`, import.meta.url);
 
 /**
  * One run of the job's worker threads (Flink's execution attempt of the whole graph), from start or
@@ -136,6 +137,8 @@ export class ExecutionAttempt implements CheckpointTaskGateway {
     }
     const finished = { count: 0 };
     const onMessage = this.#router(count, finished);
+    // Threads started before the job (warm-workers.ts), as many as fit; the attempt starts the rest.
+    const warm = this.#options.warmWorkers?.take(count, config.workerHeap) ?? [];
     for (let index = 0; index < count; index++) {
       const peers = ports.get(index) as Map<number, MessagePort>;
       const init: WorkerInit = {
@@ -150,12 +153,10 @@ export class ExecutionAttempt implements CheckpointTaskGateway {
         checkpointStorage: storage?.root,
         connectorDefaults: connectorDefaults(),
       };
-      const worker = new Worker(WORKER_ENTRY, {
-        workerData: { init, peers },
-        transferList: [...peers.values()],
-        execArgv: [],
-        resourceLimits: { maxYoungGenerationSizeMb: config.workerHeap.youngGenerationMb, maxOldGenerationSizeMb: config.workerHeap.oldGenerationMb },
-      });
+      const start: WorkerStart = { init, peers };
+      const warmWorker = warm[index];
+      const worker = warmWorker ?? spawnWorker(start, config.workerHeap, [...peers.values()]);
+      warmWorker?.postMessage(start, [...peers.values()]);
       worker.on('message', onMessage);
       worker.on('error', (error) => this.#fail(outOfMemoryOr(error, config.workerHeap)));
       worker.on('exit', (code) => {

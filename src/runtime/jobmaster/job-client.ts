@@ -4,6 +4,7 @@ import type { EnvironmentConfig, EnvironmentConfigInput } from '../../core/confi
 import type { Logger } from '../../core/logging/logger.ts';
 import type { JobGraph } from '../../graph/job-graph.ts';
 import type { VertexMetrics } from '../metrics/job-metrics.ts';
+import type { WarmWorkers } from './warm-workers.ts';
 
 export interface RunJobOptions {
   /** Path (or file URL) of the job module. */
@@ -21,6 +22,8 @@ export interface RunJobOptions {
   /** How often the checkpoint summary is logged at info; per-checkpoint lines are debug. Default 1 minute. */
   logSummaryIntervalMs?: number;
   onEvent?: (event: JobEvent) => void;
+  /** Worker threads `weir run` started before the job (warm-workers.ts): the first attempt takes those that fit; the job closes the rest. */
+  warmWorkers?: WarmWorkers;
 }
 
 export type JobEvent =

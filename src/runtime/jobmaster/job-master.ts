@@ -67,6 +67,7 @@ export async function startJob(options: RunJobOptions): Promise<JobClient> {
     ended.then(release, release);
     return master.client();
   } catch (error) {
+    options.warmWorkers?.close();
     release();
     throw error;
   }
@@ -252,6 +253,7 @@ class JobMaster {
         coordinator: this.#coordinator,
         metrics: this.#metrics,
         log,
+        warmWorkers: attemptNumber === 0 ? this.#options.warmWorkers : undefined,
         onRunning: () => {
           this.#state = 'running';
           void this.#committed?.committedSnapshot(restore);

@@ -17,9 +17,14 @@ export interface LoadedJob {
   graph: JobGraph;
 }
 
+/** The job module's URL: a path resolved against the working folder, or a file URL as it is. */
+export function jobModuleUrl(job: string): string {
+  return job.startsWith('file:') ? job : pathToFileURL(resolve(job)).href;
+}
+
 /** Loads a job module and plans it: its settings are the options over the config file over the job's own (checkpointing merged setting by setting). */
 export async function loadJob(options: Pick<RunJobOptions, 'job' | 'config' | 'configFile'>): Promise<LoadedJob> {
-  const url = options.job.startsWith('file:') ? options.job : pathToFileURL(resolve(options.job)).href;
+  const url = jobModuleUrl(options.job);
   const job = await loadJobModule(url);
   const layers = [job.config, options.configFile?.config, options.config];
   const checkpointing = layers.every((layer) => layer?.checkpointing === undefined)

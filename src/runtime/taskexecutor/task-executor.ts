@@ -114,7 +114,11 @@ export class TaskExecutor {
       for (const channel of inputChannels) this.#taskOfInput.set(channel.id, task);
       this.#tasks.push(task);
     }
-    for (const task of this.#tasks) await task.open();
+    // Concurrently: a task's open waits on its connectors (a Kafka sink's fencing and recovery, a
+    // source's metadata), and one after another they added up to a restart's longest wait.
+    const opened = await Promise.allSettled(this.#tasks.map((task) => task.open()));
+    const failed = opened.find((result) => result.status === 'rejected');
+    if (failed !== undefined) throw failed.reason;
   }
 
   /** Starts the tasks' loops: call once every worker has opened its tasks. */
