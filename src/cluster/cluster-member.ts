@@ -1,8 +1,7 @@
 import { setTimeout as sleep } from 'node:timers/promises';
+import { ClusterConnections } from '../connectors/kafka/cluster-connections.ts';
 import { hasKafkaError } from '../connectors/kafka/kafka-error-ids.ts';
 import type { OffsetsOwner } from '../connectors/kafka/offsets-owner.ts';
-import { readTopic } from '../connectors/kafka/topic-reader.ts';
-import type { OpenTransaction } from '../connectors/kafka/transaction-driver.ts';
 import { connectorDefaults } from '../core/config/connector-defaults.ts';
 import type { EnvironmentConfig } from '../core/config/environment-config.ts';
 import { WeirError } from '../core/errors/weir-error.ts';
@@ -10,39 +9,23 @@ import type { JobGraph } from '../graph/job-graph.ts';
 import type { TaskMetricsSnapshot } from '../runtime/metrics/task-metrics.ts';
 import { ClusterEndWatch } from './cluster-end-watch.ts';
 import { type ClusterStatus, readClusterStatus } from './cluster-status.ts';
+import { fenceAndRead } from './fence-and-read.ts';
 import { GroupMembership } from './group-membership.ts';
 import { type ClusterMemberOptions, type MemberSetup, setUpMember } from './member-setup.ts';
 import type { FailureDetail, RemoteTask } from './remote-task.ts';
+import { restartCheckpoint } from './restart-checkpoint.ts';
 import { ControlReader } from './savepoint-control.ts';
 import type { Stage } from './stage-plan.ts';
-import { latestTaskCheckpoints, type TaskCheckpoint, taskCheckpointKey } from './task-checkpoint.ts';
+import { taskCheckpointKey } from './task-checkpoint.ts';
+import { type TaskEntry, taskEntry } from './task-entry.ts';
 import { TaskThreads } from './task-threads.ts';
-import { restoreReadTimeoutMs, timedOutByBroker } from './task-transaction-timeout.ts';
-import { legacyTaskTransactionalId, taskTransactionalId } from './task-transactional-id.ts';
+import { timedOutByBroker } from './task-transaction-timeout.ts';
 import { transactionTimedOut } from './transaction-timed-out.ts';
 
 export type { ClusterMemberOptions } from './member-setup.ts';
 
 /** Tasks that start again within this long of each other start together (one read of the checkpoint topic). */
 const RESTART_BATCH_MS = 50;
-
-/** One task as its member holds it. */
-interface TaskEntry {
-  /** Its number in the group's assignment (over every stage). */
-  global: number;
-  stage: Stage;
-  task: number;
-  run: RemoteTask | undefined;
-  /** Revoked (or the member closes): whatever is under way for it stops. */
-  revoked: boolean;
-  /** Fenced by a newer owner: it waits for the next assignment rather than fence that owner back. */
-  fenced: boolean;
-  failures: number;
-  /** The producer (id and epoch) its current run writes with: every transaction of the run has them. */
-  producer: Pick<OpenTransaction, 'transactionalId' | 'producerId' | 'producerEpoch'> | undefined;
-  /** The group generation its latest commit carried (KIP-447): a commit the group refuses was refused for that generation. */
-  committedWith: number | undefined;
-}
 
 /**
  * One member of a cluster-mode job (`weir run --cluster <id>`): it plans the job's stages and
@@ -59,6 +42,7 @@ export class ClusterMember {
   readonly #options: MemberSetup['options'];
   readonly #setup: MemberSetup;
   readonly #membership: GroupMembership;
+  readonly #groupConnections: ClusterConnections;
   readonly #threads: TaskThreads;
   readonly #savepoints: ControlReader;
   /** Bounded input: whether every task of the cluster has ended. */
@@ -104,7 +88,11 @@ export class ClusterMember {
     });
     log(`cluster "${options.id}": this member runs its tasks on ${options.threads} task threads (cluster.threads)`);
     const session = options.sessionTimeout;
-    this.#membership = new GroupMembership(connections, {
+    // The group's requests on connections of their own, as Kafka's consumer gives its coordinator one:
+    // a broker answers one request per connection at a time, so a JoinGroup held until every member
+    // rejoins would hold the fencing of restarting tasks behind it, and those a heartbeat.
+    this.#groupConnections = new ClusterConnections(setup.bootstrap, { clientId: 'weir-cluster', ...setup.connection, owner: `cluster "${options.id}"` });
+    this.#membership = new GroupMembership(this.#groupConnections, {
       groupId: options.id,
       taskCount: tasks.length,
       taskNames: tasks.map(({ stage, task }) => taskCheckpointKey(stage.uid, task)),
@@ -196,45 +184,39 @@ export class ClusterMember {
     await this.#savepoints.close();
     await this.#membership.close();
     await this.#threads.close();
+    await this.#groupConnections.close();
     await this.#setup.connections.close();
   }
 
   async #onChange(assigned: number[], revoked: number[], tasks: number[]): Promise<void> {
-    // First the threads learn the generation: every commit from now on carries it (a commit under way
-    // carries the one before and is refused if the group moved on: its task starts again).
+    // The tasks revoked are told to stop before their threads learn the generation (a run told to
+    // stop keeps its generation: none of its commits carries the one that revoked it). Then every
+    // commit carries the new one (a commit under way carries the one before and is refused if the
+    // group moved on: its task starts again).
+    const stopping = revoked.map((global) => {
+      const entry = this.#entries.get(global);
+      if (entry === undefined) return undefined;
+      entry.revoked = true;
+      this.#entries.delete(global);
+      this.#threads.forget(taskCheckpointKey(entry.stage.uid, entry.task));
+      const run = entry.run;
+      entry.run = undefined;
+      return run?.stop();
+    });
     this.#threads.setOwner(this.#owner());
-    await Promise.all(
-      revoked.map(async (global) => {
-        const entry = this.#entries.get(global);
-        if (entry === undefined) return;
-        entry.revoked = true;
-        this.#entries.delete(global);
-        this.#threads.forget(taskCheckpointKey(entry.stage.uid, entry.task));
-        await entry.run?.stop();
-        entry.run = undefined;
-      }),
-    );
+    await Promise.all(stopping);
     const starting: TaskEntry[] = [];
     for (const global of assigned) {
       const { stage, task } = this.#tasks[global] as { stage: Stage; task: number };
-      const entry: TaskEntry = {
-        global,
-        stage,
-        task,
-        run: undefined,
-        revoked: false,
-        fenced: false,
-        failures: 0,
-        producer: undefined,
-        committedWith: undefined,
-      };
+      const entry = taskEntry(global, stage, task, this.#membership.generation);
       this.#entries.set(global, entry);
       starting.push(entry);
     }
-    // Still ours in the new generation: a task fenced in the old one starts again.
+    // Still ours in the new generation: a task fenced in the old one starts again (one the group
+    // refused, from #restartWhenSettled, which sees this generation).
     for (const global of tasks) {
       const entry = this.#entries.get(global);
-      if (entry?.fenced === true) {
+      if (entry?.fenced === true && entry.refused === undefined) {
         entry.fenced = false;
         starting.push(entry);
       }
@@ -263,42 +245,22 @@ export class ClusterMember {
     }, RESTART_BATCH_MS);
   }
 
-  /** Fences each task's old owner, reads the tasks' latest checkpoints once, and starts them. */
+  /**
+   * Fences each task's old owner, reads the tasks' latest checkpoints once (but for tasks that
+   * start again from the checkpoint they are known to have last committed: restart-checkpoint.ts),
+   * and starts them.
+   */
   async #startTasks(entries: TaskEntry[]): Promise<void> {
-    const { driver, plan, bootstrap, connection } = this.#setup;
-    const opens = await Promise.all(
-      entries.map(async (entry) => {
-        try {
-          // The id an older Weir gave the task is fenced too (a member not yet upgraded that owned it
-          // cannot commit after the task moved); nothing is written under it.
-          const [open] = await Promise.all([
-            driver.initTransaction(taskTransactionalId(this.#options.id, entry.stage, entry.task)),
-            driver.abortLingering(legacyTaskTransactionalId(this.#options.id, entry.stage, entry.task)),
-          ]);
-          return open;
-        } catch (error) {
-          return error as Error;
-        }
-      }),
-    );
-    let checkpoints: Map<string, TaskCheckpoint>;
-    try {
-      // Read after the fencing: whatever the old owners left open is aborted, so the latest committed
-      // record is final. The read waits behind other tasks' open transactions, each open at most
-      // the transaction timeout: so may the read.
-      const timeoutMs = restoreReadTimeoutMs(driver.transactionTimeoutMs);
-      checkpoints = latestTaskCheckpoints(await readTopic({ bootstrap, connection, topic: plan.checkpointTopic, timeoutMs }), plan.checkpointTopic);
-    } catch (error) {
-      for (const entry of entries) this.#taskFailed(entry, error);
-      return;
-    }
+    const starts = await fenceAndRead(this.#setup, this.#options.id, entries);
     await Promise.all(
       entries.map(async (entry, index) => {
-        const open = opens[index] as OpenTransaction | Error;
+        const { open, restored } = starts[index] as (typeof starts)[number];
+        const known = entry.known !== undefined;
+        entry.known = undefined;
         if (open instanceof Error) return this.#taskFailed(entry, open);
+        if (restored instanceof Error) return this.#taskFailed(entry, restored);
         if (entry.revoked || this.#closed) return;
         entry.producer = open;
-        const restored = checkpoints.get(taskCheckpointKey(entry.stage.uid, entry.task));
         const name = `${entry.stage.uid} task ${entry.task}`;
         const start = { stage: entry.stage.uid, task: entry.task, restored };
         const run: RemoteTask = this.#threads.task(taskCheckpointKey(entry.stage.uid, entry.task), name, start, (error, detail) =>
@@ -317,7 +279,7 @@ export class ClusterMember {
         // An ended task does not run: it said so itself ("it stays ended").
         if (restored?.ended === true) return;
         this.#setup.log(
-          `${run.name} started ${restored === undefined ? 'fresh' : `from checkpoint ${restored.checkpointId} (state ${run.restoredBytes} bytes, opened in ${run.restoreMs.toFixed(0)} ms)`} on task thread ${run.thread}`,
+          `${run.name} started ${restored === undefined ? 'fresh' : `from checkpoint ${restored.checkpointId}${known ? ', its own latest (the checkpoint topic not read),' : ''} (state ${run.restoredBytes} bytes, opened in ${run.restoreMs.toFixed(0)} ms)`} on task thread ${run.thread}`,
         );
       }),
     );
@@ -329,14 +291,32 @@ export class ClusterMember {
    * than `generation` keeps it here (at once when the member holds one already): it starts again
    * then. One fenced by a newer owner is revoked by that generation instead. Should no new
    * generation come within two session timeouts, the group still says it is ours: it starts again too.
+   * One the group refused starts at once, without reading the checkpoint topic, when what its run
+   * last committed is provably its latest record (restart-checkpoint.ts).
    */
   async #restartWhenSettled(entry: TaskEntry, generation: number): Promise<void> {
     const deadline = Date.now() + 2 * this.#options.sessionTimeout;
-    while (!this.#closed && !entry.revoked && entry.fenced && this.#membership.generation <= generation && Date.now() < deadline) await sleep(200);
+    while (!this.#closed && !entry.revoked && entry.fenced && this.#membership.generation <= generation && Date.now() < deadline) await sleep(50);
+    await entry.refused?.run.stop(); // stopped: its latest is final, its transaction aborted (no InitProducerId retried behind that abort)
     if (this.#closed || entry.revoked || !entry.fenced || this.#entries.get(entry.global) !== entry) return;
     if (!this.#membership.tasks.includes(entry.global)) return;
     entry.fenced = false;
-    this.#startSoon(entry);
+    const { generation: current, unbrokenSince } = this.#membership;
+    const refused = entry.refused;
+    entry.refused = undefined;
+    const known =
+      refused === undefined
+        ? undefined
+        : restartCheckpoint({
+            stoppedWith: refused.run.stoppedWith,
+            refusedIn: refused.generation,
+            assignedIn: entry.assignedIn,
+            generation: current,
+            unbrokenSince,
+          });
+    entry.known = known?.checkpoint;
+    if (known === undefined) this.#startSoon(entry);
+    else void this.#startTasks([entry]); // no read to share with others
   }
 
   /** A task failed (`failed`: the run that did, once; a run failed before is left alone), or failed to start. */
@@ -345,6 +325,8 @@ export class ClusterMember {
     if (detail?.committedWith !== undefined) entry.committedWith = detail.committedWith;
     const run = entry.run;
     entry.run = undefined;
+    entry.refused = undefined;
+    entry.known = undefined;
     void run?.stop();
     if (entry.revoked || this.#closed) return;
     const message = error instanceof Error ? error.message : String(error);
@@ -358,7 +340,11 @@ export class ClusterMember {
       // owner waits for a generation newer than the member's.
       const current = this.#membership.generation;
       const byGroup = detail?.byGroup === true || hasKafkaError(error, 'ILLEGAL_GENERATION', 'UNKNOWN_MEMBER_ID');
-      void this.#onFenced(entry, error, byGroup ? Math.min(entry.committedWith ?? current, current) : current, byGroup);
+      const generation = byGroup ? Math.min(entry.committedWith ?? current, current) : current;
+      // Only a refusal its thread reported (detail: after the refused commit's TxnOffsetCommit) may restart from what the run committed.
+      if (byGroup && run !== undefined && detail?.byGroup === true && entry.committedWith !== undefined)
+        entry.refused = { run, generation: entry.committedWith };
+      void this.#onFenced(entry, error, generation, byGroup);
       return;
     }
     this.#restartLater(entry, message);

@@ -20,6 +20,7 @@ import { ClusterTask } from './cluster-task.ts';
 import type { MemberRuntime } from './member-runtime.ts';
 import { RelayedControl } from './relayed-control.ts';
 import type { Stage } from './stage-plan.ts';
+import { decodeTaskCheckpoint, encodeTaskCheckpoint, type TaskCheckpoint } from './task-checkpoint.ts';
 import { crashTaskThread, taskThreadFault } from './task-thread-fault.ts';
 import type { CrossingError, FromTaskThread, RunReport, TaskThreadInit, ToTaskThread } from './task-thread-messages.ts';
 
@@ -50,7 +51,7 @@ const post = (message: FromTaskThread) => port.postMessage(message);
 
 let owner: OffsetsOwner = init.owner;
 const control = new RelayedControl(init.control);
-const runs = new Map<number, { task: ClusterTask; committedWith: number | undefined; started: boolean }>();
+const runs = new Map<number, { task: ClusterTask; committedWith: number | undefined; started: boolean; stoppedAs: OffsetsOwner | undefined }>();
 /** Runs asked to start whose task does not exist yet (the job module still loads): a stop meanwhile cancels them. */
 const pending = new Set<number>();
 let closing = false;
@@ -98,13 +99,22 @@ async function start(message: Extract<ToTaskThread, { type: 'start' }>): Promise
   }
   if (!pending.delete(message.run)) return; // stopped before it started
   const stage = member.plan.stages.find((entry) => entry.uid === message.stage) as Stage;
-  const entry = { task: undefined as unknown as ClusterTask, committedWith: undefined as number | undefined, started: false };
-  // The generation each commit carries is noted: a commit the group refuses was refused for that generation.
+  const entry = {
+    task: undefined as unknown as ClusterTask,
+    committedWith: undefined as number | undefined,
+    started: false,
+    stoppedAs: undefined as OffsetsOwner | undefined,
+  };
+  // The generation each commit carries is noted: a commit the group refuses was refused for that
+  // generation. A run told to stop keeps the generation it had then: the member stops the tasks a
+  // generation revokes before that generation reaches its threads, so a commit of a revoked task
+  // still under way never carries the generation that revoked it (it is refused).
   const taskRuntime: MemberRuntime = {
     ...member,
     owner: () => {
-      entry.committedWith = owner.generationId;
-      return owner;
+      const as = entry.stoppedAs ?? owner;
+      entry.committedWith = as.generationId;
+      return as;
     },
   };
   let failed = false;
@@ -129,25 +139,33 @@ async function start(message: Extract<ToTaskThread, { type: 'start' }>): Promise
   post({ type: 'started', run: message.run, restoredBytes: entry.task.restoredBytes, restoreMs: entry.task.restoreMs });
 }
 
-/** Runs being stopped: the main thread's stop of a run that failed (and stopped itself) waits for it. */
-const stopping = new Map<number, Promise<void>>();
+/** Runs being stopped, each to the checkpoint it last committed (else restored): the main thread's stop of a run that failed (and stopped itself) waits for it. */
+const stopping = new Map<number, Promise<TaskCheckpoint | undefined>>();
 
-function stopRun(run: number): Promise<void> {
+function stopRun(run: number): Promise<TaskCheckpoint | undefined> {
   let done = stopping.get(run);
   if (done === undefined) {
     pending.delete(run);
     const entry = runs.get(run);
     runs.delete(run);
-    done = entry === undefined ? Promise.resolve() : entry.task.stop().catch(() => {});
+    if (entry !== undefined) entry.stoppedAs ??= owner;
+    done =
+      entry === undefined
+        ? Promise.resolve(undefined)
+        : entry.task.stop().then(
+            // Once stopped no commit of the run follows: its latest is final. As the checkpoint topic gives it (encoded and decoded).
+            () => (entry.task.latest === undefined ? undefined : decodeTaskCheckpoint(encodeTaskCheckpoint(entry.task.latest), `${entry.task.name}'s latest`)),
+            () => undefined,
+          );
     stopping.set(run, done);
   }
   return done;
 }
 
 async function stop(run: number): Promise<void> {
-  await stopRun(run);
+  const latest = await stopRun(run);
   stopping.delete(run);
-  post({ type: 'stopped', run });
+  post({ type: 'stopped', run, latest });
 }
 
 async function close(): Promise<void> {

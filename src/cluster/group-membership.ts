@@ -67,6 +67,7 @@ export class GroupMembership {
   readonly #log: (line: string) => void;
   #memberId = '';
   #generation = -1;
+  #unbrokenSince: number | undefined;
   /** In the group: its latest SyncGroup holds, and nothing since said it is out. */
   #inGroup = false;
   #tasks: number[] = [];
@@ -110,6 +111,11 @@ export class GroupMembership {
 
   get generation(): number {
     return this.#generation;
+  }
+
+  /** The first of the generations this member applied one after the other by SyncGroup up to its current one, never out of the group meanwhile (restart-checkpoint.ts). */
+  get unbrokenSince(): number | undefined {
+    return this.#unbrokenSince;
   }
 
   get memberId(): string {
@@ -360,6 +366,8 @@ export class GroupMembership {
     const assigned = tasks.filter((task) => !before.has(task));
     this.#tasks = [...tasks];
     const changedGeneration = generation !== this.#generation;
+    if (changedGeneration) this.#unbrokenSince = generation === this.#generation + 1 && this.#unbrokenSince !== undefined ? this.#unbrokenSince : generation;
+    else if (tasks.length === 0) this.#unbrokenSince = undefined; // every task given up (out of the group, closing): what follows starts a new run
     this.#generation = generation;
     if (revoked.length === 0 && assigned.length === 0 && !changedGeneration) return;
     await this.#options.onChange({ assigned, revoked, tasks: [...tasks], generation, owners });

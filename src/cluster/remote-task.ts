@@ -1,6 +1,7 @@
 import type { OpenTransaction } from '../connectors/kafka/transaction-driver.ts';
 import { WeirError } from '../core/errors/weir-error.ts';
 import type { TaskMetricsSnapshot } from '../runtime/metrics/task-metrics.ts';
+import type { TaskCheckpoint } from './task-checkpoint.ts';
 import type { CrossingError, FromTaskThread, ToTaskThread } from './task-thread-messages.ts';
 
 /** How a task's failure reached the main thread: whether the group refused its commit, and for which generation. */
@@ -42,6 +43,8 @@ export class RemoteTask {
   completed = 0;
   restoredBytes = 0;
   restoreMs = 0;
+  /** Once its thread said it stopped: the checkpoint it last committed (else restored). Undefined while it runs, or when its thread exited. */
+  stoppedWith: { latest: TaskCheckpoint | undefined } | undefined;
 
   constructor(options: {
     run: number;
@@ -99,6 +102,7 @@ export class RemoteTask {
         this.#fail(crossedError(message.error), { byGroup: message.byGroup, committedWith: message.committedWith });
         return;
       case 'stopped':
+        this.stoppedWith = { latest: message.latest };
         this.#gone = true;
         this.#stopped.resolve();
         return;

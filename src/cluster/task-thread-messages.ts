@@ -60,7 +60,8 @@ export type FromTaskThread =
   | { type: 'startFailed'; run: number; error: CrossingError }
   /** A run failed: `byGroup` when the group refused its commit (ILLEGAL_GENERATION, UNKNOWN_MEMBER_ID), for the generation it carried (`committedWith`). */
   | { type: 'failed'; run: number; error: CrossingError; byGroup: boolean; committedWith: number | undefined }
-  | { type: 'stopped'; run: number }
+  /** A run stopped (its open transaction aborted, no commit of it can follow): `latest` is the checkpoint it last committed, else the one it restored. */
+  | { type: 'stopped'; run: number; latest: TaskCheckpoint | undefined }
   | { type: 'reports'; runs: RunReport[] }
   | { type: 'log'; line: string }
   | { type: 'closed' };

@@ -5,7 +5,8 @@
  * keep their own tasks in each new generation, but a commit sent under the old one is refused
  * (ILLEGAL_GENERATION): such a task starts again from its latest checkpoint as soon as its member
  * holds a newer generation than the commit carried, even when it holds it already (then it waited
- * for yet another generation, which did not come: 12-18 s, up to two session timeouts). Whether a
+ * for yet another generation, which did not come: 12-18 s, up to two session timeouts), and from
+ * the checkpoint its run last committed, without reading the checkpoint topic. Whether a
  * refusal lands after its member's SyncGroup is a race, so four rebalances give it several
  * chances. Measured from the checkpoint topic: per task a member owned throughout, the longest
  * time between two of its commits (logged), bounded by the session timeout. Then the outputs are
@@ -85,8 +86,12 @@ test('a member leaves and comes back: the tasks that stay on the other keep comm
     );
     const refused = [a, c].flatMap((run) => run.stderr().split('\n')).filter((line) => /was fenced \(.*ILLEGAL_GENERATION/.test(line));
     console.log(`the staying member's commits refused by the group meanwhile: ${refused.length}\n${refused.join('\n')}`);
+    // A refused task still here starts again from what its run last committed, without reading the checkpoint topic (restart-checkpoint.ts).
+    const ownLatest = [a, c].flatMap((run) => run.stderr().split('\n')).filter((line) => /started from checkpoint \d+, its own latest/.test(line));
+    console.log(`restarts from the task's own latest checkpoint: ${ownLatest.length}`);
     assert.ok(gaps.length >= 6, `tasks stayed on one member through both rebalances (${gaps.length})`);
     const [worst, worstMs] = gaps[0] as [string, number];
+    if (refused.length > 0) assert.ok(ownLatest.length > 0, 'a refused staying task started again from its own latest checkpoint');
     assert.ok(worstMs < SESSION_MS, `staying task ${worst} went ${worstMs} ms without a commit (the session timeout is ${SESSION_MS} ms)`);
 
     const produced = await input.stop();
