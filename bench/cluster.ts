@@ -1,24 +1,29 @@
 /**
- * Cluster mode's benchmark, Weir alone, side by side in one run on one broker:
+ * Cluster mode's benchmark (issue 35, point 7), Weir alone, side by side in one run on one broker:
  *
- * 1. Cost per record: the cluster test job (a 12-partition input, keyBy into keyed running totals,
- *    keyBy into 1 s event-time windows, two exactly-once Kafka outputs) over a pre-filled input, run
- *    by one process (`weir run`) and by one cluster member (`weir run --cluster`): records/s and
- *    CPU seconds per million records, until every total is readable read_committed.
- * 2. Failover: two members under steady input; one is SIGKILLed. The time from the kill until
- *    every account's totals flow again, against the session timeout; and the same when the killed
- *    member comes back at once under its instance id (static membership).
- * 3. Restore: a member's tasks opened by another member after the first left, for growing state
- *    (accounts): the state bytes per task and how long opening it took, from the members' logs.
- * 4. A savepoint's duration against state size (`weir savepoint --cluster`: bench/cluster-savepoint.ts).
+ * 1. Cost per record at saturation, on the job of bench:compare unchanged (bench/cluster-cost.ts):
+ *    one process, one member (`--cluster-threads` default: the cores), two members of one thread
+ *    each on the same host, and one member with 8 key groups (12 tasks, not 132), over one
+ *    pre-filled input; records/s and CPU seconds per million records.
+ * 2. Transactions per second on the broker against tasks and interval, under steady load and idle
+ *    (bench/cluster-transactions.ts: the committed records of the checkpoint topic, one per task commit).
+ * 3. Failover: two members of the cluster test job (test/fixtures/jobs/cluster-job.ts: a 12-partition
+ *    input, keyBy into keyed running totals, keyBy into 1 s event-time windows, two exactly-once Kafka
+ *    outputs) under steady input; one is SIGKILLed. The time from the kill until every account's
+ *    totals flow again, against the session timeout; and the same when the killed member comes back
+ *    at once under its instance id (static membership).
+ * 4. Restore: a member's tasks of the cluster test job opened by another member after the first
+ *    left, for growing state (accounts): the state bytes per task and how long opening it took.
+ * 5. A savepoint's duration against state size (`weir savepoint --cluster`: bench/cluster-savepoint.ts).
  *
- *   npm run bench:cluster [-- <records>]
- * Uses KAFKA_BROKERS, or starts a local broker for the run. Writes bench/results/cluster.md.
+ *   npm run bench:cluster [-- <records>]     (records of case 1, default 500000)
+ * Uses KAFKA_BROKERS, or starts a local broker for the run. Writes bench/results/cluster.md with the
+ * machine's load average (the figures of a loaded machine are not those of an idle one).
  */
 import { type ChildProcess, spawn } from 'node:child_process';
 import { randomBytes } from 'node:crypto';
 import { mkdtemp, rm, writeFile } from 'node:fs/promises';
-import { tmpdir } from 'node:os';
+import { cpus, loadavg, tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { setTimeout as sleep } from 'node:timers/promises';
 import { Admin } from '@platformatic/kafka';
@@ -27,11 +32,13 @@ import { formatBootstrap } from '../src/connectors/kafka/kafka-connection-option
 import { PlainProducer } from '../src/connectors/kafka/plain-producer.ts';
 import { readTopic } from '../src/connectors/kafka/topic-reader.ts';
 import { ensureBroker } from '../src/local-kafka/ensure-broker.ts';
+import { type CostFigure, clusterCost } from './cluster-cost.ts';
 import { type SavepointFigure, savepointAt, savepointTable } from './cluster-savepoint.ts';
-import { cpuOf } from './compare/cpu-of.ts';
+import { STEADY_RATE, type TransactionFigure, type TransactionPoint, transactionsAt } from './cluster-transactions.ts';
+import { waitForTopics } from './compare/kafka-io.ts';
 import { markdownTable } from './compare/report.ts';
 
-const records = Number(process.argv[2] ?? 100_000);
+const records = Number(process.argv[2] ?? 500_000);
 const SESSION_MS = 6000;
 const root = join(import.meta.dirname, '..');
 const job = join(root, 'test', 'fixtures', 'jobs', 'cluster-job.ts');
@@ -52,6 +59,9 @@ async function topics(label: string): Promise<Topics> {
   const names = { input: `weir-bench-${run}-${label}-in`, totals: `weir-bench-${run}-${label}-totals`, windows: `weir-bench-${run}-${label}-windows` };
   await admin.createTopics({ topics: [names.input], partitions: 12, replicas: 1 });
   await admin.createTopics({ topics: [names.totals, names.windows], partitions: 3, replicas: 1 });
+  // Written and read at once: each must have its leaders first (the restore case once failed on an unknown topic).
+  await waitForTopics(brokers, [names.input], 12);
+  await waitForTopics(brokers, [names.totals, names.windows], 3);
   return names;
 }
 
@@ -105,21 +115,6 @@ async function waitFor(what: string, probe: () => Promise<boolean>, timeoutMs = 
     if (Date.now() > deadline) throw new Error(`timed out waiting for ${what}`);
     await sleep(250);
   }
-}
-
-/** 1. The same job and input, one process against one cluster member. */
-async function costPerRecord(mode: 'one process' | 'cluster member'): Promise<{ rate: number; cpuPerMillion: number }> {
-  const t = await topics(mode === 'one process' ? 'single' : 'member');
-  await fill(t.input, 0, records, 1000);
-  const storage = await mkdtemp(join(tmpdir(), 'weir-bench-cluster-'));
-  const started = performance.now();
-  const proc = weirRun(t, mode === 'one process' ? ['--parallelism', '2'] : ['--cluster', `weir-bench-${run}-cost`], storage);
-  await waitFor(`${mode}: every total`, async () => (await committed(t.totals)) >= records);
-  const seconds = (performance.now() - started) / 1000;
-  const cpu = cpuOf(proc.child.pid as number);
-  await stop(proc);
-  await rm(storage, { recursive: true, force: true });
-  return { rate: records / seconds, cpuPerMillion: (cpu / records) * 1e6 };
 }
 
 /** 2. Kill -> every account's totals flowing again, two members under steady input. */
@@ -187,15 +182,35 @@ async function restore(accounts: number): Promise<{ bytes: number; ms: number; m
 }
 
 const fmt = (value: number, digits = 0) => value.toLocaleString('en', { maximumFractionDigits: digits, minimumFractionDigits: digits });
+const load = () =>
+  loadavg()
+    .map((value) => value.toFixed(2))
+    .join(', ');
+const TRANSACTION_POINTS: TransactionPoint[] = [
+  { maxParallelism: 128, intervalMs: 1000 },
+  { maxParallelism: 128, intervalMs: 200 },
+  { maxParallelism: 16, intervalMs: 1000 },
+  { maxParallelism: 16, intervalMs: 200 },
+];
+const started = performance.now();
+const loads: [string, string][] = [['start', load()]];
 try {
-  log(`cost per record: ${records} records, one process, then one cluster member`);
-  const single = await costPerRecord('one process');
-  const member = await costPerRecord('cluster member');
+  log(`cost per record: the job of bench:compare, ${records} records; one process, one member, two members`);
+  const costs = await clusterCost({ brokers, admin, name: `weir-bench-${run}`, log }, records);
+  loads.push(['after the cost runs', load()]);
+  const transactions: TransactionFigure[] = [];
+  for (const point of TRANSACTION_POINTS) {
+    log(`transactions: maxParallelism ${point.maxParallelism}, interval ${point.intervalMs} ms`);
+    const figure = await transactionsAt({ brokers, admin, name: `weir-bench-${run}`, log }, point);
+    log(`  ${figure.tasks} tasks: ${fmt(figure.steadyPerSecond, 1)} transactions/s steady, ${figure.idle} idle`);
+    transactions.push(figure);
+  }
+  loads.push(['after the transaction runs', load()]);
   log('failover: two members, one killed');
   const dynamic = await failover(false);
   const staticBack = await failover(true);
   const restores: [number, Awaited<ReturnType<typeof restore>>][] = [];
-  for (const accounts of [1_000, 20_000, 100_000]) {
+  for (const accounts of [1_000, 100_000]) {
     log(`restore: ${accounts} accounts`);
     restores.push([accounts, await restore(accounts)]);
   }
@@ -204,37 +219,79 @@ try {
     log(`savepoint: ${accounts} keys`);
     savepoints.push(await savepointAt(brokers, accounts));
   }
+  loads.push(['end', load()]);
+  const single = costs[0] as CostFigure;
+  const ratio = (figure: CostFigure) => `${fmt(figure.rate / single.rate, 2)} · ${fmt(figure.cpuPerMillion / single.cpuPerMillion, 2)}`;
+  const costLabels: Record<CostFigure['run'], string> = {
+    'one process': '`weir run --parallelism 2` (one process)',
+    'one member': '`weir run --cluster` (one member, threads = cores)',
+    'two members': 'two members, `--cluster-threads 1` each',
+    'one member, 8 key groups': 'one member, `--max-parallelism 8` (12 tasks, not 132)',
+  };
   const lines = [
-    '# Cluster mode: cost, failover, restore, savepoints',
+    '# Cluster mode: cost, transactions, failover, restore, savepoints',
     '',
-    `\`npm run bench:cluster -- ${records}\`, ${new Date().toISOString().slice(0, 10)}, one broker, this machine; the cluster test job (test/fixtures/jobs/cluster-job.ts), checkpoints every 1 s.`,
+    `\`npm run bench:cluster -- ${records}\`, ${new Date().toISOString().slice(0, 16).replace('T', ' ')} UTC, ${cpus().length} cores, one broker on the same cores, ` +
+      `${fmt((performance.now() - started) / 60_000, 1)} minutes. Load average (1, 5, 15 min) ${loads.map(([when, value]) => `${when}: ${value}`).join('; ')}.`,
     '',
-    '## Cost per record',
+    `## Cost per record at saturation (the job of bench:compare, ${fmt(records)} pre-filled records, checkpoints every 1 s)`,
     '',
     ...markdownTable(
-      ['run', 'records/s', 'CPU s per million records', 'ratio to one process (records/s · CPU)'],
       [
-        ['one process (`weir run`, parallelism 2)', fmt(single.rate), fmt(single.cpuPerMillion, 1), '1.00 · 1.00'],
+        'run',
+        'records/s (whole run)',
+        'records/s (10-90% written)',
+        'first output (s)',
+        'CPU s per million records',
+        'ratio to one process (records/s · CPU)',
+        'audit',
+      ],
+      costs.map((figure) => [
+        costLabels[figure.run],
+        fmt(figure.rate),
+        figure.steadyRate === undefined ? '-' : fmt(figure.steadyRate),
+        figure.firstOutputSeconds === undefined ? '-' : fmt(figure.firstOutputSeconds, 1),
+        fmt(figure.cpuPerMillion, 1),
+        ratio(figure),
+        figure.audit,
+      ]),
+    ),
+    '',
+    `## Transactions per second on the broker (one member, the job of bench:compare, ${fmt(STEADY_RATE)} records/s steady, then idle)`,
+    '',
+    ...markdownTable(
+      ['maxParallelism', 'tasks', 'interval', 'transactions/s (steady)', 'tasks / interval', 'transactions in 5 s idle'],
+      transactions.map((entry) => [
+        String(entry.maxParallelism),
+        String(entry.tasks),
+        `${entry.intervalMs} ms`,
+        fmt(entry.steadyPerSecond, 1),
+        fmt((entry.tasks * 1000) / entry.intervalMs, 1),
+        String(entry.idle),
+      ]),
+    ),
+    '',
+    '## Failover (the cluster test job, kill -> every account flowing again)',
+    '',
+    ...markdownTable(
+      ['case', 'seconds', 'ratio to the session timeout (6 s)', 'goal: <= session timeout + 2 s'],
+      [
         [
-          'one cluster member (`--cluster`)',
-          fmt(member.rate),
-          fmt(member.cpuPerMillion, 1),
-          `${fmt(member.rate / single.rate, 2)} · ${fmt(member.cpuPerMillion / single.cpuPerMillion, 2)}`,
+          'a member SIGKILLed, the other takes its tasks',
+          fmt(dynamic, 1),
+          fmt(dynamic / (SESSION_MS / 1000), 2),
+          dynamic <= SESSION_MS / 1000 + 2 ? 'met' : 'not met',
+        ],
+        [
+          'a static member SIGKILLed and started again at once',
+          fmt(staticBack, 1),
+          fmt(staticBack / (SESSION_MS / 1000), 2),
+          staticBack <= SESSION_MS / 1000 + 2 ? 'met' : 'not met',
         ],
       ],
     ),
     '',
-    '## Failover (kill -> every account flowing again)',
-    '',
-    ...markdownTable(
-      ['case', 'seconds', 'ratio to the session timeout (6 s)'],
-      [
-        ['a member SIGKILLed, the other takes its tasks', fmt(dynamic, 1), fmt(dynamic / (SESSION_MS / 1000), 2)],
-        ['a static member SIGKILLed and started again at once', fmt(staticBack, 1), fmt(staticBack / (SESSION_MS / 1000), 2)],
-      ],
-    ),
-    '',
-    '## Restore (a totals task opened by a new owner)',
+    '## Restore (the cluster test job, a totals task opened by a new owner)',
     '',
     ...markdownTable(
       ['accounts', 'state per task (bytes)', 'open, mean (ms)', 'open, slowest (ms)'],
