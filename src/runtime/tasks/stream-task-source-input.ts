@@ -30,7 +30,11 @@ export interface SourceInputOptions {
   maxParallelism: number;
   attemptNumber: number;
   batchSize: number;
-  /** The splits are fixed from outside (cluster mode): the reader discovers none. */
+  /**
+   * The splits are fixed from outside (cluster mode): the reader discovers none, and a checkpoint
+   * the reader cannot take yet is held until it can (the task is its own coordinator: it takes no
+   * other checkpoint meanwhile), instead of being declined.
+   */
   fixedSplits?: boolean;
   /** The batch size of each poll when it follows back pressure (`network.debloat`, a SourceBatchSizer); else `batchSize`. */
   batchSizer?: (() => number) | undefined;
@@ -61,6 +65,8 @@ export class StreamTaskSourceInput implements MailboxDefaultAction, CheckpointLi
   #finished = false;
   /** A stopping savepoint this source task took: it reads nothing more unless that savepoint is aborted. */
   #stopping: { checkpointId: number; mode: StopMode } | undefined;
+  /** A checkpoint's trigger held until the reader can take it (cluster mode, {@link SourceInputOptions.fixedSplits}). */
+  #held: { location: CheckpointLocation; stop: StopMode | undefined; checkpointState: () => Promise<void> } | undefined;
 
   constructor(options: SourceInputOptions) {
     this.#options = options;
@@ -157,16 +163,19 @@ export class StreamTaskSourceInput implements MailboxDefaultAction, CheckpointLi
     if (isThenable(polled)) polled = await polled;
     chain.flushSideOutputs(); // the reader's dead letters, before any barrier that covers their offsets
     if (polled === null) {
+      await this.#releaseHeld();
       this.#finished = true;
       await this.#options.onEndOfInput();
       return 'END_OF_INPUT';
     }
     const records = Array.isArray(polled) ? polled : polled.records;
     if (watermarks === undefined) {
-      if (records.length === 0) return 'POLL_LATER';
-      metrics.recordsIn += records.length;
-      await chain.processBatch(records, undefined, 0);
-      return 'MORE_AVAILABLE';
+      if (records.length > 0) {
+        metrics.recordsIn += records.length;
+        await chain.processBatch(records, undefined, 0);
+      }
+      await this.#releaseHeld();
+      return records.length > 0 ? 'MORE_AVAILABLE' : 'POLL_LATER';
     }
     if (records.length > 0) {
       const batch = Array.isArray(polled) ? undefined : polled;
@@ -179,7 +188,14 @@ export class StreamTaskSourceInput implements MailboxDefaultAction, CheckpointLi
     if (finished !== undefined && finished.length > 0) watermarks.releaseSplits(finished, this.#watermarkEvents);
     watermarks.onProcessingTime(Date.now(), this.#watermarkEvents);
     if (this.#watermarkEvents.length > 0) await this.#emitWatermarkEvents();
+    await this.#releaseHeld();
     return records.length > 0 ? 'MORE_AVAILABLE' : 'POLL_LATER';
+  }
+
+  /** Why the reader cannot take a checkpoint now (the checkpoint is then declined), or undefined; in cluster mode always undefined (the trigger is held instead). */
+  checkpointNotReady(): string | undefined {
+    if (this.#options.fixedSplits === true) return undefined;
+    return this.#reader.checkpointNotReady?.();
   }
 
   /**
@@ -187,12 +203,14 @@ export class StreamTaskSourceInput implements MailboxDefaultAction, CheckpointLi
    * snapshots (`checkpointState`). Stop with drain sends the end of event time first, so every
    * window and event-time timer downstream fires and its output is part of the savepoint.
    */
-  /** Why the reader cannot take a checkpoint now (the checkpoint is then declined), or undefined. */
-  checkpointNotReady(): string | undefined {
-    return this.#reader.checkpointNotReady?.();
-  }
-
   async triggerCheckpoint(location: CheckpointLocation, stop: StopMode | undefined, checkpointState: () => Promise<void>): Promise<void> {
+    // Cluster mode: a declined checkpoint would fail the task (its own coordinator has no next one to
+    // take), and a restore would start the reader's unfinished work (a CDC snapshot) over, to be
+    // declined again. The barrier waits for the reader instead, behind the records it emits meanwhile.
+    if (this.#options.fixedSplits === true && this.#reader.checkpointNotReady?.() !== undefined) {
+      this.#held = { location, stop, checkpointState };
+      return;
+    }
     if (stop === 'drain') await this.#options.chain.advanceWatermark(Number.POSITIVE_INFINITY);
     const splits = this.#reader.snapshotState(location.checkpointId);
     this.#splits.update(splits);
@@ -201,6 +219,14 @@ export class StreamTaskSourceInput implements MailboxDefaultAction, CheckpointLi
     // A stopping savepoint: nothing is read after its barrier, until it completes (the job stops)
     // or is aborted (reading resumes; after a drain the job restarts instead).
     if (stop !== undefined) this.#stopping = { checkpointId: location.checkpointId, mode: stop };
+  }
+
+  /** The held trigger, once the reader can take it: after the records that made it ready, before the next poll's. */
+  async #releaseHeld(): Promise<void> {
+    const held = this.#held;
+    if (held === undefined || this.#reader.checkpointNotReady?.() !== undefined) return;
+    this.#held = undefined;
+    await this.triggerCheckpoint(held.location, held.stop, held.checkpointState);
   }
 
   async notifyCheckpointComplete(checkpointId: number): Promise<void> {
