@@ -2,7 +2,7 @@ import { setTimeout as sleep } from 'node:timers/promises';
 import type { ClusterConnections, TopicInfo } from '../connectors/kafka/cluster-connections.ts';
 import { fetchedRecords, fetchPartitions } from '../connectors/kafka/partition-fetcher.ts';
 import type { StreamGraph } from '../graph/stream-graph.ts';
-import { decodeTaskCheckpoint } from './task-checkpoint.ts';
+import { decodeTaskCheckpoint, endedForGood } from './task-checkpoint.ts';
 
 /** How often the checkpoint topic is read for new records. */
 const POLL_MS = 500;
@@ -29,7 +29,9 @@ export interface ClusterEndWatchOptions {
 /**
  * Whether a cluster's job has ended (bounded input): every task's latest committed checkpoint
  * record says `ended` (its input ended, it finished and committed its final checkpoint with its
- * end frames: cluster-task.ts). A member tails the cluster's checkpoint topic read_committed (what
+ * end frames: cluster-task.ts), and, for a task with a two-phase-commit sink, that its sink
+ * committed that checkpoint's committables (`sinkCommit: committed`: a member that died between the
+ * two commits leaves it `pending`, and the task's next owner commits them: the others wait for it). A member tails the cluster's checkpoint topic read_committed (what
  * it has not read yet, every 500 ms) and keeps each task's latest record; once every task's says
  * ended, {@link ended} resolves and the member leaves. No task runs again after that (an ended
  * task stays ended with any owner), so every member sees the same and leaves too, one started
@@ -91,7 +93,7 @@ export class ClusterEndWatch {
             if (record.offset < from || record.key === null) continue;
             const key = record.key.toString('utf8');
             const ended =
-              record.value !== null && decodeTaskCheckpoint(record.value, `${checkpointTopic}/${record.partition} offset ${record.offset}`).ended === true;
+              record.value !== null && endedForGood(decodeTaskCheckpoint(record.value, `${checkpointTopic}/${record.partition} offset ${record.offset}`));
             if (ended) this.#endedTasks.add(key);
             else this.#endedTasks.delete(key); // a later record (or a tombstone) is what holds
           }

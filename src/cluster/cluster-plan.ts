@@ -19,7 +19,6 @@ export interface ClusterPlan {
 /**
  * Plans a job for cluster mode, refusing by name what cluster mode cannot run yet (an exactly-once
  * sink that neither writes into a task's transaction nor is a two-phase-commit sink, task-sink.ts;
- * a bounded source with a two-phase-commit sink, whose end it cannot recover yet;
  * a source reinterpreted as keyed; a stage with more tasks than maxParallelism). A stage reading a
  * source has one task per split (a Kafka source: per partition), read from the brokers now; every
  * other stage's count is its exchange topics' partition count (a forward exchange's: its upstream
@@ -33,8 +32,6 @@ export async function planCluster(loaded: Pick<LoadedJob, 'streamGraph' | 'graph
       const uid = graph.nodes[node.id]?.uid ?? node.name;
       const kind = taskSinkKind(node.sink as Sink<unknown>, uid);
       if (kind instanceof WeirError) throw kind;
-      const bounded = streamGraph.nodes.find((source) => source.kind === 'source' && source.source.bounded);
-      if (kind === 'two-phase-commit' && bounded !== undefined) throw cannotEnd(graph.nodes[bounded.id]?.uid ?? bounded.name, uid);
     }
   }
   const sourceCounts: number[] = [];
@@ -71,22 +68,6 @@ export async function planCluster(loaded: Pick<LoadedJob, 'streamGraph' | 'graph
   }
   const tasks = plan.stages.flatMap((stage) => Array.from({ length: taskCounts[stage.id] as number }, (_, task) => ({ stage, task })));
   return { plan, taskCounts, tasks, topics: clusterTopics(plan, tasks.length) };
-}
-
-/**
- * A task with a two-phase-commit sink commits its sink's committables after its Kafka transaction
- * (task-sink.ts), and its next owner commits them again on restore; a task that ended is not run
- * again (its record says so), so the committables of its final checkpoint would wait for ever
- * should its member die between the two commits.
- */
-function cannotEnd(source: string, sink: string): WeirError {
-  return new WeirError(
-    'INVALID_CONFIG',
-    `cluster mode cannot end this job yet: source "${source}" is bounded, and sink "${sink}" is a two-phase-commit sink (the committables of a task's final checkpoint would not be recovered by a new owner)`,
-    {
-      hint: 'run a bounded job with a two-phase-commit sink in one process (without --cluster), or make the source unbounded (bounded: false) in cluster mode',
-    },
-  );
 }
 
 /** A job's cluster settings and its checkpointing, refused by name when it has no cluster id, no exactly-once checkpoints, or incremental ones. */

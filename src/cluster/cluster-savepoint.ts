@@ -62,7 +62,11 @@ export async function takeClusterSavepoint(options: ClusterSavepointOptions): Pr
         await readTopic({ bootstrap, connection, topic: checkpointTopic, timeoutMs: 60_000, until: 'last-stable-offset' }),
         checkpointTopic,
       );
-    const latest = [...(await parts()).values()];
+    const current = await parts();
+    // Bounded input: a task that ended takes no part (it runs no more), and the tasks behind it would wait for its barrier.
+    const endedBefore = tasks.filter((name) => current.get(name)?.ended === true);
+    if (endedBefore.length > 0) throw endedTasksRefusal(cluster, endedBefore, tasks.length, options.stop !== undefined);
+    const latest = [...current.values()];
     const before = Math.max(0, ...latest.map((checkpoint) => checkpoint.savepoint?.id ?? 0));
     const id = Math.max(control.latestId, before) + 1;
     const storage = openCheckpointStorage(options.storage ?? storageOfTasks(cluster, latest));
@@ -92,6 +96,12 @@ export async function takeClusterSavepoint(options: ClusterSavepointOptions): Pr
         return part?.id === id ? [part] : [];
       });
       missing = tasks.filter((name) => latest.get(name)?.savepoint?.id !== id);
+      // A task whose input ended meanwhile without its part (its final checkpoint came first) will never take it.
+      const ended = missing.filter((name) => latest.get(name)?.ended === true);
+      if (ended.length > 0) {
+        await appendControl(connections, cluster, { kind: 'aborted', id }).catch(() => {});
+        throw endedTasksRefusal(cluster, ended, tasks.length, options.stop !== undefined);
+      }
     }
     await storage.commitMetadata(location, savepointMetadata(cluster, id, tasks, done));
     // A savepoint is marked committed once everything it holds is (one process marks it after its
@@ -104,6 +114,28 @@ export async function takeClusterSavepoint(options: ClusterSavepointOptions): Pr
   } finally {
     await connections.close();
   }
+}
+
+/**
+ * A savepoint of a cluster some of whose tasks have ended (bounded input) is refused, at once: an
+ * ended task runs no more, so it takes no part, and a task behind it would wait for ever for its
+ * barrier (Flink's FLIP-147 would mark the ended tasks finished in the savepoint: not built). The
+ * cluster goes on (nothing was asked of it, or the request is given up).
+ */
+export function endedTasksRefusal(cluster: string, ended: readonly string[], tasks: number, stop: boolean): WeirError {
+  const all = ended.length === tasks;
+  return new WeirError(
+    'SAVEPOINT_FAILED',
+    all
+      ? `cluster "${cluster}" has ended (bounded input): every one of its ${tasks} tasks committed its final checkpoint, so there is nothing to take a savepoint of`
+      : `a savepoint of cluster "${cluster}" cannot be taken: ${ended.length} of its ${tasks} tasks have ended (bounded input: ${ended.slice(0, 5).join(', ')}${ended.length > 5 ? ', ...' : ''}), and an ended task takes no part (a savepoint of a cluster with ended tasks is not built)`,
+    {
+      hint: all
+        ? 'its output is complete; to run the job again, start a new cluster id'
+        : `let the bounded job end (every member exits 0 once every task ended: its output is then complete)${stop ? '; to stop it before, stop its members with SIGTERM: a run of the same cluster id goes on from the tasks’ checkpoints, the ended ones staying ended' : ''}`,
+      fault: 'external',
+    },
+  );
 }
 
 /** The checkpoint storage the tasks' checkpoints are in (`<storage>/tasks/<stage>-<task>/p<producer>-e<epoch>/chk-<N>`). */

@@ -1,7 +1,5 @@
-import { basename, dirname } from 'node:path';
 import { FIRST_CHECKPOINT_DELAY_MS } from '../checkpoint/checkpoint-coordinator.ts';
 import type { OperatorSubtaskState } from '../checkpoint/operator-subtask-state.ts';
-import type { CheckpointLocation } from '../checkpoint/storage/checkpoint-location.ts';
 import type { CheckpointStorage } from '../checkpoint/storage/checkpoint-storage.ts';
 import { openCheckpointStorage } from '../checkpoint/storage/open-checkpoint-storage.ts';
 import { formatBootstrap } from '../connectors/kafka/kafka-connection-options.ts';
@@ -14,21 +12,18 @@ import type { TaskMetricsSnapshot } from '../runtime/metrics/task-metrics.ts';
 import { StreamTask } from '../runtime/tasks/stream-task.ts';
 import type { SavepointBarrier } from './exchange-frames.ts';
 import { type BarrierAt, ExchangeInput } from './exchange-input.ts';
-import { exchangePurgeIntervalMs, purgeExchangeRecords } from './exchange-purge.ts';
 import type { MemberRuntime } from './member-runtime.ts';
 import { type InputPartitionLayout, inputLayout } from './savepoint-alignment.ts';
 import type { Stage } from './stage-plan.ts';
 import { restoredChannels, taskInputs, taskRecordWriters } from './task-channels.ts';
 import { commitTaskCheckpoint, type TaskCheckpoint } from './task-checkpoint.ts';
-import { type PendingCheckpoint, sourceOffsets, taskCheckpointRecord, taskRestoreInfo } from './task-checkpoint-record.ts';
+import { type PendingCheckpoint, sinkCommittedRecord, sourceOffsets, taskCheckpointRecord, taskRestoreInfo } from './task-checkpoint-record.ts';
+import { TaskHousekeeping } from './task-housekeeping.ts';
 import { TaskOutput } from './task-output.ts';
 import { writeSavepointPart } from './task-savepoint.ts';
 import { TaskSavepoints } from './task-savepoints.ts';
 import { createTaskSinkOperator, sinkCommitFault } from './task-sink.ts';
-import { discardEarlierOwners, taskStorageRoot } from './task-storage.ts';
-
-/** Earlier owners' folders are swept at this owner's first commit, and again every this many. */
-const SWEEP_EVERY = 100;
+import { taskStorageRoot } from './task-storage.ts';
 
 /**
  * One task of a cluster-mode job (Kafka Streams' StreamTask): its stage's chain as a
@@ -46,7 +41,10 @@ const SWEEP_EVERY = 100;
  * channel) its chain finishes as in one process (the end of event time, every operator's
  * endInput: async queues drained, windows fired), and its next checkpoint is its final one, taken
  * at once: its transaction carries an end frame into every exchange partition it writes, and its
- * record says `ended`. A task restored from such a record does not run again: it stays ended.
+ * record says `ended`. A task restored from such a record does not run again: it stays ended. With
+ * a two-phase-commit sink, the record says `sinkCommit: pending`, and a second one `committed` once
+ * the sink committed; an owner restoring a pending one opens the chain (the sink's restore commits
+ * the committables again, task-sink.ts) and commits the second record before it stays ended.
  */
 export class ClusterTask {
   readonly stage: Stage;
@@ -66,9 +64,7 @@ export class ClusterTask {
   #inputLayout: InputPartitionLayout[] = [];
   /** What the task had read and its watermark when the last checkpoint was triggered. */
   #lastTrigger: { recordsIn: number; watermark: number } | undefined;
-  /** When this task last deleted the exchange records it has read (exchange-purge.ts). */
-  #purgedAt = 0;
-  #previousLocation: CheckpointLocation | undefined;
+  readonly #housekeeping = new TaskHousekeeping();
   #completing: Promise<void> = Promise.resolve();
   #stopped = false;
   /** A two-phase-commit sink runs in the task's chain: it commits its committables once the task's transaction has committed. */
@@ -103,7 +99,8 @@ export class ClusterTask {
   }
 
   async #start(open: OpenTransaction): Promise<void> {
-    if (this.#restored?.ended === true) {
+    const ended = this.#restored?.ended === true;
+    if (ended && this.#restored?.sinkCommit !== 'pending') {
       // Its final checkpoint is committed (its end frames with it): run again, it would emit its end of input twice.
       this.#runtime.log(`${this.name}: ended at checkpoint ${this.#restored.checkpointId} (its input ended): it stays ended`);
       return;
@@ -172,6 +169,7 @@ export class ClusterTask {
     const opening = performance.now();
     await this.#streamTask.open();
     this.restoreMs = performance.now() - opening;
+    if (ended) return this.#sinkCommitted(true); // the open restored its final checkpoint: its sinks committed what it holds
     if (partitions.length > 0 && !this.#stopped) {
       const { marks, skips } = restoredChannels(this.#restored);
       if (skips.length > 0)
@@ -307,6 +305,11 @@ export class ClusterTask {
       case 'failed':
         this.#fail(WeirError.fromSerialized(message.error));
         return;
+      case 'notified':
+        // Its sinks committed its final checkpoint's committables (their notifyCheckpointComplete): a record says so.
+        if (this.latest?.sinkCommit === 'pending' && message.checkpointId === this.latest.checkpointId)
+          this.#completing = this.#completing.then(() => this.#sinkCommitted(false)).catch((error: unknown) => this.#fail(error));
+        return;
       case 'endOfData':
         // The chain has finished (end of event time, every operator's endInput): the final checkpoint, now.
         this.#inputEnded = true;
@@ -321,20 +324,10 @@ export class ClusterTask {
   async #complete(checkpointId: number, operators: OperatorSubtaskState[]): Promise<void> {
     const pending = this.#pending.get(checkpointId);
     if (pending === undefined || this.#stopped) return;
-    const savepoint =
-      pending.savepoint === undefined
-        ? this.#savepoints.part
-        : await writeSavepointPart({
-            storage: this.#storage,
-            location: pending.location,
-            operators,
-            barrier: pending.savepoint,
-            folder: `${basename(dirname(this.#storage.root))}-${basename(this.#storage.root)}-c${checkpointId}`,
-            task: this.task,
-            taskCount: this.#runtime.taskCounts[this.stage.id] as number,
-            graph: this.#runtime.graph,
-            committables: this.#committer,
-          });
+    const { savepoint: barrier, location } = pending;
+    const part = { storage: this.#storage, location, operators, checkpointId, task: this.task, graph: this.#runtime.graph, committables: this.#committer };
+    const taskCount = this.#runtime.taskCounts[this.stage.id] as number;
+    const savepoint = barrier === undefined ? this.#savepoints.part : await writeSavepointPart({ ...part, taskCount, barrier });
     const restoredFrom = this.#restored === undefined ? this.#runtime.fromSavepoint?.folder : this.#restored.restoredFrom;
     const transaction = await this.#output.sealedSent(checkpointId);
     const offsets = pending.offsets ?? sourceOffsets(this.#streamTask.sourceSplits);
@@ -349,35 +342,22 @@ export class ClusterTask {
       savepoint,
       restoredFrom,
       owner,
+      committer: this.#committer,
     });
     await commitTaskCheckpoint(this.#runtime.driver, this.#runtime.connections, transaction, owner, this.#runtime.plan.checkpointTopic, checkpoint);
     this.#output.committed(this.#runtime.driver.nextTransaction(transaction));
     this.latest = checkpoint;
     this.completed++;
     this.#pending.delete(checkpointId);
-    if (pending.savepoint !== undefined && savepoint !== undefined) {
-      this.#runtime.log(this.#savepoints.committed(pending.savepoint, savepoint, checkpointId));
-      // A test's crash right after a part (its record, with its skips, is what the task restores): WEIR_FAULT=savepoint-part:<savepoint id>[:fail].
-      if (injectedFaultPoint === 'savepoint-part') {
-        const failure = injectedFault('savepoint-part', pending.savepoint.savepoint, this.name);
-        if (failure !== undefined) this.#fail(failure);
-      }
+    if (barrier !== undefined && savepoint !== undefined) {
+      const failure = this.#savepoints.committed(barrier, savepoint, checkpointId, this.#runtime.log);
+      if (failure !== undefined) this.#fail(failure);
     }
     // The task's transaction committed: its two-phase-commit sinks commit what the record holds (task-sink.ts).
-    const fault = this.#committer ? sinkCommitFault(checkpointId, pending.savepoint?.savepoint, this.name) : undefined;
+    const fault = this.#committer ? sinkCommitFault(checkpointId, pending.savepoint?.savepoint, this.name, checkpoint.ended === true) : undefined;
     if (fault !== undefined) return this.#fail(fault);
     this.#streamTask.notifyCheckpointComplete(checkpointId);
-    // The previous checkpoint of this owner is no longer the task's latest: its files can go. After
-    // its first commit, so can the earlier owners' folders (fenced: nothing they hold is
-    // referenced), and again every SWEEP_EVERY checkpoints for what a zombie wrote meanwhile.
-    const previous = this.#previousLocation;
-    this.#previousLocation = pending.location;
-    if (previous !== undefined) await this.#storage.discard(previous).catch(() => {});
-    if (pending.offsets !== undefined && (checkpoint.ended === true || Date.now() - this.#purgedAt >= exchangePurgeIntervalMs())) {
-      this.#purgedAt = Date.now();
-      void purgeExchangeRecords(this.#runtime.connections, pending.offsets).catch(() => {}); // again at the next purge
-    }
-    if (this.completed % SWEEP_EVERY === 1) void discardEarlierOwners(this.#storage);
+    await this.#housekeeping.committed(this.#storage, this.#runtime.connections, pending, checkpoint.ended === true, this.completed);
     if (checkpoint.ended === true) this.#endedWith(checkpointId);
     else if (this.#inputEnded && this.#pending.size === 0) this.#triggerCheckpoint(); // one triggered before the end committed: now the final one
   }
@@ -390,6 +370,21 @@ export class ClusterTask {
       const failure = injectedFault('task-ended', checkpointId, this.name);
       if (failure !== undefined) this.#fail(failure);
     }
+  }
+
+  /** Its sinks committed its final checkpoint's committables (`restored`: its chain's open did): the record says so. */
+  async #sinkCommitted(restored: boolean): Promise<void> {
+    if (restored) await this.#streamTask.close();
+    const latest = this.latest;
+    if (this.#stopped || latest === undefined) return;
+    const owner = this.#runtime.owner();
+    const checkpoint = sinkCommittedRecord(latest, owner);
+    // A transaction of its own (the same producer): the task's output writes nothing more.
+    const transaction = this.#runtime.driver.nextTransaction(this.#output.transaction);
+    await commitTaskCheckpoint(this.#runtime.driver, this.#runtime.connections, transaction, owner, this.#runtime.plan.checkpointTopic, checkpoint);
+    this.latest = checkpoint;
+    const how = restored ? ' again (restored): it stays ended' : '';
+    this.#runtime.log(`${this.name}: its sinks committed the committables of its final checkpoint ${latest.checkpointId}${how}`);
   }
 
   #fail(error: unknown): void {

@@ -4,7 +4,13 @@ import type { InputOffset, OffsetsOwner } from '../connectors/kafka/transaction-
 import type { RestoreInfo } from '../runtime/deployment/restore-info.ts';
 import type { SavepointBarrier } from './exchange-frames.ts';
 import type { ChannelMark, ChannelSkip } from './exchange-input.ts';
-import { TASK_CHECKPOINT_ENDED_VERSION, TASK_CHECKPOINT_VERSION, type TaskCheckpoint, type TaskSavepointPart } from './task-checkpoint.ts';
+import {
+  TASK_CHECKPOINT_ENDED_VERSION,
+  TASK_CHECKPOINT_SINK_COMMIT_VERSION,
+  TASK_CHECKPOINT_VERSION,
+  type TaskCheckpoint,
+  type TaskSavepointPart,
+} from './task-checkpoint.ts';
 
 /** A checkpoint of a cluster task, triggered and not yet committed. */
 export interface PendingCheckpoint {
@@ -31,11 +37,14 @@ export function taskCheckpointRecord(options: {
   savepoint: TaskSavepointPart | undefined;
   restoredFrom: string | undefined;
   owner: OffsetsOwner;
+  /** The task runs a two-phase-commit sink: its final record says its commit is pending. */
+  committer?: boolean;
 }): TaskCheckpoint {
   const { pending, savepoint, restoredFrom, owner, watermark } = options;
   const ended = pending.ended === true || pending.channels?.some((mark) => mark.ended === true) === true;
+  const sinkCommit = pending.ended === true && options.committer === true;
   return {
-    version: ended ? TASK_CHECKPOINT_ENDED_VERSION : TASK_CHECKPOINT_VERSION,
+    version: sinkCommit ? TASK_CHECKPOINT_SINK_COMMIT_VERSION : ended ? TASK_CHECKPOINT_ENDED_VERSION : TASK_CHECKPOINT_VERSION,
     stage: options.stage,
     task: options.task,
     checkpointId: pending.id,
@@ -61,6 +70,22 @@ export function taskCheckpointRecord(options: {
     ...(savepoint === undefined ? {} : { savepoint }),
     ...(restoredFrom === undefined ? {} : { restoredFrom }),
     ...(pending.ended === true ? { ended: true as const } : {}),
+    ...(sinkCommit ? { sinkCommit: 'pending' as const } : {}),
+    member: { memberId: owner.memberId, generationId: owner.generationId },
+    completedAt: Date.now(),
+  };
+}
+
+/**
+ * The record an ended task commits once its two-phase-commit sinks have committed the committables
+ * of its final checkpoint (its member's, or its next owner's on restore): the same checkpoint, now
+ * saying `sinkCommit: committed`, so the cluster's end no longer waits for it.
+ */
+export function sinkCommittedRecord(ended: TaskCheckpoint, owner: OffsetsOwner): TaskCheckpoint {
+  return {
+    ...ended,
+    version: TASK_CHECKPOINT_SINK_COMMIT_VERSION,
+    sinkCommit: 'committed',
     member: { memberId: owner.memberId, generationId: owner.generationId },
     completedAt: Date.now(),
   };

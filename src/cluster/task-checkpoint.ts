@@ -26,9 +26,15 @@ export const TASK_CHECKPOINT_VERSION = 1;
  * record is still written as version 1.
  */
 export const TASK_CHECKPOINT_ENDED_VERSION = 2;
+/**
+ * The version of an ended task's record that says whether its two-phase-commit sinks committed
+ * the committables of its final checkpoint (`sinkCommit`): a member of an older Weir refuses it by
+ * name rather than leave before they are. Versions 1 and 2 are still read (and written).
+ */
+export const TASK_CHECKPOINT_SINK_COMMIT_VERSION = 3;
 
 const taskCheckpointSchema = z.object({
-  version: z.union([z.literal(TASK_CHECKPOINT_VERSION), z.literal(TASK_CHECKPOINT_ENDED_VERSION)]),
+  version: z.union([z.literal(TASK_CHECKPOINT_VERSION), z.literal(TASK_CHECKPOINT_ENDED_VERSION), z.literal(TASK_CHECKPOINT_SINK_COMMIT_VERSION)]),
   stage: z.string().min(1),
   task: z.number().int().nonnegative(),
   checkpointId: z.number().int().positive(),
@@ -97,6 +103,13 @@ const taskCheckpointSchema = z.object({
    * with its end frames; no owner runs the task again (cluster-task.ts). Absent: it runs on.
    */
   ended: z.literal(true).optional(),
+  /**
+   * An ended task with a two-phase-commit sink (version 3): `pending`, its final checkpoint is
+   * committed in Kafka but its sinks' commit of the committables it holds is not known done (an
+   * owner restoring it commits them again, idempotently, then commits the record again saying
+   * `committed`); `committed`, they are. The cluster's end waits for `committed`. Absent: no such sink.
+   */
+  sinkCommit: z.enum(['pending', 'committed']).optional(),
   /** Which member committed it, in which generation. */
   member: z.object({ memberId: z.string(), generationId: z.number().int() }),
   completedAt: z.number(),
@@ -119,16 +132,24 @@ export function decodeTaskCheckpoint(bytes: Buffer, where: string): TaskCheckpoi
   return decodeVersionedJson(
     taskCheckpointSchema,
     bytes,
-    TASK_CHECKPOINT_ENDED_VERSION,
+    TASK_CHECKPOINT_SINK_COMMIT_VERSION,
     (problem) =>
       new WeirError(
         problem.kind === 'too-new' ? 'CHECKPOINT_METADATA_TOO_NEW' : 'CHECKPOINT_METADATA_CORRUPT',
         problem.kind === 'too-new'
-          ? `the task checkpoint at ${where} is of version ${problem.version}; this Weir reads versions ${TASK_CHECKPOINT_VERSION} and ${TASK_CHECKPOINT_ENDED_VERSION}`
+          ? `the task checkpoint at ${where} is of version ${problem.version}; this Weir reads versions ${TASK_CHECKPOINT_VERSION} to ${TASK_CHECKPOINT_SINK_COMMIT_VERSION}`
           : `the task checkpoint at ${where} does not read: ${problem.issue}`,
         { hint: 'run every member with the same Weir version; upgrade, do not downgrade, a running cluster', fault: 'external' },
       ),
   );
+}
+
+/**
+ * The task ended for good: its record says ended, and its two-phase-commit sinks (if any) have
+ * committed its final committables. A cluster's job has ended once every task's record says so.
+ */
+export function endedForGood(checkpoint: TaskCheckpoint | undefined): boolean {
+  return checkpoint?.ended === true && checkpoint.sinkCommit !== 'pending';
 }
 
 /** The task's input offsets as the checkpoint keeps them. */

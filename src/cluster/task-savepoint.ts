@@ -1,4 +1,4 @@
-import { join } from 'node:path';
+import { basename, dirname, join } from 'node:path';
 import type { OperatorSubtaskState } from '../checkpoint/operator-subtask-state.ts';
 import type { CheckpointLocation } from '../checkpoint/storage/checkpoint-location.ts';
 import type { StateHandle } from '../checkpoint/storage/checkpoint-metadata.ts';
@@ -23,7 +23,8 @@ export async function writeSavepointPart(options: {
   location: CheckpointLocation;
   operators: readonly OperatorSubtaskState[];
   barrier: SavepointBarrier;
-  folder: string;
+  /** The task's checkpoint that is its part. */
+  checkpointId: number;
   task: number;
   taskCount: number;
   graph: JobGraph;
@@ -31,13 +32,15 @@ export async function writeSavepointPart(options: {
   committables: boolean;
 }): Promise<TaskSavepointPart> {
   const { storage, location, barrier, task, graph } = options;
+  // `<stage>-<task>-p<producer>-e<epoch>-c<checkpoint>`: the task's storage root names the first four.
+  const folder = `${basename(dirname(storage.root))}-${basename(storage.root)}-c${options.checkpointId}`;
   const target = storageFor(barrier.target, storage);
-  const partPath = isS3Url(barrier.target) ? `${barrier.target.replace(/\/+$/, '')}/parts/${options.folder}` : join(barrier.target, 'parts', options.folder);
+  const partPath = isS3Url(barrier.target) ? `${barrier.target.replace(/\/+$/, '')}/parts/${folder}` : join(barrier.target, 'parts', folder);
   const part: CheckpointLocation = { kind: 'savepoint', checkpointId: barrier.savepoint, path: partPath };
   const copy = async (uid: string, kind: StateKind, handle: StateHandle | undefined): Promise<StateHandle | undefined> => {
     if (handle === undefined) return undefined;
     const written = await target.writeState(part, uid, task, kind, await storage.readState(location, handle));
-    return { ...written, path: `parts/${options.folder}/${written.path}` };
+    return { ...written, path: `parts/${folder}/${written.path}` };
   };
   const operators: TaskSavepointPart['operators'] = [];
   for (const { uid, keyed, operator } of options.operators) {

@@ -1,5 +1,6 @@
 import type { CheckpointLocation } from '../checkpoint/storage/checkpoint-location.ts';
 import { WeirError } from '../core/errors/weir-error.ts';
+import { injectedFault, injectedFaultPoint } from '../runtime/jobmaster/injected-fault.ts';
 import type { SavepointBarrier } from './exchange-frames.ts';
 import type { BarrierAt } from './exchange-input.ts';
 import { type InputPartitionLayout, SavepointAlignment } from './savepoint-alignment.ts';
@@ -106,10 +107,15 @@ export class TaskSavepoints {
     return alignment;
   }
 
-  /** The task committed its part: a log line. */
-  committed(barrier: SavepointBarrier, part: TaskSavepointPart, checkpointId: number): string {
+  /**
+   * The task committed its part: a log line, and a test's crash right after (its record, with its
+   * skips, is what the task restores): WEIR_FAULT=savepoint-part:<savepoint id>[:fail] (with
+   * `:fail`, the failure the task ends with).
+   */
+  committed(barrier: SavepointBarrier, part: TaskSavepointPart, checkpointId: number, log: (line: string) => void): WeirError | undefined {
     this.part = part;
     this.halted = barrier.stop !== undefined;
-    return `${this.#name}: its part of savepoint ${barrier.savepoint} is committed (checkpoint ${checkpointId})${this.halted ? '; it commits nothing more' : ''}`;
+    log(`${this.#name}: its part of savepoint ${barrier.savepoint} is committed (checkpoint ${checkpointId})${this.halted ? '; it commits nothing more' : ''}`);
+    return injectedFaultPoint === 'savepoint-part' ? injectedFault('savepoint-part', barrier.savepoint, this.#name) : undefined;
   }
 }

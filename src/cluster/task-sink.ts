@@ -15,7 +15,11 @@ import { injectedFault, injectedFaultPoint } from '../runtime/jobmaster/injected
  *   Kafka transaction; the sink commits them once that transaction committed
  *   (notifyCheckpointComplete), and the task's next owner, restoring the record, commits them again
  *   (a commit is idempotent) and aborts whatever the record does not hold, as one process does at a
- *   start from its latest checkpoint (Flink's committer, driven by the record);
+ *   start from its latest checkpoint (Flink's committer, driven by the record). A task's final
+ *   checkpoint (bounded input) too: its record says ended with `sinkCommit: pending`; once its sink
+ *   committed, a second record says `committed`; an owner restoring a pending one does not run the
+ *   task but opens its chain (the sink's restore commits the committables again) and commits that
+ *   second record (cluster-task.ts); the cluster's end waits for it (cluster-end-watch.ts);
  * - `at-least-once`: a sink that promises no more (deliveryGuarantee 'at-least-once' or 'none'):
  *   it flushes at the barrier, as in one process; after a failover the records since the task's
  *   last checkpoint are written again (and a fenced owner may write some until it stops).
@@ -56,10 +60,12 @@ export function unsupportedSink(name: string, uid: string): WeirError {
 /**
  * A test's crash after a task's Kafka commit, before its two-phase-commit sinks commit:
  * WEIR_FAULT=sink-commit:<checkpoint id>[:fail], or, for the task's part of a savepoint,
- * WEIR_FAULT=savepoint-sink-commit:<savepoint id>[:fail].
+ * WEIR_FAULT=savepoint-sink-commit:<savepoint id>[:fail], or, for its final checkpoint (its record
+ * says ended, bounded input), WEIR_FAULT=ended-sink-commit:<checkpoint id>[:fail].
  */
-export function sinkCommitFault(checkpointId: number, savepointId: number | undefined, where: string): WeirError | undefined {
+export function sinkCommitFault(checkpointId: number, savepointId: number | undefined, where: string, ended = false): WeirError | undefined {
   if (injectedFaultPoint === 'sink-commit') return injectedFault('sink-commit', checkpointId, where);
+  if (injectedFaultPoint === 'ended-sink-commit' && ended) return injectedFault('ended-sink-commit', checkpointId, where);
   if (injectedFaultPoint === 'savepoint-sink-commit' && savepointId !== undefined) return injectedFault('savepoint-sink-commit', savepointId, where);
   return undefined;
 }

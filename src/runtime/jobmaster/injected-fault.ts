@@ -22,6 +22,7 @@ import { WeirError } from '../../core/errors/weir-error.ts';
  * - `sink-commit` (cluster mode): a task with a two-phase-commit sink has committed checkpoint
  *   `<id>` in Kafka (its record holds the sink's committables), and its sink has not committed them
  *   yet (cluster/task-sink.ts). `savepoint-sink-commit`: the same for its part of savepoint `<id>`.
+ *   `ended-sink-commit`: the same for its final checkpoint `<id>` (its record says ended).
  * - `task-ended` (cluster mode): a task has just committed its final checkpoint, whose record says
  *   `ended` (bounded input: cluster/cluster-task.ts); the id is that checkpoint's.
  */

@@ -31,11 +31,11 @@ test('a task checkpoint is versioned JSON: offsets are 64-bit, a newer version a
   assert.deepEqual(decodeTaskCheckpoint(encodeTaskCheckpoint(big), 'here'), big);
   assert.equal(offsetsOf(big)[0]?.offset, 9007199254740993n);
   assert.throws(
-    () => decodeTaskCheckpoint(Buffer.from(JSON.stringify({ ...big, version: 3 })), 'chk/0 offset 7'),
+    () => decodeTaskCheckpoint(Buffer.from(JSON.stringify({ ...big, version: 4 })), 'chk/0 offset 7'),
     (error: unknown) =>
       error instanceof WeirError &&
       error.code === 'CHECKPOINT_METADATA_TOO_NEW' &&
-      /at chk\/0 offset 7 is of version 3; this Weir reads versions 1 and 2/.test(error.message),
+      /at chk\/0 offset 7 is of version 4; this Weir reads versions 1 to 3/.test(error.message),
   );
   assert.throws(
     () => decodeTaskCheckpoint(Buffer.from('{'), 'chk/0 offset 8'),
