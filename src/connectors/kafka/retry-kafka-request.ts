@@ -12,7 +12,7 @@ export interface RetryReporting {
 }
 
 /**
- * Runs a request, retrying with backoff (50 ms doubling up to 1 s) on retriable Kafka errors and
+ * Runs a request, retrying with backoff (50 ms doubling up to 1 s; 10 ms for CONCURRENT_TRANSACTIONS) on retriable Kafka errors and
  * on network errors (a broker restarting), until `retryTimeoutMs` has passed; `beforeRetry` forgets
  * what may have moved (coordinators, leaders). The last error is thrown as KAFKA_REQUEST_FAILED
  * naming `what` and the Kafka error ids, unless it already is a WeirError. Network errors are
@@ -52,7 +52,10 @@ export async function retryKafkaRequest<T>(
       if (ids.length === 0 && connections !== undefined)
         connections.outage.failed(formatBootstrap(connections.bootstrap), describeNetworkError(error), deadline);
       beforeRetry();
-      await sleep(Math.min(1000, 50 * 2 ** Math.min(attempt, 5)));
+      // CONCURRENT_TRANSACTIONS: the coordinator is ending the id's previous transaction (a crashed
+      // run's, aborted by InitProducerId), which takes it milliseconds: a restart's sinks ask again sooner.
+      const base = ids.length > 0 && ids.every((id) => id === 'CONCURRENT_TRANSACTIONS') ? 10 : 50;
+      await sleep(Math.min(1000, base * 2 ** Math.min(attempt, 6)));
     }
   }
 }
