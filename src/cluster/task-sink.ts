@@ -14,7 +14,9 @@ import { injectedFault, injectedFaultPoint } from '../runtime/jobmaster/injected
  *   state, which the task's checkpoint record names, so they commit atomically with the task's
  *   Kafka transaction; the sink commits them once that transaction committed
  *   (notifyCheckpointComplete), and the task's next owner, restoring the record, commits them again
- *   (a commit is idempotent) and aborts whatever the record does not hold, as one process does at a
+ *   (a commit is idempotent, and commits the committable's own transaction, never one a fenced
+ *   owner still running pre-committed under the same name since: test/integration/postgres/
+ *   postgres-sink-stale-owner.test.ts) and aborts whatever the record does not hold, as one process does at a
  *   start from its latest checkpoint (Flink's committer, driven by the record). A task's final
  *   checkpoint (bounded input) too: its record says ended with `sinkCommit: pending`; once its sink
  *   committed, a second record says `committed`; an owner restoring a pending one does not run the

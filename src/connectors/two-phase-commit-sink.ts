@@ -34,6 +34,10 @@ export interface RecoveryContext<C> {
  * The part of a two-phase-commit sink that knows its external system (Flink's
  * TwoPhaseCommitSinkFunction hooks). Commits must be idempotent: a commit of what is already
  * committed succeeds. A commit that finds its data gone must throw {@link dataLoss}: never skip it.
+ * A commit commits the committable's own transaction and nothing else under its name: in cluster
+ * mode a task's fenced owner that has not stopped yet pre-commits too, and a name made of (subtask,
+ * checkpoint) alone is taken again by it once the rightful one committed (the file sink's names
+ * carry a random part; the PostgreSQL sink checks the prepared transaction's id).
  */
 export interface TwoPhaseCommitLogic<IN, TXN, C> {
   /** Called first, with where the sink's subtask runs. */

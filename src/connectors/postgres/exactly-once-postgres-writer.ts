@@ -31,6 +31,11 @@ export interface PostgresCommittable {
   carried?: PostgresRow[];
 }
 
+/** The 32-bit transaction id (pg_prepared_xacts.transaction) of an xid8 (epoch-qualified, as text); undefined when there is none to tell. */
+export function xid32(xid8: string | undefined): string | undefined {
+  return typeof xid8 === 'string' && /^\d+$/.test(xid8) ? (BigInt(xid8) & 0xffffffffn).toString() : undefined;
+}
+
 /**
  * The PostgreSQL sink's two-phase-commit logic (run by TwoPhaseCommitSinkOperator): one database
  * transaction per subtask per checkpoint on the subtask's writing connection, rows written with
@@ -53,9 +58,14 @@ export interface PostgresCommittable {
  * fails the task: the restart commits what the restored checkpoint holds and rolls back the rest.
  *
  * A commit is idempotent: a gid no longer prepared was committed before, unless its transaction
- * id says it was rolled back (then the data is gone: DATA_LOSS, never skipped). After a restore
- * every other prepared transaction of this sink's prefix that this subtask is responsible for is a
- * crashed run's: rolled back.
+ * id says it was rolled back (then the data is gone: DATA_LOSS, never skipped). A gid names
+ * (prefix, subtask, checkpoint), not the run: in cluster mode a task's fenced owner that has not
+ * stopped yet (a zombie) prepares under the names its successor uses, and may take one whose
+ * transaction committed already; so a commit commits the gid only while the committable's own
+ * transaction (its xid) is the one prepared under it, never another. After a restore every other
+ * prepared transaction of this sink's prefix that this subtask is responsible for (a gid the
+ * checkpoint holds included, when another transaction holds it) is a crashed run's or a zombie's:
+ * rolled back.
  */
 export class ExactlyOncePostgresWriter<T, R extends PostgresRow> implements TwoPhaseCommitLogic<T, PostgresTransaction, PostgresCommittable> {
   readonly #options: ParsedPostgresSinkOptions<T, R>;
@@ -233,14 +243,39 @@ export class ExactlyOncePostgresWriter<T, R extends PostgresRow> implements TwoP
   async commit(committable: PostgresCommittable): Promise<void> {
     if (this.#carrying !== undefined && this.#carrying.gid === committable.gid) await this.#prepareCarried(this.#carrying);
     const committer = this.#committer as pg.Client;
-    try {
-      await committer.query(`COMMIT PREPARED ${gidLiteral(committable.gid)}`);
-    } catch (error) {
-      if (sqlStateOf(error) !== SQLSTATE.undefinedObject) throw postgresFailure(this.#where, `COMMIT PREPARED ${committable.gid}`, error);
+    // A gid names (prefix, subtask, checkpoint), not the owner: once this transaction committed,
+    // an owner fenced in Kafka but not stopped yet (a zombie, a checkpoint behind) may prepare its
+    // own under the same gid. COMMIT PREPARED commits whatever holds the name: only this one is.
+    const holder = await this.#preparedUnder(committable);
+    const own = xid32(committable.xid);
+    if (holder !== undefined && own !== undefined && holder !== own) {
+      processLog().warn(
+        `${this.#where}: ${committable.gid} is prepared by transaction ${holder}, not by ${committable.xid} (the one the checkpoint holds: another owner's, fenced): not committed (the next restore rolls it back)`,
+      );
       await this.#checkCommitted(committable);
+    } else {
+      try {
+        await committer.query(`COMMIT PREPARED ${gidLiteral(committable.gid)}`);
+      } catch (error) {
+        if (sqlStateOf(error) !== SQLSTATE.undefinedObject) throw postgresFailure(this.#where, `COMMIT PREPARED ${committable.gid}`, error);
+        await this.#checkCommitted(committable);
+      }
     }
     // A gid this run did not prepare is a restored checkpoint's: the recovery commits it.
     if (!this.#prepared.delete(committable.gid)) await postgresTestDelay('recovery-commit', `COMMIT PREPARED ${committable.gid}`);
+  }
+
+  /** The (32-bit) id of the transaction prepared under the committable's gid, if one is. */
+  async #preparedUnder(committable: PostgresCommittable): Promise<string | undefined> {
+    try {
+      const result = await (this.#committer as pg.Client).query<{ xid: string }>(
+        'SELECT transaction::text AS xid FROM pg_prepared_xacts WHERE gid = $1 AND database = current_database()',
+        [committable.gid],
+      );
+      return result.rows[0]?.xid;
+    } catch (error) {
+      throw postgresFailure(this.#where, `looking up prepared transaction ${committable.gid} (pg_prepared_xacts)`, error);
+    }
   }
 
   /** After the commits up to this checkpoint: the rows held behind them go out, into the transaction being written. */
@@ -305,22 +340,24 @@ export class ExactlyOncePostgresWriter<T, R extends PostgresRow> implements TwoP
     // responsible for (old subtask s with s % parallelism === this one) and that the restored
     // checkpoint does not hold is a crashed run's: prepared for a checkpoint that never completed.
     // Gids of other sinks whose prefix merely starts with this one are not ours (parseGid).
-    const held = new Set(context.allRestoredCommittables.map((committable) => committable.gid));
+    // Held: the gid and the transaction (a zombie's prepared under a held gid since is not held).
+    const held = new Map(context.allRestoredCommittables.map((committable) => [committable.gid, xid32(committable.xid)]));
     const committer = this.#committer as pg.Client;
-    let gids: string[];
+    let prepared: { gid: string; xid: string }[];
     try {
-      const result = await committer.query<{ gid: string }>(
-        'SELECT gid FROM pg_prepared_xacts WHERE database = current_database() AND left(gid, length($1)) = $1 ORDER BY gid',
+      const result = await committer.query<{ gid: string; xid: string }>(
+        'SELECT gid, transaction::text AS xid FROM pg_prepared_xacts WHERE database = current_database() AND left(gid, length($1)) = $1 ORDER BY gid',
         [`${this.#prefix}-`],
       );
-      gids = result.rows.map((row) => row.gid);
+      prepared = result.rows;
     } catch (error) {
       throw postgresFailure(this.#where, 'listing prepared transactions (pg_prepared_xacts)', error);
     }
     let aborted = 0;
-    for (const gid of gids) {
+    for (const { gid, xid } of prepared) {
       const parts = parseGid(this.#prefix, gid);
-      if (parts === undefined || parts.subtask % context.parallelism !== context.subtaskIndex || held.has(gid)) continue;
+      if (parts === undefined || parts.subtask % context.parallelism !== context.subtaskIndex) continue;
+      if (held.has(gid) && (held.get(gid) === undefined || held.get(gid) === xid)) continue;
       try {
         await committer.query(`ROLLBACK PREPARED ${gidLiteral(gid)}`);
         aborted++;

@@ -1,0 +1,159 @@
+/**
+ * The exactly-once PostgreSQL sink when a task has two owners at once (cluster mode: an owner
+ * fenced in Kafka that has not stopped yet, a zombie, and the task's next owner), against a real
+ * PostgreSQL. A gid names (prefix, task, checkpoint), not the owner: both owners restored the same
+ * checkpoint, read the same input and prepare under the same names. The zombie's Kafka commits
+ * fail, so none of its prepared transactions may ever become visible; a recovery that commits the
+ * committables a checkpoint record holds must commit the transaction the record names (its xid),
+ * never another one prepared under its gid since.
+ */
+import assert from 'node:assert/strict';
+import { after, before, test } from 'node:test';
+import { ExactlyOncePostgresWriter, type PostgresCommittable } from '../../../src/connectors/postgres/exactly-once-postgres-writer.ts';
+import { parsePostgresSinkOptions } from '../../../src/connectors/postgres/postgres-sink-options.ts';
+import type { OperatorContext } from '../../../src/core/operator/stream-operator.ts';
+import { type PostgresTestServer, startPostgres } from '../../harness/postgres-server.ts';
+
+type Total = { seq: number; account: string; total: number };
+
+let server: PostgresTestServer;
+before(async () => {
+  server = await startPostgres();
+});
+after(async () => {
+  await server?.stop();
+});
+
+const TASK = 9;
+const TASKS = 12;
+const context = { jobName: 'stale-owner', uid: 'totals-sink', subtaskIndex: TASK, parallelism: TASKS, metrics: { gauge() {} } } as unknown as OperatorContext;
+
+/** One owner's run of the task's sink: the writer, opened as a restore opens it (its recovery done by the caller). */
+async function owner(table: string): Promise<ExactlyOncePostgresWriter<Total, Total>> {
+  const options = parsePostgresSinkOptions<Total, Total>({
+    connectionString: server.connectionString,
+    table,
+    columns: ['seq', 'account', 'total'],
+    mode: 'append',
+    toRow: (record) => record,
+  });
+  const writer = new ExactlyOncePostgresWriter(options, undefined);
+  await writer.open(context);
+  return writer;
+}
+
+/** What a restore of a record holding `committables` does (TwoPhaseCommitSinkOperator's recovery): commit them again, roll back the rest. */
+async function recover(writer: ExactlyOncePostgresWriter<Total, Total>, committables: PostgresCommittable[]): Promise<void> {
+  for (const committable of committables) await writer.commit(committable);
+  await writer.abortLingering({ subtaskIndex: TASK, parallelism: TASKS, restoredCheckpointId: 2, allRestoredCommittables: committables });
+}
+
+/** The rows a reader sees, and how many of each seq. */
+async function copies(table: string): Promise<Map<number, number>> {
+  const rows = await server.query<{ seq: string; n: string }>(`SELECT seq, count(*) AS n FROM ${table} GROUP BY seq ORDER BY seq`);
+  return new Map(rows.map((row) => [Number(row.seq), Number(row.n)]));
+}
+
+async function preparedGids(): Promise<string[]> {
+  return (await server.query<{ gid: string }>('SELECT gid FROM pg_prepared_xacts ORDER BY gid')).map((row) => row.gid);
+}
+
+// The same input from the same restored state: both owners compute the same rows.
+const rows: Total[] = [
+  { seq: 7, account: 'a7', total: 8 },
+  { seq: 19, account: 'a19', total: 6 },
+];
+
+test("a zombie's transaction prepared under a gid the latest record holds (its own committed) is never committed by the next owner's recovery", async () => {
+  const table = 'stale_owner_commit';
+  await server.query(`CREATE TABLE ${table} (seq bigint NOT NULL, account text NOT NULL, total bigint NOT NULL)`);
+  // Both owners restored checkpoint 1; the new one (fenced the old one in Kafka) recovered first.
+  const next = await owner(table);
+  await recover(next, []);
+  const zombie = await owner(table);
+
+  // The new owner: checkpoint 2 prepared, its record committed in Kafka, its sink committed.
+  const mine = next.beginTransaction();
+  await next.write(mine, rows);
+  const committable = (await next.preCommit(mine, 2)) as PostgresCommittable;
+  await next.commit(committable);
+  await next.notifyCheckpointComplete();
+  assert.deepEqual(
+    [...(await copies(table))],
+    [
+      [7, 1],
+      [19, 1],
+    ],
+  );
+
+  // The zombie, a checkpoint behind (paused, slow to stop): its barrier 2 prepares the same rows
+  // under the same gid, now free; its Kafka commit then fails (fenced) and it stops.
+  const stale = zombie.beginTransaction();
+  await zombie.write(stale, rows);
+  await zombie.preCommit(stale, 2);
+  await zombie.close();
+
+  // The new owner dies before its next record; the task's next owner restores record 2, which holds
+  // checkpoint 2's committable (a commit of it is a repeat).
+  await next.close();
+  const third = await owner(table);
+  await recover(third, [committable]);
+  await third.close();
+
+  assert.deepEqual(
+    [...(await copies(table))],
+    [
+      [7, 1],
+      [19, 1],
+    ],
+    "every row once: the zombie's transaction is not the one the record names",
+  );
+  assert.deepEqual(await preparedGids(), [], "the zombie's prepared transaction is rolled back");
+});
+
+test("a zombie's transaction prepared under the name the new owner's next checkpoint takes: not committed, rolled back by the next recovery", async () => {
+  const table = 'stale_owner_prepare';
+  await server.query(`CREATE TABLE ${table} (seq bigint NOT NULL, account text NOT NULL, total bigint NOT NULL)`);
+  const next = await owner(table);
+  await recover(next, []);
+  const zombie = await owner(table);
+
+  // The zombie prepares checkpoint 2 after the new owner's recovery, and stops (fenced).
+  const stale = zombie.beginTransaction();
+  await zombie.write(stale, rows);
+  await zombie.preCommit(stale, 2);
+  await zombie.close();
+
+  // The new owner's checkpoint 2 (the same rows): prepared, or refused while the zombie's holds its
+  // name (then its task restarts from checkpoint 1, whose recovery rolls the zombie's back).
+  let committables: PostgresCommittable[] = [];
+  const mine = next.beginTransaction();
+  await next.write(mine, rows);
+  try {
+    const committable = (await next.preCommit(mine, 2)) as PostgresCommittable;
+    committables = [committable];
+    // Its record 2 committed in Kafka, then it dies before its sink commits.
+  } catch {
+    await next.abort(mine);
+  }
+  await next.close();
+  const third = await owner(table);
+  await recover(third, committables);
+  if (committables.length === 0) {
+    // Restarted from checkpoint 1: the input since is read again and written once more.
+    const again = third.beginTransaction();
+    await third.write(again, rows);
+    const committable = (await third.preCommit(again, 2)) as PostgresCommittable;
+    await third.commit(committable);
+  }
+  await third.close();
+
+  assert.deepEqual(
+    [...(await copies(table))],
+    [
+      [7, 1],
+      [19, 1],
+    ],
+  );
+  assert.deepEqual(await preparedGids(), []);
+});
