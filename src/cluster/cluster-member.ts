@@ -251,6 +251,11 @@ export class ClusterMember {
    * and starts them.
    */
   async #startTasks(entries: TaskEntry[]): Promise<void> {
+    // A failed run stops first (its two-phase-commit sink must not prepare beside its successor's),
+    // for at most a session timeout: fencing then shuts its Kafka side regardless.
+    const stopping = entries.map((entry) => entry.stopping).filter((stop) => stop !== undefined);
+    if (stopping.length > 0) await Promise.race([Promise.all(stopping), sleep(this.#options.sessionTimeout)]);
+    for (const entry of entries) entry.stopping = undefined;
     const starts = await fenceAndRead(this.#setup, this.#options.id, entries);
     await Promise.all(
       entries.map(async (entry, index) => {
@@ -327,7 +332,7 @@ export class ClusterMember {
     entry.run = undefined;
     entry.refused = undefined;
     entry.known = undefined;
-    void run?.stop();
+    entry.stopping = run?.stop().catch(() => {});
     if (entry.revoked || this.#closed) return;
     const message = error instanceof Error ? error.message : String(error);
     this.failures.push({ at: Date.now(), task: `${entry.stage.uid}/${entry.task}`, message, stack: error instanceof Error ? error.stack : undefined });

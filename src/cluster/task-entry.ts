@@ -24,6 +24,8 @@ export interface TaskEntry {
   /** Refused by the group: what its run said once stopped, and, once it starts again, the checkpoint it restores without reading (restart-checkpoint.ts). */
   refused: { run: RemoteTask; generation: number } | undefined;
   known: TaskCheckpoint | undefined;
+  /** Its failed run's stop, under way: its next run starts after it (a run still writing beside it would be a zombie of this member's own). */
+  stopping: Promise<void> | undefined;
 }
 
 /** A task the group assigned this member in `generation`, not started yet. */
@@ -41,5 +43,6 @@ export function taskEntry(global: number, stage: Stage, task: number, generation
     assignedIn: generation,
     refused: undefined,
     known: undefined,
+    stopping: undefined,
   };
 }
