@@ -9,22 +9,16 @@
 import assert from 'node:assert/strict';
 import { join } from 'node:path';
 import { test } from 'node:test';
-import { setTimeout as sleep } from 'node:timers/promises';
 import { controlTopicName } from '../../../src/cluster/savepoint-control.ts';
 import { readTopic } from '../../../src/connectors/kafka/topic-reader.ts';
+import { exitsOnItsOwn } from '../../harness/bounded-cluster.ts';
 import { weir } from '../../harness/cli.ts';
 import { auditClusterOutputs, clusterBrokersEnv, producePayments, withMemberLogs } from '../../harness/cluster-job.ts';
 import { clusterTest, payment } from '../../harness/cluster-test.ts';
 import { testBrokers } from '../../harness/kafka.ts';
-import { until, type WeirRun } from '../../harness/weir-run.ts';
+import { until } from '../../harness/weir-run.ts';
 
 const boundedJob = join(import.meta.dirname, '..', '..', 'fixtures', 'jobs', 'bounded-cluster-job.ts');
-
-async function exitsOnItsOwn(run: WeirRun, timeoutMs: number): Promise<number | null> {
-  const code = await Promise.race([run.exited, sleep(timeoutMs).then(() => 'running' as const)]);
-  if (code === 'running') throw new Error(`member ${run.child.pid} has not exited ${timeoutMs / 1000} s after the input ended`);
-  return code;
-}
 
 test('a savepoint or a stop of a cluster with ended tasks is refused at once, naming them; the cluster ends on its own, exact', {
   timeout: 300_000,

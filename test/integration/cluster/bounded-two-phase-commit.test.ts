@@ -16,30 +16,18 @@ import { mkdtemp, readdir, rm } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { test } from 'node:test';
-import { setTimeout as sleep } from 'node:timers/promises';
-import { clusterTopicName } from '../../../src/cluster/stage-plan.ts';
-import { latestTaskCheckpoints } from '../../../src/cluster/task-checkpoint.ts';
-import { readTopic } from '../../../src/connectors/kafka/topic-reader.ts';
+import { exitsOnItsOwn, latestTaskRecords } from '../../harness/bounded-cluster.ts';
 import { auditClusterOutputs, producePayments, withMemberLogs } from '../../harness/cluster-job.ts';
 import { auditTotals, committedFileTotals } from '../../harness/cluster-sink-audit.ts';
 import { type ClusterTest, cleanUpAfter, clusterTest, payment } from '../../harness/cluster-test.ts';
-import { testBrokers } from '../../harness/kafka.ts';
-import type { WeirRun } from '../../harness/weir-run.ts';
 
 const boundedJob = join(import.meta.dirname, '..', '..', 'fixtures', 'jobs', 'bounded-cluster-job.ts');
 /** 12 source tasks, 12 async I/O tasks, 12 totals, 12 of each totals sink (the totals feed two sinks: a stage each), 12 windows. */
 const TASKS = 72;
 
-async function exitsOnItsOwn(run: WeirRun, timeoutMs: number): Promise<number | null> {
-  const code = await Promise.race([run.exited, sleep(timeoutMs).then(() => 'running' as const)]);
-  if (code === 'running') throw new Error(`member ${run.child.pid} has not exited ${timeoutMs / 1000} s after the input ended`);
-  return code;
-}
-
 /** Every task ended, and every totals task's sink committed its final committables (its record says so). */
 async function assertEveryTaskEndedAndCommitted(cluster: string): Promise<void> {
-  const topic = clusterTopicName(cluster, 'checkpoints');
-  const latest = latestTaskCheckpoints(await readTopic({ bootstrap: testBrokers(), topic }), topic);
+  const latest = await latestTaskRecords(cluster);
   assert.equal(latest.size, TASKS, 'every task has a checkpoint record');
   assert.deepEqual(
     [...latest].filter(([, record]) => record.ended !== true).map(([key]) => key),
