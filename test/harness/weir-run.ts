@@ -1,5 +1,6 @@
 /** `weir run` as a child process, as a user starts it, for tests that act on a running job. */
 import { type ChildProcess, spawn } from 'node:child_process';
+import { appendFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { setTimeout as sleep } from 'node:timers/promises';
 import { repositoryRoot } from './cli.ts';
@@ -35,8 +36,11 @@ export function startWeirRun(args: string[], env: NodeJS.ProcessEnv = {}, wrap: 
   });
   let stderr = '';
   let stdout = '';
+  // WEIR_TEST_RUN_LOGS=<folder> keeps every run's stderr in <folder>/<pid>.log, for a test that timed out.
+  const logFolder = process.env.WEIR_TEST_RUN_LOGS;
   child.stderr?.on('data', (chunk: Buffer) => {
     stderr += chunk.toString();
+    if (logFolder) appendFileSync(join(logFolder, `${child.pid}.log`), chunk);
   });
   child.stdout?.on('data', (chunk: Buffer) => {
     stdout += chunk.toString();

@@ -108,7 +108,13 @@ export class StreamTaskSourceInput implements MailboxDefaultAction, CheckpointLi
       this.#splits.update(initial.filter((_split, index) => index % parallelism === subtaskIndex));
       this.#allSplits.update(initial);
     }
-    if (node.keyGroupAssignment === true) this.#assignByKeyGroup(source, this.#allSplits.get());
+    if (node.keyGroupAssignment === true) {
+      // A cluster task restored from its own record holds only its own splits: the union of one
+      // task, not of all, so the whole-range check cannot run on it (cluster-plan.ts made it at the
+      // start: the topic has a partition per key group); its splits still must be its key groups'.
+      const ownRecord = this.#options.fixedSplits === true && restored && this.#allSplits.get().length === this.#splits.get().length;
+      this.#assignByKeyGroup(source, this.#allSplits.get(), !ownRecord);
+    }
     const strategy = this.#strategy;
     const splitId = this.#splitId;
     this.#watermarks =
@@ -128,15 +134,16 @@ export class StreamTaskSourceInput implements MailboxDefaultAction, CheckpointLi
   /**
    * A stream reinterpreted as keyed: split i holds key group `keyGroupOfSplit(i)` and belongs to the
    * subtask that owns that key group, on a fresh start and on every restore (from every old
-   * subtask's splits, the union state), so a key's state and its split stay together. The splits
-   * must hold each key group 0 .. maxParallelism - 1.
+   * subtask's splits, the union state), so a key's state and its split stays together. The splits
+   * must hold each key group 0 .. maxParallelism - 1 (`wholeRange`; a cluster task restored from its
+   * own record holds its own splits only: they must all be its own key groups').
    */
-  #assignByKeyGroup(source: Source<unknown>, all: unknown[]): void {
+  #assignByKeyGroup(source: Source<unknown>, all: unknown[], wholeRange: boolean): void {
     const { node, subtaskIndex, parallelism, maxParallelism } = this.#options;
     const keyGroupOf = (split: unknown) => (source.keyGroupOfSplit as (split: unknown) => number)(split);
     const groups = new Set(all.map(keyGroupOf));
     const outside = [...groups].filter((group) => !Number.isInteger(group) || group < 0 || group >= maxParallelism);
-    if (groups.size !== maxParallelism || outside.length > 0) {
+    if ((wholeRange && groups.size !== maxParallelism) || outside.length > 0) {
       throw new WeirError(
         'REINTERPRET_PARTITIONS',
         `source "${node.name}" is reinterpreted as keyed, so its split (partition) p must hold key group p, but its splits hold ${groups.size} key groups for the job's maxParallelism of ${maxParallelism}${outside.length > 0 ? ` (${outside.slice(0, 3).join(', ')} outside 0-${maxParallelism - 1})` : ''}`,
@@ -146,7 +153,18 @@ export class StreamTaskSourceInput implements MailboxDefaultAction, CheckpointLi
         },
       );
     }
-    this.#splits.update(all.filter((split) => computeOperatorIndexForKeyGroup(maxParallelism, parallelism, keyGroupOf(split)) === subtaskIndex));
+    const mine = all.filter((split) => computeOperatorIndexForKeyGroup(maxParallelism, parallelism, keyGroupOf(split)) === subtaskIndex);
+    if (!wholeRange && mine.length !== all.length) {
+      throw new WeirError(
+        'REINTERPRET_PARTITIONS',
+        `source "${node.name}" is reinterpreted as keyed, but task ${subtaskIndex}'s checkpoint holds splits of another task's key groups`,
+        {
+          hint: 'the topic was written with another partitioner or repartitioned since the checkpoint: write it with partitioner: keyGroupPartitioner',
+          fault: 'user',
+        },
+      );
+    }
+    this.#splits.update(mine);
   }
 
   /** One poll of the reader: its records through the chain, its watermarks after them. */

@@ -16,9 +16,10 @@ import { after, test } from 'node:test';
 import { setTimeout as sleep } from 'node:timers/promises';
 import { formatBootstrap } from '../../../src/connectors/kafka/kafka-connection-options.ts';
 import { keyGroupOf } from '../../../src/connectors/kafka/key-group-partitioner.ts';
+import { latestTaskRecords } from '../../harness/bounded-cluster.ts';
 import { createTestTopic, testBrokers } from '../../harness/kafka.ts';
 import { auditCounts, exactCountAudit, writeChaosInput } from '../../harness/kafka-count-audit.ts';
-import { startWeirRun, type WeirRun } from '../../harness/weir-run.ts';
+import { startWeirRun, until, type WeirRun } from '../../harness/weir-run.ts';
 
 const jobModule = join(import.meta.dirname, '..', '..', 'fixtures', 'jobs', 'kafka-count-job.ts');
 const cleanups: (() => Promise<void>)[] = [];
@@ -26,14 +27,14 @@ after(async () => {
   for (const cleanup of cleanups.reverse()) await cleanup().catch(() => {});
 });
 
-async function setUp(label: string, partitions: number, count: number) {
+async function setUp(label: string, partitions: number, count: number, workMicros = 200) {
   const brokers = testBrokers();
   const input = await createTestTopic(brokers, `reinterpret-cluster-in-${label}`, partitions);
   const output = await createTestTopic(brokers, `reinterpret-cluster-out-${label}`, 4);
   const folder = await mkdtemp(join(tmpdir(), 'weir-reinterpret-cluster-'));
   cleanups.push(input.remove, output.remove, () => rm(folder, { recursive: true, force: true }));
   await writeChaosInput(brokers, input.topic, partitions, count, (_seq, key) => keyGroupOf(key, partitions));
-  const env = { KAFKA_BROKERS: formatBootstrap(brokers), KC_INPUT: input.topic, KC_OUTPUT: output.topic, KC_WORK_US: '200', KC_REINTERPRET: '1' };
+  const env = { KAFKA_BROKERS: formatBootstrap(brokers), KC_INPUT: input.topic, KC_OUTPUT: output.topic, KC_WORK_US: String(workMicros), KC_REINTERPRET: '1' };
   const cluster = `weir-test-reinterpret-${label}-${randomBytes(4).toString('hex')}`;
   const member = (): WeirRun => {
     const run = startWeirRun(
@@ -59,24 +60,35 @@ async function setUp(label: string, partitions: number, count: number) {
     });
     return run;
   };
-  return { brokers, output, member };
+  return { brokers, output, member, cluster };
 }
 
 test('a source reinterpreted as keyed runs in cluster mode: task p owns partition p and key group p; a member SIGKILLed; exact counts', {
   timeout: 300_000,
 }, async () => {
   const count = 30_000;
-  const { brokers, output, member } = await setUp('exact', 8, count);
+  // 1 ms of work a record: each task reads for about 4 s, so the kill comes while the killed
+  // member's tasks work, after some of their checkpoints: their next owner restores them.
+  const { brokers, output, member, cluster } = await setUp('exact', 8, count, 1000);
   const first = member();
   const second = member();
-  await second.waitFor(/generation \d+, \d+ tasks/, 120_000);
-  await sleep(1500 + Math.floor(Math.random() * 1000));
+  const tasks = (await second.waitFor(/generation \d+, \d+ tasks: (.*)/, 120_000))[1] as string;
+  const owned = new Set(tasks.split(', ').map((name) => Number(name.split('/')[1])));
+  // The kill comes once a task of the member has committed a checkpoint it has not ended in.
+  await until(
+    'a committed checkpoint of a task of the member to kill',
+    async () => [...(await latestTaskRecords(cluster)).values()].find((record) => owned.has(record.task) && record.state != null && record.ended !== true),
+    60_000,
+  );
+  await sleep(Math.floor(Math.random() * 500));
+  assert.doesNotMatch(second.stderr(), /input task \d+ ended/, 'the member to kill ended a task before the kill: the test proves nothing');
   second.child.kill('SIGKILL');
   await second.exited;
   const third = member();
   const codes = await Promise.all([first.exited, third.exited]);
   assert.deepEqual(codes, [0, 0], `${first.stderr()}\n${third.stderr()}`);
   assert.match(`${first.stderr()}${third.stderr()}`, /every task of cluster "[^"]+" ended: leaving/);
+  assert.match(third.stderr(), /input task \d+ started from checkpoint/, 'no task restored a checkpoint of the killed member');
   assert.deepEqual(await auditCounts(brokers, output.topic, count), exactCountAudit(count));
 });
 
