@@ -1,0 +1,39 @@
+/**
+ * `npm test`: every unit and integration test file through `node --test`, the longest first.
+ *
+ * `node --test` starts the files in the order given, `--test-concurrency` at a time. In path order
+ * a long file that starts late runs alone at the end while the other lane idles (a full run kept
+ * its two lanes 1.57 busy on average, not 2). Given the longest first (each file's seconds in an
+ * earlier full run, from test/durations.json), the last files to start are short ones and the
+ * lanes end together: longest processing time first. A file the table does not know counts as
+ * 30 s (integration) or 1 s (unit).
+ *
+ * Every run also writes what it measured to .weir/test-durations.json (a second reporter,
+ * scripts/test-durations-reporter.ts); copy it over test/durations.json to refresh the order.
+ * Arguments go to `node --test` (e.g. `--test-name-pattern`).
+ */
+import { spawn } from 'node:child_process';
+import { globSync, mkdirSync, readFileSync } from 'node:fs';
+import { join } from 'node:path';
+
+const root = join(import.meta.dirname, '..');
+const durations = JSON.parse(readFileSync(join(root, 'test', 'durations.json'), 'utf8')) as Record<string, number>;
+const files = [...globSync('test/unit/**/*.test.ts', { cwd: root }), ...globSync('test/integration/**/*.test.ts', { cwd: root })].sort();
+const seconds = (file: string) => durations[file] ?? (file.startsWith('test/integration/') ? 30 : 1);
+const ordered = files.sort((a, b) => seconds(b) - seconds(a));
+mkdirSync(join(root, '.weir'), { recursive: true });
+const args = [
+  '--test',
+  '--test-concurrency=2',
+  '--test-timeout=1200000',
+  '--test-global-setup=test/harness/global-setup.ts',
+  '--test-reporter=spec',
+  '--test-reporter-destination=stdout',
+  '--test-reporter=./scripts/test-durations-reporter.ts',
+  '--test-reporter-destination=.weir/test-durations.json',
+  ...process.argv.slice(2),
+  ...ordered,
+];
+const child = spawn(process.execPath, args, { cwd: root, stdio: 'inherit' });
+for (const signal of ['SIGINT', 'SIGTERM'] as const) process.on(signal, () => child.kill(signal));
+child.on('exit', (code, signal) => process.exit(code ?? (signal === null ? 1 : 128)));
