@@ -67,9 +67,10 @@ test('a source reinterpreted as keyed runs in cluster mode: task p owns partitio
   timeout: 300_000,
 }, async () => {
   const count = 30_000;
-  // 1 ms of work a record: each task reads for about 4 s, so the kill comes while the killed
-  // member's tasks work, after some of their checkpoints: their next owner restores them.
-  const { brokers, output, member, cluster } = await setUp('exact', 8, count, 1000);
+  // 400 µs of work a record, 3,750 records a task, four tasks to a member's two threads and two
+  // members to two cores: each task reads for about 6 s, so the kill comes while the killed
+  // member's tasks work, after one of their checkpoints: their next owner restores them.
+  const { brokers, output, member, cluster } = await setUp('exact', 8, count, 400);
   const first = member();
   const second = member();
   const tasks = (await second.waitFor(/generation \d+, \d+ tasks: (.*)/, 120_000))[1] as string;
