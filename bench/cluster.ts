@@ -17,6 +17,8 @@
  * 5. A savepoint's duration against state size (`weir savepoint --cluster`: bench/cluster-savepoint.ts).
  *
  *   npm run bench:cluster [-- <records>]     (records of case 1, default 500000)
+ *   npm run bench:cluster -- failover [rounds]   (case 3 alone, `rounds` times each, default 3; prints,
+ *                                                  writes nothing; BENCH_CLUSTER_LOGS=<folder> keeps the members' logs)
  * Uses KAFKA_BROKERS, or starts a local broker for the run. Writes bench/results/cluster.md with the
  * machine's load average (the figures of a loaded machine are not those of an idle one).
  */
@@ -38,7 +40,8 @@ import { STEADY_RATE, type TransactionFigure, type TransactionPoint, transaction
 import { waitForTopics } from './compare/kafka-io.ts';
 import { markdownTable } from './compare/report.ts';
 
-const records = Number(process.argv[2] ?? 500_000);
+const failoverOnly = process.argv[2] === 'failover';
+const records = failoverOnly ? 0 : Number(process.argv[2] ?? 500_000);
 const SESSION_MS = 6000;
 const root = join(import.meta.dirname, '..');
 const job = join(root, 'test', 'fixtures', 'jobs', 'cluster-job.ts');
@@ -154,6 +157,12 @@ async function failover(staticMembers: boolean): Promise<number> {
   producing = false;
   await steady;
   for (const proc of procs) await stop(proc);
+  const logs = process.env.BENCH_CLUSTER_LOGS;
+  if (logs !== undefined) {
+    const wallKill = Date.now() - (performance.now() - killedAt);
+    const header = `killed at ${new Date(wallKill).toISOString()}, flowing again after ${seconds.toFixed(1)} s\n`;
+    for (const [index, proc] of procs.entries()) await writeFile(join(logs, `${cluster}-${index}.log`), header + proc.stderr());
+  }
   await rm(storage, { recursive: true, force: true });
   return seconds;
 }
@@ -192,6 +201,21 @@ const TRANSACTION_POINTS: TransactionPoint[] = [
   { maxParallelism: 16, intervalMs: 1000 },
   { maxParallelism: 16, intervalMs: 200 },
 ];
+if (failoverOnly) {
+  try {
+    for (let round = 1; round <= Number(process.argv[3] ?? 3); round++) {
+      const dynamic = await failover(false);
+      const staticBack = await failover(true);
+      log(
+        `failover round ${round}: ${fmt(dynamic, 1)} s; static member back at once ${fmt(staticBack, 1)} s (goal <= ${SESSION_MS / 1000 + 2} s; load ${load()})`,
+      );
+    }
+  } finally {
+    await admin.close();
+    await broker.release();
+  }
+  process.exit(0);
+}
 const started = performance.now();
 const loads: [string, string][] = [['start', load()]];
 try {
