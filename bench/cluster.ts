@@ -120,11 +120,13 @@ async function waitFor(what: string, probe: () => Promise<boolean>, timeoutMs = 
   }
 }
 
+let failovers = 0;
 /** 2. Kill -> every account's totals flowing again, two members under steady input. */
 async function failover(staticMembers: boolean): Promise<number> {
-  const t = await topics(staticMembers ? 'failover-static' : 'failover');
+  const label = `failover-${staticMembers ? 's' : 'd'}${++failovers}`;
+  const t = await topics(label);
   const storage = await mkdtemp(join(tmpdir(), 'weir-bench-cluster-'));
-  const cluster = `weir-bench-${run}-failover-${staticMembers ? 's' : 'd'}`;
+  const cluster = `weir-bench-${run}-${label}`;
   const member = (id: string) =>
     weirRun(t, ['--cluster', cluster, '--session-timeout', `${SESSION_MS}ms`, ...(staticMembers ? ['--instance-id', id] : [])], storage);
   const procs = [member('m1'), member('m2')];

@@ -190,17 +190,25 @@ export class ClusterTask {
     }
     if (this.#stopped) return;
     this.#streamTask.start();
-    // The first checkpoint soon after the start, as the coordinator's (a task that moved has its
-    // output visible at once), then one every interval.
-    const { interval } = config.checkpointing;
+    this.#scheduleCheckpoints(config.checkpointing.interval, performance.now());
+  }
+
+  /**
+   * A checkpoint every FIRST_CHECKPOINT_DELAY_MS for the first interval, then one every interval: a
+   * stage's records are read downstream only once its transaction committed, so after a failover
+   * each stage of a chain in turn waited a whole interval. Where nothing moved, nothing is committed.
+   */
+  #scheduleCheckpoints(interval: number, startedAt: number): void {
+    const early = performance.now() - startedAt < interval;
     this.#timer = setTimeout(
       () => {
         if (this.#stopped) return;
         this.#triggerCheckpoint();
+        if (early) return this.#scheduleCheckpoints(interval, startedAt);
         this.#timer = setInterval(() => this.#triggerCheckpoint(), interval);
         this.#timer.unref();
       },
-      Math.min(interval, FIRST_CHECKPOINT_DELAY_MS),
+      early ? Math.min(interval, FIRST_CHECKPOINT_DELAY_MS) : interval,
     );
     this.#timer.unref();
   }
