@@ -8,6 +8,10 @@
  * lanes end together: longest processing time first. A file the table does not know counts as
  * 30 s (integration) or 1 s (unit).
  *
+ * Every test file is a process of its own that loads the sources again: Node's compile cache
+ * (NODE_COMPILE_CACHE, .weir/compile-cache unless set) keeps their stripped TypeScript and V8's
+ * code between them (the unit tests: 40 s -> 35 s cold, 32 s warm; a quarter less CPU).
+ *
  * Every run also writes what it measured to .weir/test-durations.json (a second reporter,
  * scripts/test-durations-reporter.ts); copy it over test/durations.json to refresh the order.
  * Arguments go to `node --test` (e.g. `--test-name-pattern`).
@@ -23,6 +27,9 @@ const seconds = (file: string) => durations[file] ?? (file.startsWith('test/inte
 const ordered = files.sort((a, b) => seconds(b) - seconds(a));
 mkdirSync(join(root, '.weir'), { recursive: true });
 const args = [
+  // The V8 flag bin/weir.js sets in every weir process the tests start: V8's code cache is keyed on
+  // the flags, so the tests' own processes share the compile cache with those.
+  '--no-allocation-site-pretenuring',
   '--test',
   '--test-concurrency=2',
   '--test-timeout=1200000',
@@ -34,6 +41,7 @@ const args = [
   ...process.argv.slice(2),
   ...ordered,
 ];
-const child = spawn(process.execPath, args, { cwd: root, stdio: 'inherit' });
+const env = { ...process.env, NODE_COMPILE_CACHE: process.env.NODE_COMPILE_CACHE ?? join(root, '.weir', 'compile-cache') };
+const child = spawn(process.execPath, args, { cwd: root, stdio: 'inherit', env });
 for (const signal of ['SIGINT', 'SIGTERM'] as const) process.on(signal, () => child.kill(signal));
 child.on('exit', (code, signal) => process.exit(code ?? (signal === null ? 1 : 128)));
