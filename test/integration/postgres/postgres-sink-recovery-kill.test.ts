@@ -39,7 +39,8 @@ describe('postgresSink: SIGKILL of the job during its recovery', () => {
   ];
   test('a carried transaction its run never prepared (SIGKILL once its checkpoint completed, while it still waited for the previous commit): the restore writes its rows again; tables exact', async () => {
     const folder = await freshTables();
-    const count = 4_000;
+    // 3 s of input: time for a barrier to overtake a completion however loaded the machine.
+    const count = 12_000;
     const env = { PGS_URL: pg.server.connectionString, PGS_COUNT: String(count), PGS_RATE: '4000' };
     const config = {
       parallelism: 2,
@@ -55,7 +56,8 @@ describe('postgresSink: SIGKILL of the job during its recovery', () => {
       WEIR_TEST_POSTGRES_DELAY: 'carried-prepare:20000',
     });
     const holding = /holding before PREPARE TRANSACTION (\S+-(\d+)) \(carried\)/;
-    await waitFor('a carried transaction held before its PREPARE', () => holding.test(first.stderr), 30_000);
+    await waitFor('a carried transaction held before its PREPARE', () => holding.test(first.stderr) || first.child.exitCode !== null, 60_000);
+    assert.match(first.stderr, holding, `the run ended before a transaction was carried:\n${first.stderr}`);
     const [, gid, checkpoint] = holding.exec(first.stderr) as RegExpExecArray;
     await waitFor(`checkpoint ${checkpoint} completed`, () => first.stdout.includes(`checkpoint ${checkpoint}\n`), 30_000);
     first.child.kill('SIGKILL');
