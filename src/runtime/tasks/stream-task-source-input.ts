@@ -108,13 +108,7 @@ export class StreamTaskSourceInput implements MailboxDefaultAction, CheckpointLi
       this.#splits.update(initial.filter((_split, index) => index % parallelism === subtaskIndex));
       this.#allSplits.update(initial);
     }
-    if (node.keyGroupAssignment === true) {
-      // A cluster task restored from its own record holds only its own splits: the union of one
-      // task, not of all, so the whole-range check cannot run on it (cluster-plan.ts made it at the
-      // start: the topic has a partition per key group); its splits still must be its key groups'.
-      const ownRecord = this.#options.fixedSplits === true && restored && this.#allSplits.get().length === this.#splits.get().length;
-      this.#assignByKeyGroup(source, this.#allSplits.get(), !ownRecord);
-    }
+    if (node.keyGroupAssignment === true) this.#assignByKeyGroup(source, this.#allSplits.get());
     const strategy = this.#strategy;
     const splitId = this.#splitId;
     this.#watermarks =
@@ -135,14 +129,16 @@ export class StreamTaskSourceInput implements MailboxDefaultAction, CheckpointLi
    * A stream reinterpreted as keyed: split i holds key group `keyGroupOfSplit(i)` and belongs to the
    * subtask that owns that key group, on a fresh start and on every restore (from every old
    * subtask's splits, the union state), so a key's state and its split stays together. The splits
-   * must hold each key group 0 .. maxParallelism - 1 (`wholeRange`; a cluster task restored from its
-   * own record holds its own splits only: they must all be its own key groups').
+   * must hold each key group 0 .. maxParallelism - 1. But a cluster task restored from its own
+   * record has the union of one task, its own splits, so fewer key groups (cluster-plan.ts checked
+   * the partition count at the start): they must all be its own key groups'.
    */
-  #assignByKeyGroup(source: Source<unknown>, all: unknown[], wholeRange: boolean): void {
-    const { node, subtaskIndex, parallelism, maxParallelism } = this.#options;
+  #assignByKeyGroup(source: Source<unknown>, all: unknown[]): void {
+    const { node, subtaskIndex, parallelism, maxParallelism, fixedSplits, restored } = this.#options;
     const keyGroupOf = (split: unknown) => (source.keyGroupOfSplit as (split: unknown) => number)(split);
     const groups = new Set(all.map(keyGroupOf));
     const outside = [...groups].filter((group) => !Number.isInteger(group) || group < 0 || group >= maxParallelism);
+    const wholeRange = !(fixedSplits === true && restored && groups.size < maxParallelism);
     if ((wholeRange && groups.size !== maxParallelism) || outside.length > 0) {
       throw new WeirError(
         'REINTERPRET_PARTITIONS',
