@@ -3,8 +3,8 @@
  * partitions whose partition p holds key group p, read by a job of maxParallelism 8 whose keyed
  * running count follows the source with no exchange (test/fixtures/jobs/kafka-count-job.ts with
  * KC_REINTERPRET=1): the source stage has 8 tasks, task p owns key group p. Two members, one
- * SIGKILLed while it works and another started (its tasks restore their own partition and key
- * group); every member leaves once every task ended. The output, read back read_committed, has every
+ * SIGKILLed as soon as one of its tasks committed a checkpoint, and another started (the killed
+ * member's tasks restore their own partition and key group from their own records); every member leaves once every task ended. The output, read back read_committed, has every
  * input once with exact counts. A topic of another partition count is refused by name at the start.
  */
 import assert from 'node:assert/strict';
@@ -13,13 +13,11 @@ import { mkdtemp, rm } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { after, test } from 'node:test';
-import { setTimeout as sleep } from 'node:timers/promises';
 import { formatBootstrap } from '../../../src/connectors/kafka/kafka-connection-options.ts';
 import { keyGroupOf } from '../../../src/connectors/kafka/key-group-partitioner.ts';
-import { latestTaskRecords } from '../../harness/bounded-cluster.ts';
 import { createTestTopic, testBrokers } from '../../harness/kafka.ts';
 import { auditCounts, exactCountAudit, writeChaosInput } from '../../harness/kafka-count-audit.ts';
-import { startWeirRun, until, type WeirRun } from '../../harness/weir-run.ts';
+import { startWeirRun, type WeirRun } from '../../harness/weir-run.ts';
 
 const jobModule = join(import.meta.dirname, '..', '..', 'fixtures', 'jobs', 'kafka-count-job.ts');
 const cleanups: (() => Promise<void>)[] = [];
@@ -36,7 +34,7 @@ async function setUp(label: string, partitions: number, count: number, workMicro
   await writeChaosInput(brokers, input.topic, partitions, count, (_seq, key) => keyGroupOf(key, partitions));
   const env = { KAFKA_BROKERS: formatBootstrap(brokers), KC_INPUT: input.topic, KC_OUTPUT: output.topic, KC_WORK_US: String(workMicros), KC_REINTERPRET: '1' };
   const cluster = `weir-test-reinterpret-${label}-${randomBytes(4).toString('hex')}`;
-  const member = (): WeirRun => {
+  const member = (extra: NodeJS.ProcessEnv = {}): WeirRun => {
     const run = startWeirRun(
       [
         jobModule,
@@ -52,7 +50,7 @@ async function setUp(label: string, partitions: number, count: number, workMicro
         '6s',
         '--no-ui',
       ],
-      env,
+      { ...env, ...extra },
     );
     cleanups.push(async () => {
       run.child.kill('SIGKILL');
@@ -60,36 +58,26 @@ async function setUp(label: string, partitions: number, count: number, workMicro
     });
     return run;
   };
-  return { brokers, output, member, cluster };
+  return { brokers, output, member };
 }
 
 test('a source reinterpreted as keyed runs in cluster mode: task p owns partition p and key group p; a member SIGKILLed; exact counts', {
   timeout: 300_000,
 }, async () => {
   const count = 30_000;
-  // 400 µs of work a record, 3,750 records a task, four tasks to a member's two threads and two
-  // members to two cores: each task reads for about 6 s, so the kill comes while the killed
-  // member's tasks work, after one of their checkpoints: their next owner restores them.
-  const { brokers, output, member, cluster } = await setUp('exact', 8, count, 400);
+  // 400 µs of work a record, 3,750 records a task: each task reads for seconds. The second member
+  // kills itself (SIGKILL) as soon as a task of its run committed a checkpoint (WEIR_FAULT at the
+  // sweep after a run's first commit), so that task's next owner restores it from its own record.
+  const { brokers, output, member } = await setUp('exact', 8, count, 400);
   const first = member();
-  const second = member();
-  const tasks = (await second.waitFor(/generation \d+, \d+ tasks: (.*)/, 120_000))[1] as string;
-  const owned = new Set(tasks.split(', ').map((name) => Number(name.split('/')[1])));
-  // The kill comes once a task of the member has committed a checkpoint it has not ended in.
-  await until(
-    'a committed checkpoint of a task of the member to kill',
-    async () => [...(await latestTaskRecords(cluster)).values()].find((record) => owned.has(record.task) && record.state != null && record.ended !== true),
-    60_000,
-  );
-  await sleep(Math.floor(Math.random() * 500));
-  assert.doesNotMatch(second.stderr(), /input task \d+ ended/, 'the member to kill ended a task before the kill: the test proves nothing');
-  second.child.kill('SIGKILL');
-  await second.exited;
+  await first.waitFor(/generation \d+, \d+ tasks/, 120_000);
+  const second = member({ WEIR_FAULT: 'owner-sweep:>=1' });
+  assert.equal(await second.exited, null, `the second member was to kill itself:\n${second.stderr()}`);
   const third = member();
   const codes = await Promise.all([first.exited, third.exited]);
   assert.deepEqual(codes, [0, 0], `${first.stderr()}\n${third.stderr()}`);
   assert.match(`${first.stderr()}${third.stderr()}`, /every task of cluster "[^"]+" ended: leaving/);
-  assert.match(third.stderr(), /input task \d+ started from checkpoint/, 'no task restored a checkpoint of the killed member');
+  assert.match(`${first.stderr()}${third.stderr()}`, /input task \d+ started from checkpoint/, 'no task restored a checkpoint of the killed member');
   assert.deepEqual(await auditCounts(brokers, output.topic, count), exactCountAudit(count));
 });
 
