@@ -128,7 +128,7 @@ export class StreamTaskSourceInput implements MailboxDefaultAction, CheckpointLi
   /**
    * A stream reinterpreted as keyed: split i holds key group `keyGroupOfSplit(i)` and belongs to the
    * subtask that owns that key group, on a fresh start and on every restore (from every old
-   * subtask's splits, the union state), so a key's state and its split stays together. The splits
+   * subtask's splits, the union state), so a key's state and its split stay together. The splits
    * must hold each key group 0 .. maxParallelism - 1. But a cluster task restored from its own
    * record has the union of one task, its own splits, so fewer key groups (cluster-plan.ts checked
    * the partition count at the start): they must all be its own key groups'.
