@@ -2,16 +2,18 @@
  * Issue 33's crash goal: a job whose async stage is slower than its input, checkpoints every second,
  * SIGKILLed every 5-10 s: every run completes a checkpoint and the job catches up.
  *
- * The job is test/fixtures/jobs/async-enrich-job.ts (a 4-partition Kafka input -> orderedWait chained
- * to the source, and unorderedWait behind a rebalance, against an HTTP service answering in 20-30 ms,
+ * The job is test/fixtures/jobs/async-enrich-job.ts (a 4-partition Kafka input -> orderedWait in a task
+ * of its own behind a forward edge, and unorderedWait behind a rebalance, against an HTTP service answering in 20-30 ms,
  * capacity 20 -> exactly-once Kafka outputs), parallelism 2, over a pre-filled input. `weir run` is
  * started, SIGKILLed after 5-10 s, and started again, until both outputs hold the whole input read
  * read_committed; then each output is audited (every input record exactly once). Per run: how long
  * it lived, the checkpoints it completed, when its first one completed after the process started,
  * and the outputs' progress.
  *
- *   npm run bench:crash-loop [-- <records>]      (default 30000)
- * Uses KAFKA_BROKERS, or starts a local broker for the run. Writes bench/results/crash-loop.md.
+ *   npm run bench:crash-loop [-- <records>] [--unaligned]      (default 30000, aligned checkpoints)
+ * Uses KAFKA_BROKERS, or starts a local broker for the run. Writes bench/results/crash-loop.md, or
+ * crash-loop-unaligned.md with --unaligned (`checkpointing.unaligned`: the barrier overtakes the
+ * records in flight, so a restart's first checkpoint does not wait behind the back pressure).
  */
 import { type ChildProcess, spawn } from 'node:child_process';
 import { randomBytes } from 'node:crypto';
@@ -29,7 +31,8 @@ import { readTopic } from '../src/connectors/kafka/topic-reader.ts';
 import { ensureBroker } from '../src/local-kafka/ensure-broker.ts';
 import { markdownTable } from './compare/report.ts';
 
-const records = Number(process.argv[2] ?? 30_000);
+const unaligned = process.argv.includes('--unaligned');
+const records = Number(process.argv.slice(2).find((arg) => !arg.startsWith('--')) ?? 30_000);
 const MAX_RUNS = 40;
 const root = join(import.meta.dirname, '..');
 const job = join(root, 'test', 'fixtures', 'jobs', 'async-enrich-job.ts');
@@ -71,7 +74,7 @@ const serviceUrl = `http://127.0.0.1:${(service.address() as AddressInfo).port}`
 
 const folder = await mkdtemp(join(tmpdir(), 'weir-crash-loop-'));
 const config = join(folder, 'config.json');
-await writeFile(config, JSON.stringify({ checkpointing: { interval: '1s', storage: join(folder, 'checkpoints') } }));
+await writeFile(config, JSON.stringify({ checkpointing: { interval: '1s', storage: join(folder, 'checkpoints'), unaligned } }));
 
 const seqs = async (topic: string) =>
   (await readTopic({ bootstrap: brokers, topic, until: 'last-stable-offset' })).map((record) => (JSON.parse(String(record.value)) as { seq: number }).seq);
@@ -162,7 +165,7 @@ const firsts = runs.map((run) => run.firstCheckpointMs).filter((ms): ms is numbe
 const lines = [
   '# Crash loop: SIGKILL every 5-10 s under back pressure',
   '',
-  `\`npm run bench:crash-loop -- ${records}\`, ${new Date().toISOString().slice(0, 10)}, one broker, this machine. The async-enrich job (orderedWait chained to the source, unorderedWait behind a rebalance, a 20-30 ms service, capacity 20, parallelism 2), checkpoints every 1 s, SIGKILLed every 5-10 s.`,
+  `\`npm run bench:crash-loop -- ${records}${unaligned ? ' --unaligned' : ''}\`, ${new Date().toISOString().slice(0, 10)}, one broker, this machine. The async-enrich job (orderedWait behind a forward edge, unorderedWait behind a rebalance, a 20-30 ms service, capacity 20, parallelism 2), ${unaligned ? 'unaligned' : 'aligned'} checkpoints every 1 s, SIGKILLed every 5-10 s.`,
   '',
   `${runs.length} runs in ${(totalMs / 1000).toFixed(0)} s; caught up: ${caughtUp ? 'yes' : 'no'}; every run completed a checkpoint: ${everyRunCheckpointed ? 'yes' : 'no'}; first checkpoint after the start: ${firsts.length > 0 ? `${Math.min(...firsts)}-${Math.max(...firsts)} ms` : '-'}.`,
   '',
@@ -181,6 +184,6 @@ const lines = [
   `Audit (read_committed): ${audits.join('; ')}.`,
   '',
 ];
-await writeFile(join(root, 'bench', 'results', 'crash-loop.md'), lines.join('\n'));
+await writeFile(join(root, 'bench', 'results', unaligned ? 'crash-loop-unaligned.md' : 'crash-loop.md'), lines.join('\n'));
 process.stdout.write(lines.join('\n'));
 process.exit(caughtUp && everyRunCheckpointed && audits.every((audit) => audit.includes(' 0 duplicates, 0 missing')) ? 0 : 1);
