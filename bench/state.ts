@@ -31,6 +31,7 @@ import { mkdtemp, readFile, rm, writeFile } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { parseArgs } from 'node:util';
+import { weirV8Flags } from '../scripts/weir-v8-flags.ts';
 import type { EnvironmentConfigInput } from '../src/core/config/environment-config.ts';
 import { startJob } from '../src/runtime/jobmaster/job-master.ts';
 import { markdownTable } from './compare/report.ts';
@@ -237,7 +238,8 @@ function runChild(keys: number, incremental: boolean): Promise<CaseResult> {
     const flags = ['--case', String(keys), '--seconds', String(seconds), '--backend', stateBackend];
     if (incremental) flags.push('--incremental');
     if (values.rate !== undefined) flags.push('--rate', values.rate);
-    const child = spawn(process.execPath, [...process.execArgv, import.meta.filename, ...flags], {
+    // Each case's process runs as `weir run` does (its V8 flags; an explicit one on this command wins).
+    const child = spawn(process.execPath, [...process.execArgv, ...weirV8Flags(), import.meta.filename, ...flags], {
       stdio: ['ignore', 'pipe', 'inherit'],
     });
     let out = '';

@@ -23,6 +23,17 @@ if (!process.execArgv.some((option) => option.includes('allocation-site-pretenur
   setFlagsFromString('--no-allocation-site-pretenuring');
 }
 
+// External memory (ArrayBuffers: a snapshot's serialized pieces, network buffers) counted within V8's
+// global heap limit (Node 24's V8 has the flag; 22 does not, and keeps its default). By default V8
+// starts a full collection for each ~64 MB the external memory grows by: a heap snapshot of 10M keys
+// (430 MB of buffers on a 1.3 GB heap) met eight atomic mark-compacts of 0.8-1.4 s each, which stood
+// the task still. With it: none during that snapshot, 2x the records/s at 10M keys; the price is
+// peak RSS where state is large (garbage buffers wait longer: 2.5 -> 3.3 GB at 10M keys, 0.7 -> 0.9-1.1
+// GB at 1M, none seen with little state; docs/benchmarks.md). An explicit flag on node's command line wins.
+if (major >= 24 && !process.execArgv.some((option) => option.includes('external-memory-accounted-in-global-limit'))) {
+  setFlagsFromString('--external-memory-accounted-in-global-limit');
+}
+
 // Node's on-disk compile cache (the stripped TypeScript and V8's code cache): every worker thread
 // loads the same modules again, about 0.3 s less each once the cache is warm. Workers inherit it
 // through NODE_COMPILE_CACHE; NODE_DISABLE_COMPILE_CACHE=1 turns it off.

@@ -19,6 +19,7 @@
 import { spawn } from 'node:child_process';
 import { globSync, mkdirSync, readFileSync } from 'node:fs';
 import { join } from 'node:path';
+import { WEIR_V8_FLAGS } from './weir-v8-flags.ts';
 
 const root = join(import.meta.dirname, '..');
 const durations = JSON.parse(readFileSync(join(root, 'test', 'durations.json'), 'utf8')) as Record<string, number>;
@@ -27,9 +28,9 @@ const seconds = (file: string) => durations[file] ?? (file.startsWith('test/inte
 const ordered = files.sort((a, b) => seconds(b) - seconds(a));
 mkdirSync(join(root, '.weir'), { recursive: true });
 const args = [
-  // The V8 flag bin/weir.js sets in every weir process the tests start: V8's code cache is keyed on
+  // The V8 flags bin/weir.js sets in every weir process the tests start: V8's code cache is keyed on
   // the flags, so the tests' own processes share the compile cache with those.
-  '--no-allocation-site-pretenuring',
+  ...WEIR_V8_FLAGS,
   '--test',
   '--test-concurrency=2',
   '--test-timeout=1200000',

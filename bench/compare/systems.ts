@@ -8,6 +8,7 @@ import { closeSync, existsSync, openSync, readdirSync, readFileSync, statSync } 
 import { writeFile } from 'node:fs/promises';
 import { join } from 'node:path';
 import { promisify } from 'node:util';
+import { WEIR_V8_FLAGS } from '../../scripts/weir-v8-flags.ts';
 
 const run = promisify(execFile);
 
@@ -138,8 +139,9 @@ export function commandOf(system: SystemName, settings: StartSettings): { comman
       return {
         command: process.execPath,
         args: [
-          // As `weir run` sets it (bin/weir.js): records are short-lived, so no allocation-site pretenuring.
-          '--no-allocation-site-pretenuring',
+          // As `weir run` sets them (bin/weir.js): records are short-lived, so no allocation-site
+          // pretenuring; external memory within V8's global heap limit (Node 24).
+          ...WEIR_V8_FLAGS,
           ...settings.nodeOptions,
           join(benchDir, 'compare', 'raw-pipe.ts'),
           bootstrap,
