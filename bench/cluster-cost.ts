@@ -20,13 +20,14 @@ import { type BrokerAddress, formatBootstrap } from '../src/connectors/kafka/kaf
 import { startCompareJob, stopWeir, tailOf, type WeirProcess } from './cluster-weir.ts';
 import { auditOutput, fillInput, OutputWatcher, PARTITIONS, topicSize, WrittenSampler, waitForTopics } from './compare/kafka-io.ts';
 
-export type CostRun = 'one process' | 'one member' | 'two members' | 'one member, 8 key groups';
+export type CostRun = 'one process' | 'one member' | 'two members' | 'one member, keyed tasks' | 'two members, keyed tasks';
 /**
- * The last is not the issue's measure but its explanation: the job's default maxParallelism (128)
- * makes 128 keyed tasks in cluster mode, each with its own transaction per checkpoint; with 8 key
- * groups the member runs 12 tasks.
+ * By default a keyed stage has maxParallelism (128) tasks in cluster mode, each with its own
+ * transaction, exchange reads and checkpoint per interval: 132 tasks for this job. With
+ * `--keyed-tasks` as many as the input's partitions (cluster.keyedTasks, Kafka Streams' sizing of
+ * its repartition topics) each keyed task holds a range of 32 key groups: 8 tasks.
  */
-export const COST_RUNS: readonly CostRun[] = ['one process', 'one member', 'two members', 'one member, 8 key groups'];
+export const COST_RUNS: readonly CostRun[] = ['one process', 'one member', 'two members', 'one member, keyed tasks', 'two members, keyed tasks'];
 
 export interface CostFigure {
   run: CostRun;
@@ -63,8 +64,10 @@ function argsOf(run: CostRun, cluster: string): string[][] {
       return [[...common, '--cluster', cluster]];
     case 'two members':
       return [1, 2].map(() => [...common, '--cluster', cluster, '--cluster-threads', '1']);
-    case 'one member, 8 key groups':
-      return [[...common, '--cluster', cluster, '--max-parallelism', '8']];
+    case 'one member, keyed tasks':
+      return [[...common, '--cluster', cluster, '--keyed-tasks', String(PARTITIONS)]];
+    case 'two members, keyed tasks':
+      return [1, 2].map(() => [...common, '--cluster', cluster, '--cluster-threads', '1', '--keyed-tasks', String(PARTITIONS)]);
   }
 }
 

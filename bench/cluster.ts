@@ -3,7 +3,7 @@
  *
  * 1. Cost per record at saturation, on the job of bench:compare unchanged (bench/cluster-cost.ts):
  *    one process, one member (`--cluster-threads` default: the cores), two members of one thread
- *    each on the same host, and one member with 8 key groups (12 tasks, not 132), over one
+ *    each on the same host, and the same two with `--keyed-tasks 4` (8 tasks, not 132), over one
  *    pre-filled input; records/s and CPU seconds per million records.
  * 2. Transactions per second on the broker against tasks and interval, under steady load and idle
  *    (bench/cluster-transactions.ts: the committed records of the checkpoint topic, one per task commit).
@@ -17,6 +17,7 @@
  * 5. A savepoint's duration against state size (`weir savepoint --cluster`: bench/cluster-savepoint.ts).
  *
  *   npm run bench:cluster [-- <records>]     (records of case 1, default 500000)
+ *   npm run bench:cluster -- cost [records]       (case 1 alone; prints, writes nothing)
  *   npm run bench:cluster -- failover [rounds]   (case 3 alone, `rounds` times each, default 3; prints,
  *                                                  writes nothing; BENCH_CLUSTER_LOGS=<folder> keeps the members' logs)
  * Uses KAFKA_BROKERS, or starts a local broker for the run. Writes bench/results/cluster.md with the
@@ -41,7 +42,7 @@ import { waitForTopics } from './compare/kafka-io.ts';
 import { markdownTable } from './compare/report.ts';
 
 const failoverOnly = process.argv[2] === 'failover';
-const records = failoverOnly ? 0 : Number(process.argv[2] ?? 500_000);
+const records = failoverOnly || process.argv[2] === 'cost' ? 0 : Number(process.argv[2] ?? 500_000);
 const SESSION_MS = 6000;
 const root = join(import.meta.dirname, '..');
 const job = join(root, 'test', 'fixtures', 'jobs', 'cluster-job.ts');
@@ -203,6 +204,22 @@ const TRANSACTION_POINTS: TransactionPoint[] = [
   { maxParallelism: 16, intervalMs: 1000 },
   { maxParallelism: 16, intervalMs: 200 },
 ];
+if (process.argv[2] === 'cost') {
+  // Case 1 alone: prints, writes nothing.
+  try {
+    const costs = await clusterCost({ brokers, admin, name: `weir-bench-${run}`, log }, Number(process.argv[3] ?? 500_000));
+    const single = costs[0] as CostFigure;
+    for (const figure of costs) {
+      log(
+        `${figure.run}: ${fmt(figure.rate)} records/s (${fmt(figure.rate / single.rate, 2)}x one process), CPU ${fmt(figure.cpuPerMillion, 1)} s per million (${fmt(figure.cpuPerMillion / single.cpuPerMillion, 2)}x), ${figure.audit} (load ${load()})`,
+      );
+    }
+  } finally {
+    await admin.close();
+    await broker.release();
+  }
+  process.exit(0);
+}
 if (failoverOnly) {
   try {
     for (let round = 1; round <= Number(process.argv[3] ?? 3); round++) {
@@ -252,7 +269,8 @@ try {
     'one process': '`weir run --parallelism 2` (one process)',
     'one member': '`weir run --cluster` (one member, threads = cores)',
     'two members': 'two members, `--cluster-threads 1` each',
-    'one member, 8 key groups': 'one member, `--max-parallelism 8` (12 tasks, not 132)',
+    'one member, keyed tasks': 'one member, `--keyed-tasks 4` (8 tasks, not 132)',
+    'two members, keyed tasks': 'two members, `--cluster-threads 1 --keyed-tasks 4` each',
   };
   const lines = [
     '# Cluster mode: cost, transactions, failover, restore, savepoints',

@@ -21,12 +21,12 @@ export interface ClusterPlan {
  * sink that neither writes into a task's transaction nor is a two-phase-commit sink, task-sink.ts;
  * a source reinterpreted as keyed; a stage with more tasks than maxParallelism). A stage reading a
  * source has one task per split (a Kafka source: per partition), read from the brokers now; every
- * other stage's count is its exchange topics' partition count (a forward exchange's: its upstream
- * stage's task count).
+ * other stage's count is its exchange topics' partition count (a keyed stage's: `keyedTasks`, by
+ * default maxParallelism; a forward exchange's: its upstream stage's task count).
  */
-export async function planCluster(loaded: Pick<LoadedJob, 'streamGraph' | 'graph'>, clusterId: string): Promise<ClusterPlan> {
+export async function planCluster(loaded: Pick<LoadedJob, 'streamGraph' | 'graph'>, clusterId: string, keyedTasks?: number): Promise<ClusterPlan> {
   const { streamGraph, graph } = loaded;
-  const plan = planStages(clusterId, graph);
+  const plan = planStages(clusterId, graph, keyedTasks);
   for (const node of streamGraph.nodes) {
     if (node.kind === 'sink') {
       const uid = graph.nodes[node.id]?.uid ?? node.name;

@@ -132,7 +132,7 @@ async function partitionCounts(connections: ClusterConnections, topics: readonly
 
 function mismatch(wanted: ClusterTopic, count: number): WeirError {
   return new WeirError('CLUSTER_TASK_COUNT_MISMATCH', `${wanted.what}, topic "${wanted.topic}", has ${count} partitions; the job needs ${wanted.partitions}`, {
-    hint: 'a cluster’s task counts are fixed for its life (maxParallelism, a stage’s parallelism): run the job with the settings it started with, or start it under a new --cluster id',
+    hint: 'a cluster’s task counts are fixed for its life (maxParallelism, cluster.keyedTasks, a stage’s parallelism): run the job with the settings it started with, or start it under a new --cluster id',
     fault: 'user',
   });
 }

@@ -52,7 +52,7 @@ export async function setUpMember(memberOptions: ClusterMemberOptions): Promise<
   const { url, config, streamGraph, graph } = await loadJob(memberOptions);
   const { cluster, checkpointing } = clusterSettings(config, graph.jobName);
   const options = { ...memberOptions, ...cluster };
-  const { plan, taskCounts, tasks, topics } = await planCluster({ streamGraph, graph }, options.id);
+  const { plan, taskCounts, tasks, topics } = await planCluster({ streamGraph, graph }, options.id, options.keyedTasks);
   const kafka = resolveKafkaConnection({}, 'cluster mode (--cluster)');
   const connections = new ClusterConnections(kafka.bootstrap, { clientId: 'weir-cluster', ...kafka.connection, owner: `cluster "${options.id}"` });
   try {

@@ -9,11 +9,12 @@ import type { Partitioning } from '../graph/stream-graph.ts';
  *
  * - A **stage** is one job vertex (one chain of operators). Its first node names it (its uid).
  * - An **exchange** is each edge between stages: a Kafka topic the upstream stage writes
- *   exactly-once and the downstream one reads read_committed. A hash exchange has maxParallelism
- *   partitions, so a key's partition is its key group and keyed state moves with partitions; a
- *   rebalance or broadcast one has the downstream vertex's parallelism, or maxParallelism into a
- *   stage a hash exchange feeds too (broadcast state beside a keyed input: every task of the keyed
- *   stage gets every rule); a forward one (an operator
+ *   exactly-once and the downstream one reads read_committed. A hash exchange has `keyedTasks`
+ *   partitions (`cluster.keyedTasks`, by default maxParallelism): partition p holds the key groups
+ *   of subtask p at that parallelism (KeyGroupRangeAssignment, as in one process), so keyed state
+ *   moves with partitions; a rebalance or broadcast one has the downstream vertex's parallelism, or
+ *   `keyedTasks` into a stage a hash exchange feeds too (broadcast state beside a keyed input: every
+ *   task of the keyed stage gets every rule); a forward one (an operator
  *   feeding several others, a union, a side output: the edges a chain ends at) has the upstream
  *   stage's task count, and task N writes partition N, which task N downstream reads: records go
  *   where they go in one process.
@@ -66,7 +67,8 @@ export function clusterTopicName(cluster: string, ...parts: string[]): string {
   return `weir-${readable.join('-')}-h${hash}`;
 }
 
-export function planStages(cluster: string, graph: JobGraph): StagePlan {
+/** The stages and exchanges of `graph` in cluster `cluster`, each keyed stage with `keyed` tasks (at most maxParallelism: the config checks it). */
+export function planStages(cluster: string, graph: JobGraph, keyed: number = graph.maxParallelism): StagePlan {
   if (!/^[A-Za-z0-9._-]{1,100}$/.test(cluster)) {
     throw new WeirError('INVALID_CONFIG', `--cluster ${JSON.stringify(cluster)}: a cluster id is 1 to 100 of A-Z a-z 0-9 . _ -`, {
       hint: 'give the job a cluster id such as payments-prod (it names the consumer group and the job’s topics)',
@@ -86,8 +88,7 @@ export function planStages(cluster: string, graph: JobGraph): StagePlan {
   for (const edge of graph.edges) {
     const sourceUid = graph.nodes[graph.vertices[edge.source]?.nodeIds.at(-1) as number]?.uid ?? String(edge.source);
     const targetUid = graph.nodes[graph.vertices[edge.target]?.nodeIds[0] as number]?.uid ?? String(edge.target);
-    const partitions =
-      edge.partitioning === 'hash' ? graph.maxParallelism : edge.partitioning === 'forward' ? 0 : (graph.vertices[edge.target]?.parallelism as number);
+    const partitions = edge.partitioning === 'hash' ? keyed : edge.partitioning === 'forward' ? 0 : (graph.vertices[edge.target]?.parallelism as number);
     const topic = clusterTopicName(cluster, 'x', sourceUid, targetUid, String(edge.inputIndex), edge.outputTag ?? '');
     (stages[edge.target] as Stage).inputs.push(exchanges.length);
     exchanges.push({ edge: edge.id, from: edge.source, to: edge.target, partitioning: edge.partitioning, topic, partitions });
@@ -100,8 +101,7 @@ export function planStages(cluster: string, graph: JobGraph): StagePlan {
     // (broadcast state's rules) goes to each of them, as to every subtask in one process, and what is
     // rebalanced into it is spread over them (it was refused before: partition counts that differ).
     if (inputs.some((exchange) => exchange.partitioning === 'hash')) {
-      for (const exchange of inputs)
-        if (exchange.partitioning === 'rebalance' || exchange.partitioning === 'broadcast') exchange.partitions = graph.maxParallelism;
+      for (const exchange of inputs) if (exchange.partitioning === 'rebalance' || exchange.partitioning === 'broadcast') exchange.partitions = keyed;
     }
     const counts = new Set(inputs.map((exchange) => exchange.partitions));
     if (inputs.length > 0 && inputs.every((exchange) => exchange.partitioning !== 'forward') && counts.size === 1) stage.taskCount = [...counts][0];

@@ -99,6 +99,8 @@ export interface RunOptions {
   clusterEnv: Record<string, string>;
   /** More `weir run` options for both runs (the same for both: e.g. --max-parallelism). */
   args?: string[];
+  /** More options for the members only (cluster settings: e.g. --keyed-tasks). */
+  clusterArgs?: string[];
   label: string;
 }
 
@@ -113,10 +115,23 @@ export async function startBoth(options: RunOptions): Promise<BothRuns> {
   });
   const cluster = `weir-test-same-${options.label}-${randomBytes(4).toString('hex')}`;
   const members = Array.from({ length: MEMBERS }, () =>
-    startWeirRun([options.module, '--cluster', cluster, '--session-timeout', '6s', '--checkpoint-storage', join(storage, 'cluster'), ...common], {
-      ...options.clusterEnv,
-      ...kafka(options.brokers.cluster),
-    }),
+    startWeirRun(
+      [
+        options.module,
+        '--cluster',
+        cluster,
+        '--session-timeout',
+        '6s',
+        '--checkpoint-storage',
+        join(storage, 'cluster'),
+        ...common,
+        ...(options.clusterArgs ?? []),
+      ],
+      {
+        ...options.clusterEnv,
+        ...kafka(options.brokers.cluster),
+      },
+    ),
   );
   const all = [oneProcess, ...members];
   const stopped = new AbortController();

@@ -1,7 +1,7 @@
 import { resolve } from 'node:path';
 import { pathToFileURL } from 'node:url';
 import type { ConnectionOptions } from '@platformatic/kafka';
-import { Command } from 'commander';
+import { Command, Option } from 'commander';
 import { planCluster } from '../../cluster/cluster-plan.ts';
 import { readClusterStatus } from '../../cluster/cluster-status.ts';
 import { checkClusterTopics } from '../../cluster/cluster-topics.ts';
@@ -21,11 +21,20 @@ import { buildJobGraph } from '../../graph/job-graph.ts';
 import { loadJobModule } from '../../runtime/deployment/job-module.ts';
 import { loadJob } from '../../runtime/jobmaster/load-job.ts';
 import { runPreflight } from '../../runtime/jobmaster/run-preflight.ts';
+import { positiveIntegerArgument } from '../arguments.ts';
 import { addKafkaOptions, useKafkaSettings } from '../kafka-options.ts';
 import { checkPrefixTransactions } from './doctor-prefix.ts';
 
 /** What `weir doctor` is given. */
-type DoctorOptions = KafkaSettingsOptions & { job?: string; prefix?: string; abort: boolean; checkpointStorage?: string; fresh: boolean; cluster?: string };
+type DoctorOptions = KafkaSettingsOptions & {
+  job?: string;
+  prefix?: string;
+  abort: boolean;
+  checkpointStorage?: string;
+  fresh: boolean;
+  cluster?: string;
+  keyedTasks?: number;
+};
 
 /**
  * `weir doctor`: the broker and its transaction settings, a job's preflight, and the transactions
@@ -58,6 +67,11 @@ export function doctorCommand(): Command {
       false,
     )
     .option('--cluster <id>', "check a cluster-mode job: its group and members, and with --job its topics (names, partition counts) against the job's plan")
+    .addOption(
+      new Option('--keyed-tasks <n>', 'with --cluster and --job: the cluster.keyedTasks its members run with (default maxParallelism)').argParser(
+        positiveIntegerArgument,
+      ),
+    )
     .action(async (options: DoctorOptions) => {
       // The job's connectors (its preflight) take the same settings, unless they set their own.
       useKafkaSettings(options, (line) => console.log(line));
@@ -72,7 +86,7 @@ export function doctorCommand(): Command {
       console.log(`transaction.version: ${info.transactionVersion} (Weir's sink pins the classic protocol, which works with 0, 1 and 2)`);
       console.log(`transaction.max.timeout.ms: ${maxTimeout} (${formatDuration(maxTimeout)})`);
 
-      if (options.cluster !== undefined) problems.push(...(await checkCluster(options.cluster, options.job, bootstrap, connection)));
+      if (options.cluster !== undefined) problems.push(...(await checkCluster(options.cluster, options.job, options.keyedTasks, bootstrap, connection)));
       else if (options.job !== undefined) {
         const job = await loadJobModule(pathToFileURL(resolve(options.job)).href);
         const config = parseEnvironmentConfig(job.config);
@@ -120,7 +134,13 @@ export function doctorCommand(): Command {
 }
 
 /** `weir doctor --cluster <id>`: the group and its members, and with the job its topics against the job's plan. */
-async function checkCluster(cluster: string, job: string | undefined, bootstrap: BrokerAddress[], connection: ConnectionOptions): Promise<string[]> {
+async function checkCluster(
+  cluster: string,
+  job: string | undefined,
+  keyedTasks: number | undefined,
+  bootstrap: BrokerAddress[],
+  connection: ConnectionOptions,
+): Promise<string[]> {
   const problems: string[] = [];
   const connections = new ClusterConnections(bootstrap, { clientId: 'weir-doctor', ...connection });
   try {
@@ -128,8 +148,8 @@ async function checkCluster(cluster: string, job: string | undefined, bootstrap:
     const checkpointed = status.tasks.filter((task) => task.checkpointId !== undefined).length;
     console.log(`cluster "${cluster}": group ${status.state}, ${status.members.length} members, ${checkpointed} of ${status.tasks.length} tasks checkpointed`);
     if (job === undefined) return problems;
-    const loaded = await loadJob({ job, config: { cluster: { id: cluster } } });
-    const { topics, taskCounts, plan } = await planCluster(loaded, cluster);
+    const loaded = await loadJob({ job, config: { cluster: { id: cluster, ...(keyedTasks === undefined ? {} : { keyedTasks }) } } });
+    const { topics, taskCounts, plan } = await planCluster(loaded, cluster, loaded.config.cluster?.keyedTasks);
     for (const stage of plan.stages) console.log(`  stage "${stage.uid}": ${taskCounts[stage.id]} tasks`);
     for (const { topic, state, partitions } of await checkClusterTopics(connections, topics)) {
       const line = `  ${topic.what}: topic ${topic.topic}, ${topic.partitions} partitions`;

@@ -69,6 +69,7 @@ interface RunOptions extends KafkaSettingsOptions {
   logFormat?: LogFormat;
   cluster?: string;
   clusterThreads?: number;
+  keyedTasks?: number;
   instanceId?: string;
   sessionTimeout?: number;
 }
@@ -122,6 +123,11 @@ export function runCommand(): Command {
     .addOption(new Option('--session-timeout <duration>', 'cluster mode: a member silent this long loses its tasks (default 10s)').argParser(durationArgument))
     .addOption(
       new Option('--cluster-threads <n>', 'cluster.threads: the worker threads a member runs its tasks on (default: the number of cores)').argParser(
+        positiveIntegerArgument,
+      ),
+    )
+    .addOption(
+      new Option('--keyed-tasks <n>', 'cluster.keyedTasks: the tasks of each keyed stage, each a range of key groups (default maxParallelism)').argParser(
         positiveIntegerArgument,
       ),
     )
@@ -181,9 +187,15 @@ export function runCommand(): Command {
           ...(options.instanceId === undefined ? {} : { instanceId: options.instanceId }),
           ...(options.sessionTimeout === undefined ? {} : { sessionTimeout: options.sessionTimeout }),
           ...(options.clusterThreads === undefined ? {} : { threads: options.clusterThreads }),
+          ...(options.keyedTasks === undefined ? {} : { keyedTasks: options.keyedTasks }),
         };
-      } else if (options.instanceId !== undefined || options.sessionTimeout !== undefined || options.clusterThreads !== undefined) {
-        throw new WeirError('INVALID_CONFIG', '--instance-id, --session-timeout and --cluster-threads are settings of cluster mode', {
+      } else if (
+        options.instanceId !== undefined ||
+        options.sessionTimeout !== undefined ||
+        options.clusterThreads !== undefined ||
+        options.keyedTasks !== undefined
+      ) {
+        throw new WeirError('INVALID_CONFIG', '--instance-id, --session-timeout, --cluster-threads and --keyed-tasks are settings of cluster mode', {
           hint: 'give --cluster <id> too',
         });
       }

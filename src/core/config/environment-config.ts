@@ -238,6 +238,11 @@ export const environmentConfigSchema = z
         sessionTimeout: duration('cluster.sessionTimeout')
           .default(10_000)
           .describe('A member silent this long is out of the group, its tasks go to the others (the broker bounds it: group.min/max.session.timeout.ms).'),
+        keyedTasks: positiveInt.optional().meta({
+          description:
+            "The tasks of each keyed stage (the partition count of the exchange topics a keyBy writes): each task holds a contiguous range of key groups, as a subtask of that parallelism does in one process, and the range's state moves with its partition. Fewer, larger tasks cost fewer transactions, exchange reads and checkpoints per record (Kafka Streams sizes its repartition topics so); more let more members share the stage. At most maxParallelism; fixed for the life of a cluster (a savepoint starts a new cluster id at another count).",
+          defaultText: 'maxParallelism (one key group per task)',
+        }),
         threads: positiveInt.default(availableParallelism()).meta({
           description:
             "The worker threads a member runs its tasks on (each with its own Kafka connections), tasks spread over them: one member per host uses the host's cores. The member's main thread keeps its group membership, the fencing of its tasks' earlier owners and the REST API.",
@@ -268,6 +273,14 @@ export const environmentConfigSchema = z
   })
   .strict()
   .superRefine((config, context) => {
+    const keyedTasks = config.cluster?.keyedTasks;
+    if (keyedTasks !== undefined && keyedTasks > config.maxParallelism) {
+      context.addIssue({
+        code: 'custom',
+        path: ['cluster', 'keyedTasks'],
+        message: `cluster.keyedTasks (${keyedTasks}) is above maxParallelism (${config.maxParallelism}): a task holds at least one key group; lower cluster.keyedTasks (--keyed-tasks)`,
+      });
+    }
     if (config.maxParallelism < config.parallelism) {
       context.addIssue({
         code: 'custom',

@@ -2,7 +2,7 @@
  * Cluster mode while input flows steadily: scaling 1 -> 3 -> 2 members and a rolling restart of
  * every member, one of them SIGKILLed (static membership: each comes back under its instance id and
  * gets its tasks back without waiting for the session timeout), with half of the input's
- * partitions empty all along.
+ * partitions empty all along, its keyed stages of 4 tasks each holding a range of key groups.
  * Those partitions' tasks go idle, and their idleness crosses the exchange topics: the windows
  * downstream close on the other partitions' watermarks alone, as in one process. Read back
  * read_committed: every input once in the totals, every running total right, every window of the
@@ -37,6 +37,12 @@ after(async () => {
   for (const cleanup of cleanups) await cleanup().catch(() => {});
 });
 
+/**
+ * The keyed stages' tasks (cluster.keyedTasks) over the job's 12 key groups: each task holds a
+ * range of 3, which moves as one with its partition as members come and go.
+ */
+const KEYED_TASKS = 4;
+
 /** Accounts of partitions 0 to 5 only: partitions 6 to 11 stay empty. */
 const ACCOUNTS = Array.from({ length: 40 }, (_, a) => `a${a}`).filter((account) => partitionOf(account) < 6);
 const payment = (seq: number): Payment => ({ seq, account: ACCOUNTS[seq % ACCOUNTS.length] as string, amount: (seq % 7) + 1, ts: BASE_TS + seq * 5 });
@@ -48,7 +54,14 @@ test('scaling 1 -> 3 -> 2 members and a rolling restart while input flows, half 
   cleanups.push(() => rm(storage, { recursive: true, force: true }));
   const cluster = `weir-test-scaling-${randomBytes(4).toString('hex')}`;
   const member = (instance: string) => {
-    const run = startClusterMember({ cluster, storage, topics, interval: '500ms', env: { CJ_IDLENESS: '1s' }, args: ['--instance-id', instance] });
+    const run = startClusterMember({
+      cluster,
+      storage,
+      topics,
+      interval: '500ms',
+      env: { CJ_IDLENESS: '1s' },
+      args: ['--instance-id', instance, '--keyed-tasks', String(KEYED_TASKS)],
+    });
     cleanups.push(() => stopMember(run));
     return run;
   };

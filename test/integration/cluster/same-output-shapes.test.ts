@@ -13,7 +13,8 @@
  * - test/fixtures/jobs/shapes-joins-job.ts: broadcast state, async I/O (unordered), an interval
  *   join, a window join and a window coGroup, a keyed co-process function with event-time timers,
  *   a keyed reduce, a rebalanced flatMap and a broadcast process function not keyed, all unioned
- *   into one sink.
+ *   into one sink; its keyed stages have fewer tasks than key groups (`--keyed-tasks`: each task a
+ *   range of key groups, as a subtask in one process).
  *
  * Every event-time result is determined by the input (at most 800 ms out of order per partition
  * against 2 s allowed; a closing record an hour ahead in every partition fires every window).
@@ -145,7 +146,9 @@ describe('job shapes through one process and through three cluster members (issu
         brokers: { oneProcess: brokers, cluster: brokers },
         oneProcessEnv: { SH_EVENTS: events, SH_RULES: rules, SH_OUTPUT: oneOut },
         clusterEnv: { SH_EVENTS: events, SH_RULES: rules, SH_OUTPUT: clusterOut },
-        args: ARGS,
+        // Keyed stages of 4 tasks over 16 key groups (cluster.keyedTasks): each task a range of 4.
+        args: ['--max-parallelism', '16'],
+        clusterArgs: ['--keyed-tasks', String(SHAPE_PARTITIONS + 1)],
         label: 'shapes-joins',
       });
       try {

@@ -48,6 +48,32 @@ test('a keyed job is two stages: the sources and what runs on them, then the key
   assert.notEqual(clusterTopicName('a', 'x', 'b-c'), clusterTopicName('a', 'x-b', 'c'));
 });
 
+test('cluster.keyedTasks: a keyed stage of fewer tasks than maxParallelism (each a range of key groups), refused above it by name', () => {
+  const env = new StreamExecutionEnvironment();
+  const keyed = env.fromSource(source(), { uid: 'input' }).keyBy((record) => record.key);
+  keyed
+    .reduce((a, b) => ({ key: a.key, n: a.n + b.n }), { uid: 'sum' })
+    .map((record) => record.n, { uid: 'value' })
+    .sinkTo(sink(), { uid: 'out' });
+  const plan = planStages('payments', buildJobGraph('job', env.graph, config), 4);
+  assert.deepEqual(
+    plan.stages.map((stage) => [stage.uid, stage.taskCount]),
+    [
+      ['input', undefined],
+      ['sum', 4],
+    ],
+  );
+  assert.deepEqual(
+    plan.exchanges.map((exchange) => [exchange.partitioning, exchange.partitions]),
+    [['hash', 4]],
+  );
+  // The setting is checked against maxParallelism by name.
+  assert.throws(
+    () => parseEnvironmentConfig({ maxParallelism: 16, cluster: { id: 'c1', keyedTasks: 17 } }),
+    /cluster\.keyedTasks \(17\) is above maxParallelism \(16\)/,
+  );
+});
+
 test('a rebalance exchange has the downstream parallelism; forward exchanges take the upstream task count, or rebalance when counts differ', () => {
   const env = new StreamExecutionEnvironment();
   env
