@@ -8,8 +8,8 @@
  *   again as the third.
  * - 3 -> 2: a member paused, a savepoint asked for, the member SIGKILLed: the other two take its
  *   tasks and write their parts.
- * Then `weir stop --cluster` takes a last savepoint and the members leave. Each savepoint has every
- * task's part, and ONE process going on from the last one gives, with the cluster's output before
+ * Then `weir stop --cluster` takes a last savepoint and the members leave. The keyed stages run 4
+ * tasks over 12 key groups (`--keyed-tasks`). Each savepoint has every task's part, and ONE process going on from the last one gives, with the cluster's output before
  * it, every input once in the totals with the right running total and every window once with the
  * right sum (audited read_committed).
  */
@@ -43,12 +43,19 @@ async function savepointOf(cluster: string, storage: string): Promise<{ id: numb
   return { id: Number(id), path };
 }
 
-/** Every operator of a savepoint has all 12 task parts. */
+/** The keyed stages run 4 tasks (cluster.keyedTasks) over the job's 12 key groups: each a range of 3. */
+const KEYED = { args: ['--keyed-tasks', '4'] };
+
+/** Every operator of a savepoint has all its task parts: the source's 12, each keyed stage's 4. */
 async function assertWhole(path: string): Promise<void> {
   const metadata = JSON.parse(await readFile(join(path, '_metadata'), 'utf8')) as { kind: string; operators: { uid: string; subtasks: unknown[] }[] };
   assert.equal(metadata.kind, 'savepoint');
-  for (const uid of ['payments', 'totals', 'windows'])
-    assert.equal(metadata.operators.find((operator) => operator.uid === uid)?.subtasks.length, 12, `${uid} has every task's part in ${path}`);
+  for (const [uid, parts] of [
+    ['payments', 12],
+    ['totals', 4],
+    ['windows', 4],
+  ] as const)
+    assert.equal(metadata.operators.find((operator) => operator.uid === uid)?.subtasks.length, parts, `${uid} has every task's part in ${path}`);
 }
 
 test('savepoints while the cluster scales 1 -> 3 -> 2 members: each whole, one process from the last one exact', { timeout: 480_000 }, async () => {
@@ -58,7 +65,7 @@ test('savepoints while the cluster scales 1 -> 3 -> 2 members: each whole, one p
   await withMemberLogs(members, async () => {
     const first = Array.from({ length: 400 }, (_, seq) => payment(seq));
     await producePayments(topics.input, first);
-    const one = member();
+    const one = member(KEYED);
     await one.waitFor(/generation \d+, \d+ tasks/, 120_000);
     await totalsAtLeast(topics, first.length);
     const input = steadyInput(topics.input, (seq) => payment(first.length + seq));
@@ -67,7 +74,7 @@ test('savepoints while the cluster scales 1 -> 3 -> 2 members: each whole, one p
     // 1 -> 3 while the first savepoint is taken: its only member paused, two start.
     one.child.kill('SIGSTOP');
     const firstSavepoint = savepointOf(cluster, storage);
-    const joined = [member(), member()];
+    const joined = [member(KEYED), member(KEYED)];
     const taken = await firstSavepoint;
     await assertWhole(taken.path);
     one.child.kill('SIGCONT');
