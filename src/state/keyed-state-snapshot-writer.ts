@@ -1,4 +1,5 @@
 import { crc32 } from 'node:zlib';
+import { releaseBytes } from '../core/heap/release-bytes.ts';
 import type { StateTtl } from '../core/state/state-descriptors.ts';
 import type { StateKey } from '../core/state/state-key.ts';
 import type { TimeDomain } from '../core/time/time-domain.ts';
@@ -223,6 +224,7 @@ export class KeyedStateSnapshotWriter extends SlicedSnapshot {
       const piece = pieces[this.#nextPiece] as Uint8Array;
       out.set(piece, this.#outPosition);
       this.#outPosition += piece.length;
+      releaseBytes(piece); // copied: its memory goes now, not at a later collection
       pieces[this.#nextPiece++] = EMPTY;
       if (performance.now() >= until) break;
     }

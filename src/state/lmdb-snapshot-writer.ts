@@ -1,4 +1,5 @@
 import { crc32 } from 'node:zlib';
+import { releaseBytes } from '../core/heap/release-bytes.ts';
 import type { StateTtl } from '../core/state/state-descriptors.ts';
 import type { StateKey } from '../core/state/state-key.ts';
 import type { StateKind } from '../core/state/state-types.ts';
@@ -357,6 +358,7 @@ export class LmdbSnapshotWriter extends SlicedSnapshot {
     for (const piece of this.#pieces) {
       out.set(piece, position);
       position += piece.length;
+      releaseBytes(piece); // copied: its memory goes now, not at a later collection
     }
     this.#pieces.length = 0;
     return out;

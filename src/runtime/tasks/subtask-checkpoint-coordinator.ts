@@ -5,6 +5,7 @@ import type { OperatorSubtaskState } from '../../checkpoint/operator-subtask-sta
 import type { CheckpointLocation } from '../../checkpoint/storage/checkpoint-location.ts';
 import type { CheckpointStorage } from '../../checkpoint/storage/checkpoint-storage.ts';
 import { WeirError } from '../../core/errors/weir-error.ts';
+import { releaseBytes } from '../../core/heap/release-bytes.ts';
 import type { AsyncKeyedStateSnapshot } from '../../core/state/keyed-state-backend.ts';
 import type { FromWorker } from '../deployment/worker-messages.ts';
 import type { ChannelStateResult } from '../io/checkpointing/checkpoint-barrier-handler.ts';
@@ -181,6 +182,8 @@ export class SubtaskCheckpointCoordinator {
           Object.assign(state, this.#chains.written(snapshot.uid, location.checkpointId, handle, writer.delta === undefined ? undefined : snapshot.base));
         } else state.keyed = handle;
         bytes += keyed.byteLength;
+        // Written (and hashed): the snapshot's memory goes now, not at a later full collection.
+        releaseBytes(keyed);
       }
       if (snapshot.operator !== undefined) {
         state.operator = await storage.writeState(location, snapshot.uid, subtaskIndex, 'operator', snapshot.operator);
