@@ -38,8 +38,12 @@ export function debloatOptions(config: Pick<EnvironmentConfig, 'batchSize' | 'ne
  * first sample: a task that starts into back pressure, as a restart behind a backlog does,
  * would otherwise fill each channel with `channelCredits` full batches first, and its first
  * checkpoints would wait behind them. Until its first full period it sizes after every batch
- * consumed, on the rate over everything so far: a fast consumer gets full batches after its
- * first one, and one slow first batch (a cold start) holds nothing down for long.
+ * consumed, on the rate over everything so far, and the size at most doubles per update (a slow
+ * start, as TCP's): a consumer's first batches can look far faster than it is (an async
+ * operator's empty queue takes them at once, then each slot waits for an answer), and a batch
+ * sent too large stays ahead of the next barrier, which waits for the task to get through it. A
+ * fast consumer still reaches full batches within its first few (8 -> 512 in six), and one slow
+ * first batch (a cold start) holds nothing down for long. Shrinking is never held back.
  */
 export class BatchSizeDebloater {
   readonly #options: DebloatOptions;
@@ -78,7 +82,7 @@ export class BatchSizeDebloater {
       // Until the first full period: the rate over everything so far, after every batch consumed,
       // so one slow first batch (a cold start) does not hold the size down for a period.
       this.#throughput = this.#records / this.#busyMs;
-      this.#batchSize = batchSizeFor(this.#throughput * 1000, this.#options, this.#batchesInFlight);
+      this.#resize();
       if (this.#busyMs < this.#options.period) return;
       this.#warmingUp = false;
       this.#records = 0;
@@ -90,7 +94,13 @@ export class BatchSizeDebloater {
     this.#records = 0;
     this.#busyMs = 0;
     this.#throughput = (this.#throughput as number) + this.#alpha * (sample - (this.#throughput as number));
-    this.#batchSize = batchSizeFor(this.#throughput * 1000, this.#options, this.#batchesInFlight);
+    this.#resize();
+  }
+
+  /** The size for the throughput now, grown at most twofold (a slow start), shrunk at once. */
+  #resize(): void {
+    const wanted = batchSizeFor((this.#throughput as number) * 1000, this.#options, this.#batchesInFlight);
+    this.#batchSize = Math.min(wanted, this.#batchSize * 2);
   }
 }
 

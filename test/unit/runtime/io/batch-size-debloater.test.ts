@@ -29,11 +29,12 @@ test('the debloater changes the size once per full period of busy time, on an ex
   assert.equal(debloater.batchSize, 8);
   debloater.add(5, 20); // the first batch consumed is the first sample: 5 records in 20 ms, 250 records/s
   assert.equal(debloater.throughput, 250);
-  assert.equal(debloater.batchSize, 63);
+  assert.equal(debloater.batchSize, 16, '63 fits 250 records/s, but the size at most doubles per update (a slow start)');
   debloater.add(25, 100); // then a full period: half of one changes nothing
-  assert.equal(debloater.batchSize, 63);
+  assert.equal(debloater.batchSize, 32, 'still warming up: one more doubling');
   debloater.add(25, 100); // 250 records/s again
   assert.equal(debloater.throughput, 250);
+  assert.equal(debloater.batchSize, 63);
   // A faster period moves the average by 2 / (samples + 1), not all the way.
   debloater.add(500, 200); // 2500 records/s
   assert.ok(Math.abs((debloater.throughput as number) - (250 + (2 / 21) * 2250)) < 1e-9);
@@ -46,9 +47,28 @@ test('the debloater changes the size once per full period of busy time, on an ex
 test('a cold first batch holds the size down only until the next few batches show the real rate', () => {
   const debloater = new BatchSizeDebloater(options, 4);
   debloater.add(8, 50); // 8 records in 50 ms: 160 records/s, 4 batches of 40 a second
-  assert.equal(debloater.batchSize, 40);
-  for (let i = 0; i < 10; i++) debloater.add(32, 1); // then 32 records a ms
-  assert.equal(debloater.batchSize, 512, 'the rate over everything so far, after every batch, until a full period');
+  assert.equal(debloater.batchSize, 16, '40 fits, grown at most twofold');
+  const sizes: number[] = [];
+  for (let i = 0; i < 10; i++) {
+    debloater.add(32, 1); // then 32 records a ms
+    sizes.push(debloater.batchSize);
+  }
+  assert.deepEqual(sizes.slice(0, 6), [32, 64, 128, 256, 512, 512], 'the rate over everything so far, after every batch, doubling up to it');
+  assert.equal(debloater.batchSize, 512);
+});
+
+test('a consumer that takes its first batches at once, then slows (an async operator filling its queue), gets no large batch in flight', () => {
+  const debloater = new BatchSizeDebloater(options, 4);
+  debloater.add(8, 0.05); // the queue's free slots take the first batch at once: 160,000 records/s
+  assert.equal(debloater.batchSize, 16, 'not 512: the size at most doubles');
+  debloater.add(16, 0.1);
+  assert.equal(debloater.batchSize, 32);
+  debloater.add(32, 40); // then the queue is full: each record waits for a slot (800 records/s)
+  // Everything so far: 56 records in 40.15 ms, about 1,400 records/s: 4 batches of about 350 a second.
+  assert.equal(debloater.batchSize, 64);
+  debloater.add(64, 80);
+  // 120 records in 120 ms so far: about 250 a batch would fit; the doubling got it to 128, never to 512.
+  assert.equal(debloater.batchSize, 128);
 });
 
 test('network.debloat: on by default with Flink-like settings; off gives no options; the floor is at most batchSize', () => {
@@ -155,10 +175,16 @@ test('a source polls no more than its output channels take, nor more than half t
   const edge = { batchSize: Number.POSITIVE_INFINITY };
   const sizer = new SourceBatchSizer(options, [edge as unknown as RecordWriter], () => recordsIn);
   assert.equal(sizer.next(), 8, 'the smallest batch until the first measurement');
-  // A fast chain: 8 records in 0.01 ms: the largest batch at once.
-  clock.advance(0.01);
-  recordsIn += 8;
-  assert.equal(sizer.next(), 512);
+  // A fast chain: 8 records in 0.01 ms, and so on: the largest batch within a few polls (doubling).
+  const polls: number[] = [];
+  let size = 8;
+  for (let i = 0; i < 7; i++) {
+    clock.advance(0.01);
+    recordsIn += size;
+    size = sizer.next();
+    polls.push(size);
+  }
+  assert.deepEqual(polls, [16, 32, 64, 128, 256, 512, 512]);
   edge.batchSize = 40; // the channels into a slow stage shrank
   assert.equal(sizer.next(), 40);
   edge.batchSize = Number.POSITIVE_INFINITY;
