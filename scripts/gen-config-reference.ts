@@ -269,7 +269,7 @@ export function generateConfigReference(): string {
     "Every setting of a job, the flags of `weir run`, and the options of the Kafka connectors, generated from the schemas that validate them. A job's settings go in `defineJob({ config })` ([writing-a-job.md](writing-a-job.md)); the connectors' options in `kafkaSource(...)` and `kafkaSink(...)` ([connectors.md](connectors.md)). Both are checked when the job is built: a bad value fails with one line naming the setting and a hint (`INVALID_CONFIG`, `INVALID_SOURCE`, `INVALID_SINK`, `INVALID_DURATION`, `INVALID_BOOTSTRAP`), and unknown settings are refused.",
     "A **duration** is a number of milliseconds or text with a unit: `500ms`, `10s`, `15m`, `1h` (`'1000'` is 1000 ms).",
     '## Job environment: `defineJob({ config })`',
-    "`weir run` flags override the job's `config`; `checkpointing` merges setting by setting, so `--checkpoint-interval 5s` keeps the job's `checkpointing.storage`.",
+    "`weir run` flags override the job's `config`; `checkpointing` and `cluster` merge setting by setting, so `--checkpoint-interval 5s` keeps the job's `checkpointing.storage`, and `--cluster <id>` a config file's `cluster.threads`.",
     table(SETTING_HEADER, settingRows(Object.fromEntries(Object.entries(shape).filter(([key]) => key !== 'restartStrategy')), '', flags)),
     '`maxParallelism` must be at least `parallelism` (and at least the `parallelism` of every operator).',
     '### `restartStrategy`',

@@ -22,15 +22,23 @@ export function jobModuleUrl(job: string): string {
   return job.startsWith('file:') ? job : pathToFileURL(resolve(job)).href;
 }
 
-/** Loads a job module and plans it: its settings are the options over the config file over the job's own (checkpointing merged setting by setting). */
+/** The settings merged setting by setting across the layers (the others: a layer's value replaces the one below). */
+const MERGED = ['checkpointing', 'cluster'] as const;
+
+/**
+ * Loads a job module and plans it: its settings are the options over the config file over the
+ * job's own (checkpointing and cluster merged setting by setting: `--cluster <id>` keeps a config
+ * file's `cluster.threads` or `cluster.keyedTasks`).
+ */
 export async function loadJob(options: Pick<RunJobOptions, 'job' | 'config' | 'configFile'>): Promise<LoadedJob> {
   const url = jobModuleUrl(options.job);
   const job = await loadJobModule(url);
   const layers = [job.config, options.configFile?.config, options.config];
-  const checkpointing = layers.every((layer) => layer?.checkpointing === undefined)
-    ? {}
-    : { checkpointing: Object.assign({}, ...layers.map((layer) => layer?.checkpointing)) as EnvironmentConfigInput['checkpointing'] };
-  const config = withConfigFileNamed(options.configFile?.path, () => parseEnvironmentConfig(Object.assign({}, ...layers, checkpointing)));
+  const merged: Partial<EnvironmentConfigInput> = {};
+  for (const key of MERGED) {
+    if (layers.some((layer) => layer?.[key] !== undefined)) Object.assign(merged, { [key]: Object.assign({}, ...layers.map((layer) => layer?.[key])) });
+  }
+  const config = withConfigFileNamed(options.configFile?.path, () => parseEnvironmentConfig(Object.assign({}, ...layers, merged)));
   const streamGraph = buildStreamGraph(job);
   const graph = buildJobGraph(job.name, streamGraph, config);
   return { url, job, config, streamGraph, graph };
