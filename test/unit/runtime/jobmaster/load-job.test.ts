@@ -1,6 +1,7 @@
 import assert from 'node:assert/strict';
 import { join } from 'node:path';
 import { test } from 'node:test';
+import type { EnvironmentConfigInput } from '../../../../src/core/config/environment-config.ts';
 import { loadJob } from '../../../../src/runtime/jobmaster/load-job.ts';
 
 const job = join(import.meta.dirname, '..', '..', '..', 'fixtures', 'jobs', 'debloat-job.ts');
@@ -13,7 +14,8 @@ test('loadJob: options over the config file over the job, checkpointing and clus
       config: { parallelism: 3, checkpointing: { interval: 5000, storage: '/tmp/a' }, cluster: { id: 'file-id', threads: 3, keyedTasks: 4 } },
     },
     // What `weir run --cluster c1 --checkpoint-interval 1s` gives: its own cluster and checkpointing objects.
-    config: { checkpointing: { interval: 1000 }, cluster: { id: 'c1' } },
+    // (`weir run` builds its checkpointing setting by setting too, and casts it the same way.)
+    config: { checkpointing: { interval: 1000 } as EnvironmentConfigInput['checkpointing'], cluster: { id: 'c1' } },
   });
   assert.equal(loaded.config.parallelism, 3);
   assert.equal(loaded.config.checkpointing?.interval, 1000);
