@@ -1,3 +1,6 @@
+import { closeSync, openSync, readFileSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
 import { WeirError } from '../../core/errors/weir-error.ts';
 
 /**
@@ -6,7 +9,7 @@ import { WeirError } from '../../core/errors/weir-error.ts';
  * checkpoint at or above it with `>=`); `WEIR_FAULT=<point>:<checkpoint id>:fail` fails the
  * execution attempt there instead (the job master lives on: it restarts the job or, with no restart
  * left, ends it as failed); `WEIR_FAULT=<point>:<checkpoint id>:stop` pauses the whole process
- * there with SIGSTOP, the first time only, and goes on where it stopped once the test sends
+ * there with SIGSTOP, the first time only (in any thread), and goes on where it stopped once the test sends
  * SIGCONT (a zombie: a VM pause, a long GC, a stalled disk at that moment). Points:
  *
  * - `after-checkpoint-metadata`: the checkpoint's metadata is durable, but no task has been told it
@@ -32,8 +35,31 @@ const match = spec === undefined ? null : /^([a-z-]+):(>=)?(\d+)(:fail|:stop)?$/
 /** The point WEIR_FAULT names, if any: callers that must count to know they reached it do so only then. */
 export const injectedFaultPoint: string | undefined = match?.[1];
 
-/** Whether a `:stop` fault has paused the process already (it pauses once). */
-let stopped = false;
+/**
+ * Whether a `:stop` fault has paused the process already: it pauses once per process, whichever
+ * thread reaches the point first (a cluster member's task threads each load this module, so a
+ * module variable alone let a second thread pause the process again right after it was woken).
+ * The first thread to create the marker file pauses; the file is this process's (its pid and, on
+ * Linux, its start time, so a later process of the same pid pauses too).
+ */
+/** When this process started, in clock ticks since boot (/proc/self/stat's 22nd field), or '' off Linux. */
+function startTicks(): string {
+  try {
+    const stat = readFileSync('/proc/self/stat', 'utf8');
+    return stat.slice(stat.lastIndexOf(')') + 2).split(' ')[19] ?? '';
+  } catch {
+    return '';
+  }
+}
+
+function firstStop(): boolean {
+  try {
+    closeSync(openSync(join(tmpdir(), `weir-fault-stop-${process.pid}-${startTicks()}`), 'wx'));
+    return true;
+  } catch {
+    return false;
+  }
+}
 
 /** Kills (or pauses) the process at a matching point; in `:fail` mode returns the failure the attempt must end with instead. */
 export function injectedFault(point: string, checkpointId: number, where = ''): WeirError | undefined {
@@ -45,8 +71,7 @@ export function injectedFault(point: string, checkpointId: number, where = ''): 
   }
   const at = `${point} of checkpoint ${checkpointId}${where === '' ? '' : ` (${where})`}`;
   if (match[4] === ':stop') {
-    if (stopped) return undefined;
-    stopped = true;
+    if (!firstStop()) return undefined;
     process.stderr.write(`weir: WEIR_FAULT ${spec}: pausing the process at ${at}\n`);
     process.kill(process.pid, 'SIGSTOP'); // returns once the process is woken (SIGCONT)
     process.stderr.write(`weir: WEIR_FAULT ${spec}: woken at ${at}\n`);
