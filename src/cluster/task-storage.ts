@@ -39,8 +39,9 @@ export async function discardEarlierOwners(storage: CheckpointStorage): Promise<
     }
     if (injectedFaultPoint === 'owner-sweep')
       process.stderr.write(`weir: WEIR_FAULT: swept beside ${storage.root}: ${[...earlierNames].join(', ') || 'nothing'}\n`);
-  } catch {
+  } catch (error) {
     // left for a later sweep, or for whoever empties the storage
+    if (injectedFaultPoint === 'owner-sweep') process.stderr.write(`weir: WEIR_FAULT: sweep beside ${storage.root} failed: ${(error as Error).message}\n`);
   }
 }
 
