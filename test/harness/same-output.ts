@@ -164,15 +164,49 @@ export async function startBoth(options: RunOptions): Promise<BothRuns> {
   };
 }
 
-/** Polls `count()` until it reaches `expected`, then waits two intervals more (what a run still commits would show); fails after `timeoutMs`, or once `signal` (the runs stopped) is aborted. */
-export async function outputComplete(what: string, count: () => Promise<number>, expected: number, signal: AbortSignal, timeoutMs = 150_000): Promise<void> {
+/**
+ * What `actual` lacks of `expected`, per key (as multisets): the first keys short, each with the
+ * values missing; an empty string when nothing is.
+ */
+export async function shortfall(expected: Map<string, string[]>, actual: () => Promise<Map<string, string[]>>): Promise<string> {
+  const held = await actual();
+  const short: string[] = [];
+  for (const [key, values] of expected) {
+    const left = [...(held.get(key) ?? [])];
+    const missing = values.filter((value) => {
+      const at = left.indexOf(value);
+      if (at < 0) return true;
+      left.splice(at, 1);
+      return false;
+    });
+    if (missing.length > 0) short.push(`${key}: ${missing.slice(0, 3).join(' ')}${missing.length > 3 ? ` (+${missing.length - 3})` : ''}`);
+  }
+  return short.length === 0 ? '' : `missing ${short.length} keys' records: ${short.slice(0, 5).join('; ')}`;
+}
+
+/**
+ * Polls `count()` until it reaches `expected`, then waits two intervals more (what a run still
+ * commits would show); fails after `timeoutMs`, or once `signal` (the runs stopped) is aborted.
+ * On a timeout, `missing()` (when given) says what is short.
+ */
+export async function outputComplete(
+  what: string,
+  count: () => Promise<number>,
+  expected: number,
+  signal: AbortSignal,
+  timeoutMs = 150_000,
+  missing?: () => Promise<string>,
+): Promise<void> {
   const deadline = Date.now() + timeoutMs;
   let held = -1;
   for (;;) {
     if (signal.aborted) throw new Error(`${what}: the runs were stopped (${held} of ${expected})`);
     held = await count().catch(() => held);
     if (held >= expected) break;
-    if (Date.now() > deadline) throw new Error(`timed out waiting for ${what}: ${held} of ${expected}`);
+    if (Date.now() > deadline) {
+      const detail = missing === undefined ? '' : await missing().catch((error: Error) => `(what is missing not read: ${error.message})`);
+      throw new Error(`timed out waiting for ${what}: ${held} of ${expected}${detail === '' ? '' : `; ${detail}`}`);
+    }
     await sleep(250);
   }
   await sleep(1000);

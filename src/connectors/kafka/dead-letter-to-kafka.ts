@@ -6,7 +6,8 @@ const bytes = (value: Uint8Array | null): Buffer | null => (value === null ? nul
 /**
  * A dead letter as a Kafka record: the original key and value bytes, the original headers, and
  * `weir.dlq.*` headers: version, source topic, partition, offset, timestamp (when known), the
- * operator's uid and name, the error's class and message (truncated).
+ * operator's uid and name, the error's class and message (truncated). The record's own timestamp is
+ * the time it is written.
  */
 export function deadLetterToKafka(letter: DeadLetterRecord): KafkaProducerRecord {
   const headers: Record<string, string | Buffer> = {};
@@ -22,11 +23,9 @@ export function deadLetterToKafka(letter: DeadLetterRecord): KafkaProducerRecord
   headers['weir.dlq.operator.name'] = letter.operatorName;
   headers['weir.dlq.error.class'] = letter.errorClass;
   headers['weir.dlq.error.message'] = letter.errorMessage;
-  return {
-    topic: letter.topic,
-    key: bytes(letter.key),
-    value: bytes(letter.value),
-    headers,
-    ...(Number.isNaN(letter.timestamp) || letter.timestamp < 0 ? {} : { timestamp: letter.timestamp }),
-  };
+  // No timestamp of its own: the producer stamps it when it is dead-lettered (as Kafka Connect's
+  // dead letter queue does), so the topic's retention counts from then. With the original's, a
+  // dead letter of a record older than the topic's retention.ms (old input, event time) was
+  // deleted by the broker's next retention check, within minutes of its commit.
+  return { topic: letter.topic, key: bytes(letter.key), value: bytes(letter.value), headers };
 }

@@ -27,7 +27,17 @@ import { readTopic } from '../../../src/connectors/kafka/topic-reader.ts';
 import { expectedBranches, partitionOf, SHAPE_PARTITIONS, shapeInput } from '../../fixtures/jobs/shapes-branches-job.ts';
 import { expectedJoins, shapeRules } from '../../fixtures/jobs/shapes-joins-job.ts';
 import { createTestTopic, testBrokers } from '../../harness/kafka.ts';
-import { assertSameOutput, countOf, type InputRecord, outputComplete, produceJson, readByKey, startBoth, withLogs } from '../../harness/same-output.ts';
+import {
+  assertSameOutput,
+  countOf,
+  type InputRecord,
+  outputComplete,
+  produceJson,
+  readByKey,
+  shortfall,
+  startBoth,
+  withLogs,
+} from '../../harness/same-output.ts';
 
 const jobs = join(import.meta.dirname, '..', '..', 'fixtures', 'jobs');
 /**
@@ -84,16 +94,32 @@ describe('job shapes through one process and through three cluster members (issu
       try {
         await withLogs(both, async () => {
           const complete = async (output: string, dlq: string) => countOf(await readByKey(brokers, output)) + (await values(brokers, dlq)).length;
+          const short = async (output: string, dlq: string) =>
+            `${await shortfall(expected.output, () => readByKey(brokers, output))} ${await shortfall(new Map([['dead letters', expected.deadLetters]]), async () => new Map([['dead letters', await values(brokers, dlq)]]))}`;
           await Promise.all([
             both.watch(
               [both.oneProcess],
               'one process',
-              outputComplete('one process: every output', () => complete(oneOut, oneDlq), total, both.signal),
+              outputComplete(
+                'one process: every output',
+                () => complete(oneOut, oneDlq),
+                total,
+                both.signal,
+                undefined,
+                () => short(oneOut, oneDlq),
+              ),
             ),
             both.watch(
               both.members,
               'cluster',
-              outputComplete('cluster: every output', () => complete(clusterOut, clusterDlq), total, both.signal),
+              outputComplete(
+                'cluster: every output',
+                () => complete(clusterOut, clusterDlq),
+                total,
+                both.signal,
+                undefined,
+                () => short(clusterOut, clusterDlq),
+              ),
             ),
           ]);
           // The shapes this test is for: the dead letters of the source's stage (3 tasks) rebalanced into the keyed stage's sink (4).
@@ -158,12 +184,26 @@ describe('job shapes through one process and through three cluster members (issu
             both.watch(
               [both.oneProcess],
               'one process',
-              outputComplete('one process: every output', () => complete(oneOut), countOf(expected), both.signal),
+              outputComplete(
+                'one process: every output',
+                () => complete(oneOut),
+                countOf(expected),
+                both.signal,
+                undefined,
+                () => shortfall(expected, () => readByKey(brokers, oneOut)),
+              ),
             ),
             both.watch(
               both.members,
               'cluster',
-              outputComplete('cluster: every output', () => complete(clusterOut), countOf(expected), both.signal),
+              outputComplete(
+                'cluster: every output',
+                () => complete(clusterOut),
+                countOf(expected),
+                both.signal,
+                undefined,
+                () => shortfall(expected, () => readByKey(brokers, clusterOut)),
+              ),
             ),
           ]);
           // Broadcast state beside the keyed input: the rules reach each of the keyed stage's 4 tasks; not keyed, the stage's 1.

@@ -146,6 +146,7 @@ for (const own of [false, true]) {
       checkpointing: { interval: '200ms', storage: join(folder, 'checkpoints') },
       restartStrategy: { type: 'fixed-delay', attempts: 3, delay: 100 },
     };
+    const started = BigInt(Date.now());
     const first = startJobProcess(job, config, env);
     await until('the first run completes three checkpoints', async () =>
       /checkpoint 3\n/.test(first.stdout) || first.child.exitCode !== null ? true : undefined,
@@ -188,6 +189,10 @@ for (const own of [false, true]) {
     );
     for (const letter of letters) {
       assert.equal(header(letter, 'weir.dlq.version'), '1');
+      // Stamped when it was written, not with the original's time: the topic's retention counts from
+      // then (a dead letter of a record older than retention.ms was deleted by the next retention check).
+      assert.ok(letter.timestamp >= started, `a dead letter's timestamp ${letter.timestamp} is when it was written (the job started at ${started})`);
+      assert.ok(BigInt(header(letter, 'weir.dlq.timestamp') ?? '0') < started, "the original's timestamp is in weir.dlq.timestamp");
       const text = String(letter.value);
       if (text.startsWith('not json ')) {
         const seq = Number(text.slice(9));
