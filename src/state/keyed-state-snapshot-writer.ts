@@ -1,5 +1,3 @@
-import { crc32 } from 'node:zlib';
-import { releaseBytes } from '../core/heap/release-bytes.ts';
 import type { StateTtl } from '../core/state/state-descriptors.ts';
 import type { StateKey } from '../core/state/state-key.ts';
 import type { TimeDomain } from '../core/time/time-domain.ts';
@@ -8,28 +6,13 @@ import { DataOutputSerializer } from './data-output-serializer.ts';
 import type { DeltaKeys } from './incremental-tracker.ts';
 import type { InternalTimerService, TimerHeapInternalTimer } from './internal-timer-service.ts';
 import type { KeyedStateContents } from './keyed-state-snapshot.ts';
-import { SlicedSnapshot } from './sliced-snapshot.ts';
-import {
-  KEYED_STATE_FORMAT_VERSION,
-  KEYED_STATE_MAGIC,
-  SNAPSHOT_FLAG_DELTA,
-  serializeStateValue,
-  startKeyedSnapshot,
-  stateKindCode,
-  TTL_FLAG,
-} from './state-snapshot-format.ts';
+import { SlicedSnapshot, sectionPieces, type TableSection } from './sliced-snapshot.ts';
+import { KEYED_STATE_FORMAT_VERSION, KEYED_STATE_MAGIC, SNAPSHOT_FLAG_DELTA, serializeStateValue, stateKindCode, TTL_FLAG } from './state-snapshot-format.ts';
 import { liveValue, type StateTable } from './state-table.ts';
 
 const TIME_DOMAINS: readonly TimeDomain[] = ['processing', 'event'];
 /** Entries per v8 blob (version 4): a slice of the writer serializes about this many at a time. */
 const CHUNK_ENTRIES = 2048;
-
-/** One state's entries in the key group being written: a blob per chunk. */
-interface TableSection {
-  stateIndex: number;
-  count: number;
-  blobs: Uint8Array[];
-}
 
 /** The state table of the snapshot, as it was at the barrier. */
 interface SnapshotTable {
@@ -53,15 +36,6 @@ interface SnapshotTable {
 export class KeyedStateSnapshotWriter extends SlicedSnapshot {
   readonly #contents: KeyedStateContents;
   readonly #tables: SnapshotTable[];
-  readonly #header = new DataOutputSerializer(256);
-  /** The body: the key groups' sections, piece by piece (no buffer that grows by copying). */
-  readonly #pieces: Uint8Array[] = [];
-  #bodyLength = 0;
-  /** Once every key group is written: the snapshot being assembled, and the next piece to copy into it. */
-  #out: Uint8Array | undefined;
-  #outPosition = 0;
-  #nextPiece = 0;
-  readonly #sections: { keyGroup: number; offset: number; length: number; crc: number }[] = [];
   readonly #now: number;
   readonly #onEnd: () => void;
   /** The key group being written (index from the range start), the state within it, and where in its keys. */
@@ -83,7 +57,7 @@ export class KeyedStateSnapshotWriter extends SlicedSnapshot {
     this.delta = delta;
     this.#now = contents.clock();
     this.#tables = [...contents.tables.values()].map((table) => ({ table, ttl: table.ttl?.cleanupFullSnapshot === true ? table.ttl : undefined }));
-    const header = this.#header;
+    const header = new DataOutputSerializer(256);
     header.writeBytes(KEYED_STATE_MAGIC);
     header.writeUint16(KEYED_STATE_FORMAT_VERSION);
     header.writeUint32(contents.maxParallelism);
@@ -95,15 +69,16 @@ export class KeyedStateSnapshotWriter extends SlicedSnapshot {
       header.writeUint8(stateKindCode(table.kind) | (table.ttlWrapped ? TTL_FLAG : 0));
       header.writeString(table.name);
     }
+    this.begin(header);
     for (const { table } of this.#tables) table.cow.begin(contents.keyGroupCount);
     for (const timers of contents.timers) timers.cow.begin(contents.keyGroupCount);
   }
 
-  protected advance(until: number): Uint8Array | undefined {
-    if (this.#group >= this.#contents.keyGroupCount) return this.#assemble(until);
+  protected advance(): boolean {
+    if (this.#group >= this.#contents.keyGroupCount) return true;
     if (this.#table < this.#tables.length) this.#writeChunk();
     else this.#writeTimersAndSection();
-    return undefined;
+    return false;
   }
 
   /** The snapshot is written or given up: writes to the state are free again. */
@@ -178,28 +153,15 @@ export class KeyedStateSnapshotWriter extends SlicedSnapshot {
     );
     const tableSections = this.#groupSections;
     if (tableSections.length > 0 || timerFlats.some((flat) => flat.length > 0)) {
-      const pieces: Uint8Array[] = [uint32s(tableSections.length)];
-      for (const section of tableSections) {
-        pieces.push(uint32s(section.stateIndex, section.count, section.blobs.length));
-        for (const blob of section.blobs) pieces.push(uint32s(blob.length), blob);
-      }
-      for (let d = 0; d < TIME_DOMAINS.length; d++) {
-        const flat = timerFlats[d] as unknown[];
-        if (flat.length === 0) pieces.push(uint32s(0, 0));
-        else {
-          const blob = this.#serialize(flat, `the ${TIME_DOMAINS[d]}-time timers of operator "${this.#contents.operatorName}"`);
-          pieces.push(uint32s(delta === undefined ? flat.length / 3 : flat.length / 2, blob.length), blob);
-        }
-      }
-      let length = 0;
-      let crc = 0;
-      for (const piece of pieces) {
-        length += piece.length;
-        crc = crc32(piece, crc);
-        this.#pieces.push(piece);
-      }
-      this.#sections.push({ keyGroup: index + this.#contents.keyGroupRange.start, offset: this.#bodyLength, length, crc: crc >>> 0 });
-      this.#bodyLength += length;
+      const timers = timerFlats.map((flat, d): [number, Uint8Array | undefined] =>
+        flat.length === 0
+          ? [0, undefined]
+          : [
+              delta === undefined ? flat.length / 3 : flat.length / 2,
+              this.#serialize(flat, `the ${TIME_DOMAINS[d]}-time timers of operator "${this.#contents.operatorName}"`),
+            ],
+      );
+      this.writeSection(index + this.#contents.keyGroupRange.start, sectionPieces(tableSections, timers));
     }
     for (const timers of this.#contents.timers) timers.cow.finish(index);
     this.#groupSections = [];
@@ -211,42 +173,6 @@ export class KeyedStateSnapshotWriter extends SlicedSnapshot {
     for (let i = 1; i < flat.length; i += 2) if (flat[i] instanceof UncloneableValue) flat[i] = (flat[i] as UncloneableValue).original;
     return serializeStateValue(flat, what);
   }
-
-  /**
-   * Every key group is written: copies the header and the pieces into the snapshot, until `until`
-   * (the copy of a large snapshot takes several slices too). Returns the snapshot once complete.
-   */
-  #assemble(until: number): Uint8Array | undefined {
-    if (this.#out === undefined) this.#start();
-    const out = this.#out as Uint8Array;
-    const pieces = this.#pieces;
-    while (this.#nextPiece < pieces.length) {
-      const piece = pieces[this.#nextPiece] as Uint8Array;
-      out.set(piece, this.#outPosition);
-      this.#outPosition += piece.length;
-      releaseBytes(piece); // copied: its memory goes now, not at a later collection
-      pieces[this.#nextPiece++] = EMPTY;
-      if (performance.now() >= until) break;
-    }
-    return this.#nextPiece < pieces.length ? undefined : out;
-  }
-
-  /** Writes the header's index and checksum and allocates the snapshot. */
-  #start(): void {
-    const out = startKeyedSnapshot(this.#header, this.#sections, this.#bodyLength, this.#contents.operatorName);
-    this.#out = out;
-    this.#outPosition = this.#header.length;
-  }
-}
-
-const EMPTY = new Uint8Array(0);
-
-/** Little-endian uint32s, as a piece of a section. */
-function uint32s(...values: number[]): Uint8Array {
-  const bytes = new Uint8Array(values.length * 4);
-  const view = new DataView(bytes.buffer);
-  for (let i = 0; i < values.length; i++) view.setUint32(i * 4, values[i] as number, true);
-  return bytes;
 }
 
 /** The timers of key group `index` as they were at the barrier, flat: key, timestamp, namespace. */

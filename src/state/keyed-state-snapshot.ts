@@ -12,6 +12,7 @@ import {
   deserializeStateValue,
   KEYED_STATE_FORMAT_VERSION,
   KEYED_STATE_MAGIC,
+  type KeyedSectionEntry,
   readSnapshotHeader,
   SECTION_INDEX_ENTRY_BYTES,
   SNAPSHOT_FLAG_DELTA,
@@ -37,7 +38,7 @@ export interface KeyedStateContents {
  * The keyed state snapshot of one subtask: its state and timers, per key group. Written by
  * KeyedStateSnapshotWriter (keyed-state-snapshot-writer.ts), read here.
  *
- * Snapshot format (version 5, integers little-endian):
+ * Snapshot format (version 6, integers little-endian):
  * ```
  * "WKSB"                      magic, 4 bytes
  * uint16                      format version
@@ -48,10 +49,7 @@ export interface KeyedStateContents {
  *                             the states; kind 1 value, 2 list, 3 map, 4 reducing, 5 aggregating,
                              plus 0x80 when its values carry a TTL timestamp: { v, t } (a list's
                              elements, a map's values)
- * uint32 N, N x {uint32 keyGroup, uint32 offset, uint32 length, uint32 crc32}
- *                             index of the key-group sections, ascending key group; offset from the
- *                             start of the snapshot; only key groups holding data have a section
- * uint32                      crc32 of every byte above
+ * uint32                      crc32 of every byte above (the header)
  * sections, each:
  *   uint32 M, M x {uint32 state index, uint32 entry count, uint32 C, C x (uint32 length + v8([k0, v0, k1, v1...]))}
  *                             a state's entries in C chunks (an asynchronous snapshot writes a chunk
@@ -60,12 +58,21 @@ export interface KeyedStateContents {
  *                             processing-time timers, then event-time timers: key, timestamp and
  *                             namespace ('' for a process function's own timers, the window for a
  *                             window operator's)
+ * uint32 N, N x {uint32 keyGroup, uint32 offset, uint32 length, uint32 crc32}
+ *                             index of the key-group sections, ascending key group; offset from the
+ *                             start of the snapshot; only key groups holding data have a section
+ * uint32                      crc32 of the index
+ * uint32                      the index's offset (a reader finds the index from the end)
  * ```
+ * The index is at the end so that a snapshot is written as it is produced (the storage takes its
+ * pieces as they come) and never held whole.
  * An incremental snapshot (flag 0x01) has the same layout and holds only the keys changed since
  * the checkpoint it adds to: a state entry whose value is undefined is a deletion, and each timer
  * list is `uint32 key count, uint32 length + v8([k0, [t, n, t, n...], k1, [...]...])`, a changed
  * key's timers at the barrier (an empty list: none left). A restore reads a chain: a full snapshot,
  * then the incremental ones taken on it, oldest first.
+ * Version 5 (before the index moved to the end) has the index after the states and one checksum
+ * over the header and the index; it is still read.
  * Version 4 (before incremental snapshots) has no flags byte; it is still read.
  * Version 3 (before asynchronous snapshots) wrote a state's entries in one blob, without C; it is
  * still read.
@@ -110,19 +117,7 @@ function restoreOne(
     const kind = stateKindOfCode(ttl ? code & ~TTL_FLAG : code, input);
     states.push({ kind, name: input.readString('a state name'), ttl });
   }
-  const sectionCount = input.readUint32('the section count');
-  if (sectionCount * SECTION_INDEX_ENTRY_BYTES > input.remaining) throw input.corrupt(`it ends inside the index of ${sectionCount} key groups`);
-  const index: { keyGroup: number; offset: number; length: number; crc: number }[] = [];
-  for (let i = 0; i < sectionCount; i++) {
-    index.push({
-      keyGroup: input.readUint32('the index'),
-      offset: input.readUint32('the index'),
-      length: input.readUint32('the index'),
-      crc: input.readUint32('the index'),
-    });
-  }
-  const headerEnd = input.position;
-  if (input.readUint32('the header checksum') !== checksum(input.slice(0, headerEnd))) throw input.corrupt('the header checksum does not match');
+  const { index, bodyStart, bodyEnd } = readIndex(input, version);
 
   if (maxParallelism !== contents.maxParallelism) {
     throw new WeirError(
@@ -135,7 +130,6 @@ function restoreOne(
   if (end >= start && (start < 0 || end >= maxParallelism)) throw input.corrupt(`its key-group range ${start}-${end} is not inside [0, ${maxParallelism})`);
 
   const tables = states.map(({ kind, name, ttl }) => restoredTable(contents, name, kind, ttl, input.source));
-  const snapshotEnd = input.position + input.remaining;
   for (const { keyGroup, offset, length, crc } of index) {
     if (!keyGroupRangeContains(written, keyGroup)) throw input.corrupt(`it has key group ${keyGroup}, outside its range ${formatKeyGroupRange(written)}`);
     if (!keyGroupRangeContains(contents.keyGroupRange, keyGroup)) continue;
@@ -151,15 +145,58 @@ function restoreOne(
       );
     }
     if (!delta) restoredFrom.set(keyGroup, snapshotIndex);
-    if (offset < headerEnd + 4 || offset + length > snapshotEnd)
-      throw input.corrupt(`key group ${keyGroup}'s section (${offset}+${length}) is outside the snapshot`);
+    if (offset < bodyStart || offset + length > bodyEnd) throw input.corrupt(`key group ${keyGroup}'s section (${offset}+${length}) is outside the snapshot`);
     if (checksum(input.slice(offset, offset + length)) !== crc) throw input.corrupt(`the checksum of key group ${keyGroup} does not match`);
-    const section = new DataInputDeserializer(input.slice(0, snapshotEnd), input.source, offset, offset + length);
+    const section = new DataInputDeserializer(input.slice(0, bodyEnd), input.source, offset, offset + length);
     if (delta) applyDeltaSection(contents, section, keyGroup, tables);
     else restoreSection(contents, section, keyGroup, tables, version);
     if (section.remaining !== 0) throw section.corrupt(`key group ${keyGroup} has ${section.remaining} bytes too many`);
   }
   return !delta;
+}
+
+/**
+ * The index of a snapshot's key-group sections, and where its sections may lie. Up to version 5 the
+ * index ends the header (one checksum over both); from version 6 the header has its own checksum and
+ * the index is at the end: `uint32 N, N x {keyGroup, offset, length, crc32}, uint32 crc32 of the
+ * index, uint32 the index's offset`, the last four bytes.
+ */
+function readIndex(input: DataInputDeserializer, version: number): { index: KeyedSectionEntry[]; bodyStart: number; bodyEnd: number } {
+  if (version < 6) {
+    const index = readEntries(input);
+    const headerEnd = input.position;
+    if (input.readUint32('the header checksum') !== checksum(input.slice(0, headerEnd))) throw input.corrupt('the header checksum does not match');
+    return { index, bodyStart: input.position, bodyEnd: input.position + input.remaining };
+  }
+  const headerEnd = input.position;
+  if (input.readUint32('the header checksum') !== checksum(input.slice(0, headerEnd))) throw input.corrupt('the header checksum does not match');
+  const bodyStart = input.position;
+  const end = input.position + input.remaining;
+  if (end - bodyStart < 12) throw input.corrupt('it ends before its index');
+  const indexOffset = input.slice(end - 4, end).readUInt32LE(0);
+  if (indexOffset < bodyStart || indexOffset > end - 12)
+    throw input.corrupt(`its index offset ${indexOffset} is outside the snapshot (${bodyStart}-${end - 12})`);
+  const footer = new DataInputDeserializer(input.slice(0, end - 4), input.source, indexOffset);
+  const index = readEntries(footer);
+  const indexEnd = footer.position;
+  if (footer.readUint32('the index checksum') !== checksum(input.slice(indexOffset, indexEnd))) throw input.corrupt('the index checksum does not match');
+  if (footer.remaining !== 0) throw input.corrupt(`its index is followed by ${footer.remaining} bytes too many`);
+  return { index, bodyStart, bodyEnd: indexOffset };
+}
+
+function readEntries(input: DataInputDeserializer): KeyedSectionEntry[] {
+  const sectionCount = input.readUint32('the section count');
+  if (sectionCount * SECTION_INDEX_ENTRY_BYTES > input.remaining) throw input.corrupt(`it ends inside the index of ${sectionCount} key groups`);
+  const index: KeyedSectionEntry[] = [];
+  for (let i = 0; i < sectionCount; i++) {
+    index.push({
+      keyGroup: input.readUint32('the index'),
+      offset: input.readUint32('the index'),
+      length: input.readUint32('the index'),
+      crc: input.readUint32('the index'),
+    });
+  }
+  return index;
 }
 
 function restoredTable(contents: KeyedStateContents, name: string, kind: StateKind, ttl: boolean, source: string): StateTable {

@@ -1,5 +1,3 @@
-import { crc32 } from 'node:zlib';
-import { releaseBytes } from '../core/heap/release-bytes.ts';
 import type { StateTtl } from '../core/state/state-descriptors.ts';
 import type { StateKey } from '../core/state/state-key.ts';
 import type { StateKind } from '../core/state/state-types.ts';
@@ -10,16 +8,8 @@ import type { KeyGroupRange } from './key-group-range.ts';
 import { EVENT_TIMERS_ID, KeyReader, KeyWriter, PROCESSING_TIMERS_ID, prefixEnd, readOrderedDouble } from './lmdb-key-codec.ts';
 import type { LmdbStore, LmdbTransaction } from './lmdb-store.ts';
 import { readGroupTimer } from './lmdb-timer-service.ts';
-import { SlicedSnapshot } from './sliced-snapshot.ts';
-import {
-  KEYED_STATE_FORMAT_VERSION,
-  KEYED_STATE_MAGIC,
-  SNAPSHOT_FLAG_DELTA,
-  serializeStateValue,
-  startKeyedSnapshot,
-  stateKindCode,
-  TTL_FLAG,
-} from './state-snapshot-format.ts';
+import { SlicedSnapshot, sectionPieces, type TableSection } from './sliced-snapshot.ts';
+import { KEYED_STATE_FORMAT_VERSION, KEYED_STATE_MAGIC, SNAPSHOT_FLAG_DELTA, serializeStateValue, stateKindCode, TTL_FLAG } from './state-snapshot-format.ts';
 import { isExpired, liveValue, type TtlValue } from './state-table.ts';
 
 /** Entries per v8 blob, as the heap's writer. */
@@ -35,12 +25,6 @@ export interface SnapshotState {
   ttlWrapped: boolean;
   /** With fullSnapshot cleanup, what expired at the barrier is left out. */
   ttl: StateTtl | undefined;
-}
-
-interface Section {
-  stateIndex: number;
-  count: number;
-  blobs: Uint8Array[];
 }
 
 /** A state of an incremental snapshot: its index in the header, and its keys changed since the base, per key group index. */
@@ -67,21 +51,17 @@ export class LmdbSnapshotWriter extends SlicedSnapshot {
   readonly #range: KeyGroupRange;
   readonly #operatorName: string;
   readonly #states = new Map<number, { index: number; state: SnapshotState }>();
-  readonly #header = new DataOutputSerializer(256);
-  readonly #pieces: Uint8Array[] = [];
-  readonly #sections: { keyGroup: number; offset: number; length: number; crc: number }[] = [];
   readonly #now: number;
   readonly #onEnd: () => void;
   readonly #reader = new KeyReader();
   #transaction: LmdbTransaction | undefined;
   /** The options of a point read in the transaction (one object: no allocation per key). */
   #inTransaction: { transaction: LmdbTransaction } | undefined;
-  #bodyLength = 0;
   #keyGroup: number;
   /** Where the current key group's range goes on (after this key), undefined at its start. */
   #after: Buffer | undefined;
-  #groupSections: Section[] = [];
-  #section: Section | undefined;
+  #groupSections: TableSection[] = [];
+  #section: TableSection | undefined;
   #sectionId = -1;
   #flat: unknown[] = [];
   /** The map being gathered: its key's bytes (kg | id | key), key and entries. */
@@ -116,7 +96,7 @@ export class LmdbSnapshotWriter extends SlicedSnapshot {
     this.#onEnd = onEnd;
     this.#keyGroup = range.start;
     this.delta = delta;
-    const header = this.#header;
+    const header = new DataOutputSerializer(256);
     header.writeBytes(KEYED_STATE_MAGIC);
     header.writeUint16(KEYED_STATE_FORMAT_VERSION);
     header.writeUint32(maxParallelism);
@@ -131,15 +111,16 @@ export class LmdbSnapshotWriter extends SlicedSnapshot {
       const changed = delta?.tables.get(state.name);
       if (changed !== undefined) this.#deltaStates.push({ index, state, changed });
     });
+    this.begin(header);
     this.#transaction = store.snapshot();
     this.#inTransaction = { transaction: this.#transaction };
   }
 
-  protected advance(): Uint8Array | undefined {
-    if (this.#keyGroup > this.#range.end) return this.#assemble();
+  protected advance(): boolean {
+    if (this.#keyGroup > this.#range.end) return true;
     if (this.delta === undefined) this.#readBatch();
     else this.#readChanges();
-    return undefined;
+    return false;
   }
 
   /** The snapshot is written or given up: the read transaction ends, so lmdb may reuse its pages. */
@@ -300,7 +281,7 @@ export class LmdbSnapshotWriter extends SlicedSnapshot {
   #endChunk(): void {
     const flat = this.#flat;
     if (flat.length === 0) return;
-    const section = this.#section as Section;
+    const section = this.#section as TableSection;
     section.count += flat.length / 2;
     const name = this.#states.get(this.#sectionId)?.state.name;
     section.blobs.push(serializeStateValue(flat, `state "${name}" of operator "${this.#operatorName}"`));
@@ -310,7 +291,7 @@ export class LmdbSnapshotWriter extends SlicedSnapshot {
   #endSection(): void {
     this.#endMap();
     this.#endChunk();
-    const section = this.#section as Section;
+    const section = this.#section as TableSection;
     if (section.count > 0) this.#groupSections.push(section);
     this.#section = undefined;
     this.#sectionId = -1;
@@ -322,52 +303,16 @@ export class LmdbSnapshotWriter extends SlicedSnapshot {
     const tableSections = this.#groupSections;
     const timers = this.#timers;
     if (tableSections.length > 0 || timers[0].length > 0 || timers[1].length > 0) {
-      const pieces: Uint8Array[] = [uint32s(tableSections.length)];
-      for (const section of tableSections) {
-        pieces.push(uint32s(section.stateIndex, section.count, section.blobs.length));
-        for (const blob of section.blobs) pieces.push(uint32s(blob.length), blob);
-      }
-      for (const flat of timers) {
-        if (flat.length === 0) pieces.push(uint32s(0, 0));
-        else {
-          const blob = serializeStateValue(flat, `the timers of operator "${this.#operatorName}"`);
-          // A full snapshot's timers are (key, timestamp, namespace) triples; an incremental one's (key, [timestamp, namespace...]) pairs.
-          pieces.push(uint32s(flat.length / (this.delta === undefined ? 3 : 2), blob.length), blob);
-        }
-      }
-      let length = 0;
-      let crc = 0;
-      for (const piece of pieces) {
-        length += piece.length;
-        crc = crc32(piece, crc);
-        this.#pieces.push(piece);
-      }
-      this.#sections.push({ keyGroup: this.#keyGroup, offset: this.#bodyLength, length, crc: crc >>> 0 });
-      this.#bodyLength += length;
+      // A full snapshot's timers are (key, timestamp, namespace) triples; an incremental one's (key, [timestamp, namespace...]) pairs.
+      const width = this.delta === undefined ? 3 : 2;
+      const blobs = timers.map((flat): [number, Uint8Array | undefined] =>
+        flat.length === 0 ? [0, undefined] : [flat.length / width, serializeStateValue(flat, `the timers of operator "${this.#operatorName}"`)],
+      );
+      this.writeSection(this.#keyGroup, sectionPieces(tableSections, blobs));
     }
     this.#groupSections = [];
     this.#timers = [[], []];
     this.#after = undefined;
     this.#keyGroup++;
   }
-
-  /** Header (with the index and its checksum), then the sections. */
-  #assemble(): Uint8Array {
-    const out = startKeyedSnapshot(this.#header, this.#sections, this.#bodyLength, this.#operatorName);
-    let position = this.#header.length;
-    for (const piece of this.#pieces) {
-      out.set(piece, position);
-      position += piece.length;
-      releaseBytes(piece); // copied: its memory goes now, not at a later collection
-    }
-    this.#pieces.length = 0;
-    return out;
-  }
-}
-
-function uint32s(...values: number[]): Uint8Array {
-  const bytes = new Uint8Array(values.length * 4);
-  const view = new DataView(bytes.buffer);
-  for (let i = 0; i < values.length; i++) view.setUint32(i * 4, values[i] as number, true);
-  return bytes;
 }

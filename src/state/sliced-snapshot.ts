@@ -1,15 +1,38 @@
+import { crc32 } from 'node:zlib';
 import { WeirError } from '../core/errors/weir-error.ts';
+import { releaseBytes } from '../core/heap/release-bytes.ts';
 import type { AsyncKeyedStateSnapshot } from '../core/state/keyed-state-backend.ts';
+import type { DataOutputSerializer } from './data-output-serializer.ts';
+import { type KeyedSectionEntry, keyedSnapshotIndex, keyedSnapshotPrefix } from './state-snapshot-format.ts';
+
+/** One state's entries in a key group's section: its index in the header, its entry count, a v8 blob per chunk. */
+export interface TableSection {
+  stateIndex: number;
+  count: number;
+  blobs: Uint8Array[];
+}
 
 /**
  * What both backends' asynchronous snapshot writers share (KeyedStateSnapshotWriter for the heap,
  * LmdbSnapshotWriter for the disk): written slice by slice between the task's turns, each
  * {@link step} going on until its time budget is spent; a failure gives the snapshot up (releasing
- * what it held) and is what {@link result} throws. A subclass writes in {@link advance} and frees
+ * what it held) and is what {@link result} throws. A subclass begins with {@link begin} (the
+ * header), writes a section per key group with {@link writeSection} in {@link advance}, and frees
  * what it holds in {@link free}, once.
+ *
+ * The snapshot is a stream of pieces (format version 6: the key-group index at the end), so it
+ * need not be held whole: {@link drain} takes the pieces written so far, for the storage to write
+ * as they come (a checkpoint's asynchronous part); {@link result} is the whole snapshot for a
+ * caller that drained nothing.
  */
 export abstract class SlicedSnapshot implements AsyncKeyedStateSnapshot {
   readonly #operatorName: string;
+  #pieces: Uint8Array[] = [];
+  /** Bytes of the snapshot so far (the next section's offset). */
+  #length = 0;
+  readonly #sections: KeyedSectionEntry[] = [];
+  #drained = false;
+  #complete = false;
   #result: Uint8Array | undefined;
   #failure: unknown;
   #ended = false;
@@ -29,9 +52,9 @@ export abstract class SlicedSnapshot implements AsyncKeyedStateSnapshot {
     const until = performance.now() + budgetMs;
     try {
       do {
-        const written = this.advance(until);
-        if (written !== undefined) {
-          this.#result = written;
+        if (this.advance(until)) {
+          this.#end();
+          this.#complete = true;
           this.release();
           return true;
         }
@@ -49,15 +72,48 @@ export abstract class SlicedSnapshot implements AsyncKeyedStateSnapshot {
     while (!this.step(Number.POSITIVE_INFINITY));
   }
 
-  /** The snapshot, once complete; the error it failed with, if it failed. */
-  result(): Uint8Array {
+  /** The pieces written since the last call, in order (the caller owns them now); the snapshot is then never whole. */
+  drain(): Uint8Array[] {
+    this.#drained = true;
+    const pieces = this.#pieces;
+    this.#pieces = [];
+    return pieces;
+  }
+
+  /** Throws the error the snapshot failed with, or CHECKPOINT_NOT_COMPLETED when it was given up or is still being written. */
+  assertComplete(): void {
     if (this.#failure !== undefined) throw this.#failure;
-    if (this.#result === undefined) {
+    if (!this.#complete) {
       throw new WeirError(
         'CHECKPOINT_NOT_COMPLETED',
         `operator "${this.#operatorName}": the keyed state snapshot is not written (given up, or still being written)`,
-        { fault: 'internal', hint: 'call result() only after step() returned true' },
+        {
+          fault: 'internal',
+          hint: 'take the snapshot only after step() returned true',
+        },
       );
+    }
+  }
+
+  /** The whole snapshot, once complete, when nothing was drained; the error it failed with, if it failed. */
+  result(): Uint8Array {
+    this.assertComplete();
+    if (this.#drained) {
+      throw new WeirError('CHECKPOINT_NOT_COMPLETED', `operator "${this.#operatorName}": the keyed state snapshot was drained piece by piece`, {
+        fault: 'internal',
+        hint: 'call either result() or drain(), never both',
+      });
+    }
+    if (this.#result === undefined) {
+      const out = new Uint8Array(Buffer.allocUnsafeSlow(this.#length).buffer, 0, this.#length);
+      let position = 0;
+      for (const piece of this.#pieces) {
+        out.set(piece, position);
+        position += piece.length;
+        releaseBytes(piece); // copied: its memory goes now, not at a later collection
+      }
+      this.#pieces = [];
+      this.#result = out;
     }
     return this.#result;
   }
@@ -66,12 +122,64 @@ export abstract class SlicedSnapshot implements AsyncKeyedStateSnapshot {
   release(): void {
     if (this.#ended) return;
     this.#ended = true;
+    if (!this.#complete) this.#pieces = [];
     this.free();
   }
 
-  /** Writes a piece; returns the whole snapshot once it is complete (`until`: the slice's end, for long pieces). */
-  protected abstract advance(until: number): Uint8Array | undefined;
+  /** The header (magic, version, range, flags, states), then its checksum: the snapshot's first piece. */
+  protected begin(header: DataOutputSerializer): void {
+    this.#push(keyedSnapshotPrefix(header));
+  }
+
+  /** Key group `keyGroup`'s section, as pieces: its place and checksum go into the index. */
+  protected writeSection(keyGroup: number, pieces: readonly Uint8Array[]): void {
+    const offset = this.#length;
+    let crc = 0;
+    for (const piece of pieces) {
+      crc = crc32(piece, crc);
+      this.#push(piece);
+    }
+    this.#sections.push({ keyGroup, offset, length: this.#length - offset, crc: crc >>> 0 });
+  }
+
+  /** Writes a piece; returns true once every key group is written (`until`: the slice's end, for long pieces). */
+  protected abstract advance(until: number): boolean;
 
   /** Frees what the snapshot holds (called once, by {@link release}). */
   protected abstract free(): void;
+
+  /** The index of the sections, its checksum and its offset: the snapshot's last piece. */
+  #end(): void {
+    this.#push(keyedSnapshotIndex(this.#sections, this.#length, this.#operatorName));
+  }
+
+  #push(piece: Uint8Array): void {
+    this.#pieces.push(piece);
+    this.#length += piece.length;
+  }
+}
+
+/**
+ * A key group's section as pieces (format in keyed-state-snapshot.ts): its states' chunks, then its
+ * processing-time and event-time timers, each a count and a v8 blob (none: 0, 0).
+ */
+export function sectionPieces(tableSections: readonly TableSection[], timers: readonly [number, Uint8Array | undefined][]): Uint8Array[] {
+  const pieces: Uint8Array[] = [uint32s(tableSections.length)];
+  for (const section of tableSections) {
+    pieces.push(uint32s(section.stateIndex, section.count, section.blobs.length));
+    for (const blob of section.blobs) pieces.push(uint32s(blob.length), blob);
+  }
+  for (const [count, blob] of timers) {
+    if (blob === undefined) pieces.push(uint32s(0, 0));
+    else pieces.push(uint32s(count, blob.length), blob);
+  }
+  return pieces;
+}
+
+/** Little-endian uint32s, as a piece of a section. */
+function uint32s(...values: number[]): Uint8Array {
+  const bytes = new Uint8Array(values.length * 4);
+  const view = new DataView(bytes.buffer);
+  for (let i = 0; i < values.length; i++) view.setUint32(i * 4, values[i] as number, true);
+  return bytes;
 }

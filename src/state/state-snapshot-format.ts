@@ -16,9 +16,10 @@ import type { DataOutputSerializer } from './data-output-serializer.ts';
 /**
  * The keyed state snapshot format this Weir writes and the newest it reads. 2: timers carry a
  * namespace (windows, join buffers); 3: TTL-stamped states; 4: a state's entries in chunks
- * (asynchronous snapshots); 5: a flags byte (incremental snapshots). Versions 1 to 4 are still read.
+ * (asynchronous snapshots); 5: a flags byte (incremental snapshots); 6: the key-group index at the
+ * end (a snapshot is written as it is produced, never held whole). Versions 1 to 5 are still read.
  */
-export const KEYED_STATE_FORMAT_VERSION = 5;
+export const KEYED_STATE_FORMAT_VERSION = 6;
 /** Set in a keyed state snapshot's flags byte (version 5 on): an incremental snapshot (the changes since another checkpoint's). */
 export const SNAPSHOT_FLAG_DELTA = 0x01;
 /** The operator state snapshot format this Weir writes and the newest it reads. */
@@ -97,29 +98,36 @@ export interface KeyedSectionEntry {
   crc: number;
 }
 
+/** The header (everything up to the states) with its checksum after it: a version 6 snapshot's first bytes. */
+export function keyedSnapshotPrefix(header: DataOutputSerializer): Uint8Array {
+  header.writeUint32(checksum(header.view()));
+  return header.view().slice();
+}
+
 /**
- * Ends a keyed snapshot's header (the sections' index, offsets from the snapshot's start, and the
- * header's checksum) and allocates the snapshot with the header copied in; the body's
- * `bodyLength` bytes follow it, for the caller to fill (no zero-filling: hundreds of MB at once on
- * the task thread). Both backends' writers end their snapshots here.
+ * A version 6 snapshot's last bytes: the index of its sections (`indexOffset`: where it starts,
+ * the snapshot's length so far), the index's checksum, then `indexOffset` itself, so a reader finds
+ * the index from the end. Each section's offset is from the snapshot's start, as the index says.
  */
-export function startKeyedSnapshot(header: DataOutputSerializer, sections: readonly KeyedSectionEntry[], bodyLength: number, operatorName: string): Uint8Array {
-  const headerLength = header.length + 4 + sections.length * SECTION_INDEX_ENTRY_BYTES + 4;
-  if (headerLength + bodyLength > 0xffffffff) {
+export function keyedSnapshotIndex(sections: readonly KeyedSectionEntry[], indexOffset: number, operatorName: string): Uint8Array {
+  const length = 4 + sections.length * SECTION_INDEX_ENTRY_BYTES + 8;
+  if (indexOffset + length > 0xffffffff) {
     throw new WeirError('STATE_TOO_LARGE', `operator "${operatorName}": the keyed state snapshot would exceed 4 GiB`, {
       hint: 'raise the parallelism of the operator so each subtask holds less state',
     });
   }
-  header.writeUint32(sections.length);
+  const bytes = new Uint8Array(length);
+  const view = new DataView(bytes.buffer);
+  view.setUint32(0, sections.length, true);
+  let position = 4;
   for (const section of sections) {
-    header.writeUint32(section.keyGroup);
-    header.writeUint32(headerLength + section.offset);
-    header.writeUint32(section.length);
-    header.writeUint32(section.crc);
+    view.setUint32(position, section.keyGroup, true);
+    view.setUint32(position + 4, section.offset, true);
+    view.setUint32(position + 8, section.length, true);
+    view.setUint32(position + 12, section.crc, true);
+    position += SECTION_INDEX_ENTRY_BYTES;
   }
-  header.writeUint32(checksum(header.view()));
-  const length = header.length + bodyLength;
-  const out = new Uint8Array(Buffer.allocUnsafeSlow(length).buffer, 0, length);
-  out.set(header.view(), 0);
-  return out;
+  view.setUint32(position, checksum(bytes.subarray(0, position)), true);
+  view.setUint32(position + 4, indexOffset, true);
+  return bytes;
 }

@@ -3,6 +3,21 @@ import type { CheckpointMetadata, StateHandle } from './checkpoint-metadata.ts';
 import type { StateKind } from './state-file-name.ts';
 import type { LockOptions, StorageLock } from './storage-lock.ts';
 
+/**
+ * A state file written piece by piece, as a keyed snapshot's writer produces it (the snapshot is
+ * never held whole): {@link write} in order, then {@link finish} (durable, hashed: the handle), or
+ * {@link abort} (what was written goes). The same file, written once and checked on read, as
+ * {@link CheckpointStorage.writeState} writes.
+ */
+export interface StateFileWriter {
+  /** Appends pieces; resolves once they are written (the caller may free them then). */
+  write(pieces: readonly Uint8Array[]): Promise<void>;
+  /** Makes the file durable; its handle names it, its size and its SHA-256. */
+  finish(): Promise<StateHandle>;
+  /** Gives the file up (a failed or declined checkpoint): what was written is deleted, best effort. */
+  abort(): Promise<void>;
+}
+
 /** A completed checkpoint's or savepoint's metadata, with where it was read from. */
 export type StoredCheckpointMetadata = CheckpointMetadata & { location: CheckpointLocation };
 
@@ -38,6 +53,12 @@ export interface CheckpointStorage {
   savepointLocation(checkpointId: number): CheckpointLocation;
   /** Writes one subtask's state snapshot durably, once; the handle names it, its size and its SHA-256. */
   writeState(location: CheckpointLocation, operatorUid: string, subtaskIndex: number, kind: StateKind, bytes: Uint8Array): Promise<StateHandle>;
+  /**
+   * Opens one subtask's state file to write piece by piece (a keyed snapshot as it is produced, never
+   * held whole): the same file as {@link writeState}'s, written once. A storage without it gets the
+   * pieces through writeState at the end (open-state-writer.ts holds them).
+   */
+  openState?(location: CheckpointLocation, operatorUid: string, subtaskIndex: number, kind: StateKind): Promise<StateFileWriter>;
   /** Reads a state snapshot back (from a location, or a folder a restore names), checking it against its handle. */
   readState(location: CheckpointLocation | string, handle: StateHandle): Promise<Uint8Array>;
   /** Completes a checkpoint or savepoint: its metadata, written atomically and last. */

@@ -1,11 +1,11 @@
 import { CheckpointDirectory } from './checkpoint-directory.ts';
 import type { CheckpointLocation } from './checkpoint-location.ts';
 import type { CheckpointMetadata, StateHandle } from './checkpoint-metadata.ts';
-import type { CheckpointStorage, StoredCheckpointMetadata } from './checkpoint-storage.ts';
+import type { CheckpointStorage, StateFileWriter, StoredCheckpointMetadata } from './checkpoint-storage.ts';
 import { CheckpointStorageLock } from './checkpoint-storage-lock.ts';
 import { hasCommittedMarker, readMetadataFile, writeCommittedMarker, writeMetadataFile } from './metadata-files.ts';
 import type { StateKind } from './state-file-name.ts';
-import { readStateFile, writeStateFile } from './state-files.ts';
+import { openStateFile, readStateFile, writeStateFile } from './state-files.ts';
 import type { LockOptions, StorageLock } from './storage-lock.ts';
 import { storageTestDelay } from './storage-test-delays.ts';
 
@@ -62,6 +62,11 @@ export class FileSystemCheckpointStorage implements CheckpointStorage {
   async writeState(location: CheckpointLocation, operatorUid: string, subtaskIndex: number, kind: StateKind, bytes: Uint8Array): Promise<StateHandle> {
     await storageTestDelay('state', location);
     return writeStateFile(location, operatorUid, subtaskIndex, kind, bytes);
+  }
+
+  async openState(location: CheckpointLocation, operatorUid: string, subtaskIndex: number, kind: StateKind): Promise<StateFileWriter> {
+    await storageTestDelay('state', location);
+    return openStateFile(location, operatorUid, subtaskIndex, kind);
   }
 
   async readState(location: CheckpointLocation | string, handle: StateHandle): Promise<Uint8Array> {

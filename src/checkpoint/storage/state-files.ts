@@ -1,11 +1,13 @@
 import { createHash } from 'node:crypto';
-import { mkdir, readdir, readFile } from 'node:fs/promises';
+import { type FileHandle, mkdir, open, readdir, readFile, rm } from 'node:fs/promises';
 import { dirname, join, resolve } from 'node:path';
 import { setImmediate as nextTurn } from 'node:timers/promises';
 import { WeirError } from '../../core/errors/weir-error.ts';
+import { releaseBytes } from '../../core/heap/release-bytes.ts';
 import { checkpointFolderName } from './checkpoint-folder-name.ts';
 import type { CheckpointLocation } from './checkpoint-location.ts';
 import { describeSchemaIssues, type StateHandle, stateHandleSchema } from './checkpoint-metadata.ts';
+import type { StateFileWriter } from './checkpoint-storage.ts';
 import { writeFileDurably } from './durable-file.ts';
 import { type StateKind, stateFileName } from './state-file-name.ts';
 import { hasCode, storageIoError } from './storage-errors.ts';
@@ -22,16 +24,7 @@ export async function writeStateFile(
   kind: StateKind,
   bytes: Uint8Array,
 ): Promise<StateHandle> {
-  if (typeof operatorUid !== 'string' || operatorUid === '') {
-    throw new WeirError('INVALID_STATE_WRITE', 'writeState was given an empty operator uid', { fault: 'internal' });
-  }
-  if (!Number.isSafeInteger(subtaskIndex) || subtaskIndex < 0) {
-    throw new WeirError('INVALID_STATE_WRITE', `writeState was given the subtask index ${subtaskIndex} for operator "${operatorUid}"`, { fault: 'internal' });
-  }
-  if (kind !== 'keyed' && kind !== 'operator') {
-    throw new WeirError('INVALID_STATE_WRITE', `writeState was given the state kind "${String(kind)}"; expected keyed or operator`, { fault: 'internal' });
-  }
-  const name = stateFileName(operatorUid, subtaskIndex, kind);
+  const name = checkStateWrite(operatorUid, subtaskIndex, kind);
   const file = join(location.path, name);
   try {
     await mkdir(location.path, { recursive: true });
@@ -41,6 +34,87 @@ export async function writeStateFile(
     throw storageIoError('STATE_WRITE_FAILED', `cannot write state file ${file}`, error, true);
   }
   return { path: name, size: bytes.byteLength, sha256: await sha256InSlices(bytes) };
+}
+
+/**
+ * Opens one subtask's state file to write piece by piece (a keyed snapshot as it is produced):
+ * created once (`wx`, as {@link writeStateFile}), hashed as it is written, fsynced by `finish`;
+ * `abort` deletes it. The pieces given to `write` are freed once written (releaseBytes).
+ */
+export async function openStateFile(location: CheckpointLocation, operatorUid: string, subtaskIndex: number, kind: StateKind): Promise<StateFileWriter> {
+  const name = checkStateWrite(operatorUid, subtaskIndex, kind);
+  const file = join(location.path, name);
+  let handle: FileHandle;
+  try {
+    await mkdir(location.path, { recursive: true });
+    handle = await open(file, 'wx');
+  } catch (error) {
+    if (hasCode(error, 'EEXIST')) throw await stateFileExists(location, name, operatorUid, error);
+    throw storageIoError('STATE_WRITE_FAILED', `cannot write state file ${file}`, error, true);
+  }
+  const hash = createHash('sha256');
+  let size = 0;
+  let closed = false;
+  const close = async () => {
+    if (closed) return;
+    closed = true;
+    await handle.close();
+  };
+  return {
+    write: async (pieces) => {
+      try {
+        const left = pieces.filter((piece) => piece.byteLength > 0);
+        while (left.length > 0) {
+          const { bytesWritten } = await handle.writev(left);
+          // A short write (rare on a file) goes on from where it stopped.
+          let skip = bytesWritten;
+          while (left.length > 0 && skip >= (left[0] as Uint8Array).byteLength) skip -= (left.shift() as Uint8Array).byteLength;
+          if (skip > 0) left[0] = (left[0] as Uint8Array).subarray(skip);
+        }
+      } catch (error) {
+        throw storageIoError('STATE_WRITE_FAILED', `cannot write state file ${file}`, error, true);
+      }
+      // Hashed a few MB per turn of the event loop, as sha256InSlices does: the task goes on in between.
+      let sinceTurn = 0;
+      for (const piece of pieces) {
+        hash.update(piece);
+        size += piece.byteLength;
+        releaseBytes(piece); // written and hashed: its memory goes now, not at a later collection
+        sinceTurn += piece.byteLength;
+        if (sinceTurn >= HASH_SLICE_BYTES) {
+          sinceTurn = 0;
+          await nextTurn();
+        }
+      }
+    },
+    finish: async () => {
+      try {
+        await handle.sync();
+        await close();
+      } catch (error) {
+        throw storageIoError('STATE_WRITE_FAILED', `cannot write state file ${file}`, error, true);
+      }
+      return { path: name, size, sha256: hash.digest('hex') };
+    },
+    abort: async () => {
+      await close().catch(() => {});
+      await rm(file, { force: true }).catch(() => {});
+    },
+  };
+}
+
+/** Checks what writeState was given; returns the file's name. */
+function checkStateWrite(operatorUid: string, subtaskIndex: number, kind: StateKind): string {
+  if (typeof operatorUid !== 'string' || operatorUid === '') {
+    throw new WeirError('INVALID_STATE_WRITE', 'writeState was given an empty operator uid', { fault: 'internal' });
+  }
+  if (!Number.isSafeInteger(subtaskIndex) || subtaskIndex < 0) {
+    throw new WeirError('INVALID_STATE_WRITE', `writeState was given the subtask index ${subtaskIndex} for operator "${operatorUid}"`, { fault: 'internal' });
+  }
+  if (kind !== 'keyed' && kind !== 'operator') {
+    throw new WeirError('INVALID_STATE_WRITE', `writeState was given the state kind "${String(kind)}"; expected keyed or operator`, { fault: 'internal' });
+  }
+  return stateFileName(operatorUid, subtaskIndex, kind);
 }
 
 /** Reads a state snapshot back, checking its size and SHA-256 against the handle. */

@@ -43,8 +43,12 @@ export interface AsyncKeyedStateSnapshot {
   step(budgetMs: number): boolean;
   /** Writes what is left at once. */
   runToEnd(): void;
-  /** The snapshot (canonical keyed format), once complete; the error it failed with, if it failed. */
+  /** The snapshot (canonical keyed format), once complete, when nothing was drained; the error it failed with, if it failed. */
   result(): Uint8Array;
+  /** The snapshot's pieces written since the last call, in order (the caller owns them): a storage writes them as they come. */
+  drain(): Uint8Array[];
+  /** Throws the error the snapshot failed with, or CHECKPOINT_NOT_COMPLETED when it was given up or is still being written. */
+  assertComplete(): void;
   /** Gives the snapshot up. */
   release(): void;
   /** An incremental snapshot: the completed checkpoint it adds to (restored after that one's snapshots); undefined for a full one. */

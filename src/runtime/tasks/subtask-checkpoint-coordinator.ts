@@ -3,9 +3,10 @@ import { setImmediate as nextTurn } from 'node:timers/promises';
 import type { CheckpointFailure, CheckpointFailureReason } from '../../checkpoint/checkpoint-failure-reason.ts';
 import type { OperatorSubtaskState } from '../../checkpoint/operator-subtask-state.ts';
 import type { CheckpointLocation } from '../../checkpoint/storage/checkpoint-location.ts';
+import type { StateHandle } from '../../checkpoint/storage/checkpoint-metadata.ts';
 import type { CheckpointStorage } from '../../checkpoint/storage/checkpoint-storage.ts';
+import { openStateWriter } from '../../checkpoint/storage/open-state-writer.ts';
 import { WeirError } from '../../core/errors/weir-error.ts';
-import { releaseBytes } from '../../core/heap/release-bytes.ts';
 import type { AsyncKeyedStateSnapshot } from '../../core/state/keyed-state-backend.ts';
 import type { FromWorker } from '../deployment/worker-messages.ts';
 import type { ChannelStateResult } from '../io/checkpointing/checkpoint-barrier-handler.ts';
@@ -174,16 +175,11 @@ export class SubtaskCheckpointCoordinator {
       const state: OperatorSubtaskState = { uid: snapshot.uid };
       const writer = snapshot.keyed;
       if (writer !== undefined) {
-        // One slice per turn of the event loop: the task's loop takes its turns in between.
-        while (!writer.step(SNAPSHOT_SLICE_MS)) await nextTurn();
-        const keyed = writer.result();
-        const handle = await storage.writeState(location, snapshot.uid, subtaskIndex, 'keyed', keyed);
+        const handle = await streamKeyedSnapshot(storage, location, snapshot.uid, subtaskIndex, writer);
         if (this.#options.incremental === true && location.kind === 'checkpoint') {
           Object.assign(state, this.#chains.written(snapshot.uid, location.checkpointId, handle, writer.delta === undefined ? undefined : snapshot.base));
         } else state.keyed = handle;
-        bytes += keyed.byteLength;
-        // Written (and hashed): the snapshot's memory goes now, not at a later full collection.
-        releaseBytes(keyed);
+        bytes += handle.size;
       }
       if (snapshot.operator !== undefined) {
         state.operator = await storage.writeState(location, snapshot.uid, subtaskIndex, 'operator', snapshot.operator);
@@ -202,5 +198,36 @@ export class SubtaskCheckpointCoordinator {
     const asyncMs = performance.now() - started;
     if (checkpointChannel.hasSubscribers) checkpointChannel.publish({ checkpointId: location.checkpointId, vertexId, subtaskIndex, syncMs, asyncMs, bytes });
     toMaster({ type: 'ack', checkpointId: location.checkpointId, vertexId, subtaskIndex, operators, alignmentMs, bytes, syncMs, asyncMs });
+  }
+}
+
+/**
+ * Writes a keyed snapshot into its state file as it is produced (never held whole): a slice of the
+ * writer per turn of the event loop (the task's loop takes its turns in between), each slice's
+ * pieces handed to the file (which frees them once written) before the next. A failure gives both
+ * up: the snapshot (its copy-on-write ends) and the file (deleted).
+ */
+async function streamKeyedSnapshot(
+  storage: CheckpointStorage,
+  location: CheckpointLocation,
+  uid: string,
+  subtaskIndex: number,
+  writer: AsyncKeyedStateSnapshot,
+): Promise<StateHandle> {
+  const file = await openStateWriter(storage, location, uid, subtaskIndex, 'keyed');
+  try {
+    for (;;) {
+      const done = writer.step(SNAPSHOT_SLICE_MS);
+      const pieces = writer.drain();
+      if (pieces.length > 0) await file.write(pieces);
+      if (done) break;
+      await nextTurn();
+    }
+    writer.assertComplete();
+    return await file.finish();
+  } catch (error) {
+    writer.release();
+    await file.abort();
+    throw error;
   }
 }

@@ -99,7 +99,7 @@ test('a snapshot restores into a backend that reads and goes on as the original 
   const next = random(11);
   while (!writer.step(0)) for (let i = 0; i < 50; i++) mutate(backend, next);
   const bytes = writer.result();
-  assert.equal(bytes[4], 5, 'format version 5: entries in chunks, a flags byte');
+  assert.equal(bytes[4], 6, 'format version 6: entries in chunks, a flags byte, the index at the end');
   const restored = backendWith();
   restored.restore([bytes]);
   assertSameState(decode(restored.snapshot()), decode(bytes), 'restored');

@@ -333,7 +333,7 @@ test('a newer format version is refused with a clear message', () => {
   assert.throws(
     () => fullBackend().restore([snapshot]),
     (e: unknown) =>
-      isWeirError('STATE_SNAPSHOT_VERSION', 'user')(e) && /state snapshot format version 9 is newer than this Weir supports \(5\)/.test((e as Error).message),
+      isWeirError('STATE_SNAPSHOT_VERSION', 'user')(e) && /state snapshot format version 9 is newer than this Weir supports \(6\)/.test((e as Error).message),
   );
 });
 

@@ -75,13 +75,13 @@ test('a format 3 snapshot (before asynchronous snapshots) restores', () => {
   ]);
 });
 
-test('a format 3 snapshot written again is format 5 and restores the same', () => {
+test('a format 3 snapshot written again is format 6 and restores the same', () => {
   const clock = { now: 1000 };
   const backend = () => new HeapKeyedStateBackend({ maxParallelism: 8, keyGroupRange: keyGroupRange(0, 7), operatorName: 'v3', clock: () => clock.now });
   const old = backend();
   old.restore([Buffer.from(FORMAT_3_SNAPSHOT, 'base64')]);
   const rewritten = old.snapshot();
-  assert.equal(rewritten[4], 5);
+  assert.equal(rewritten[4], 6);
   const again = backend();
   again.restore([rewritten]);
   assert.equal(again.numTimers('event'), 20);

@@ -42,7 +42,7 @@ test('namespaced timers survive snapshot and a rescale to 3 subtasks', () => {
     old.registerTimer('processing', 5000 + i, 'right');
   }
   const snapshot = old.snapshot();
-  assert.equal(snapshot[4], 5, 'format version 5');
+  assert.equal(snapshot[4], 6, 'format version 6');
   const parts = [0, 1, 2].map((index) => backend(computeKeyGroupRangeForOperatorIndex(128, 3, index)));
   for (const part of parts) part.restore([snapshot]);
   const events = parts.flatMap((part) => drain(part, 'event', Infinity)).sort((a, b) => a[1] - b[1] || a[2].localeCompare(b[2]));
@@ -88,7 +88,7 @@ test('a format 1 snapshot (before namespaces) restores: its timers in the void n
   const fresh = backend();
   fresh.restore([Buffer.from(FORMAT_1_SNAPSHOT, 'base64')]);
   const rewritten = fresh.snapshot();
-  assert.equal(rewritten[4], 5);
+  assert.equal(rewritten[4], 6);
   again.restore([rewritten]);
   assert.equal(again.numTimers('event'), 3);
 });
