@@ -10,7 +10,7 @@
  * duration (p50/p99), and the bytes written per checkpoint.
  *
  *   npm run bench:state [-- --keys 1000000,5000000] [--large] [--seconds 30] [--label after] [--backend heap|disk]
- *                       [--incremental | --modes full,incremental] [--rate <records/s>] [--flink [--jvm-opts "-Xmx2g"]]
+ *                       [--incremental | --modes full,incremental] [--rate <records/s>] [--young-mb <MB>] [--flink [--jvm-opts "-Xmx2g"]]
  * `--incremental`: checkpointing.incremental; `--modes full,incremental`: each size with full, then
  * with incremental checkpoints (each in a process of its own), side by side in one table; `--rate`:
  * the generator's records/s (default as fast as it goes), so a checkpoint interval changes only part
@@ -26,7 +26,7 @@
  * measures what a full and an incremental checkpoint cost the task, no job (bench/state-incremental.ts).
  */
 import { spawn } from 'node:child_process';
-import { existsSync } from 'node:fs';
+import { existsSync, readFileSync } from 'node:fs';
 import { mkdtemp, readFile, rm, writeFile } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
@@ -54,6 +54,7 @@ const { values } = parseArgs({
     flink: { type: 'boolean', default: false },
     'jvm-opts': { type: 'string' },
     changed: { type: 'string' },
+    'young-mb': { type: 'string' },
   },
 });
 if (values.snapshots) {
@@ -97,6 +98,8 @@ interface CaseResult {
   fillSeconds: number;
   recordsPerSecond: number;
   peakRssMb: number;
+  /** The most anonymous memory the process held (RssAnon, sampled): the RSS less mapped file pages (lmdb's), which the kernel can drop. */
+  peakAnonMb?: number;
   checkpoints: number;
   aborted: number;
   pauseMs: number[];
@@ -128,10 +131,14 @@ async function runCase(keys: number): Promise<CaseResult> {
     parallelism: 1,
     workers: 1,
     checkpointing: { interval: '2s', storage: join(folder, 'checkpoints'), incremental: values.incremental },
-    workerHeap: { oldGenerationMb: 16384 },
+    workerHeap: { oldGenerationMb: 16384, ...(values['young-mb'] === undefined ? {} : { youngGenerationMb: Number(values['young-mb']) }) },
     stateBackend,
     stateDir: join(folder, 'state'),
   };
+  let peakAnonMb = 0;
+  const sampleAnon = setInterval(() => {
+    peakAnonMb = Math.max(peakAnonMb, rssAnonMb());
+  }, 100);
   try {
     const client = await startJob({
       job,
@@ -159,6 +166,7 @@ async function runCase(keys: number): Promise<CaseResult> {
     measuring = false;
     await client.cancel();
     const peakRssMb = process.resourceUsage().maxRSS / 1024;
+    clearInterval(sampleAnon);
     // The restore: the job started again on its storage resumes from its latest checkpoint; it runs
     // once every task is open (its state read back; the disk backend's loaded into a fresh store).
     const restoring = now();
@@ -180,7 +188,7 @@ async function runCase(keys: number): Promise<CaseResult> {
             .map((line) => line.split(' ').map(Number))
         : [];
     const stalls = (await rowsOf(stallsFile)) as [number, number][];
-    const gcs = (await rowsOf(gcFile)) as [number, number][];
+    const gcs = (await rowsOf(gcFile)) as [number, number, number][];
     const tasks = await rowsOf(tasksFile);
     /** The longest sync and async parts of any task of checkpoint `id`, as the tasks measured them. */
     const taskParts = (id: number) => {
@@ -205,11 +213,20 @@ async function runCase(keys: number): Promise<CaseResult> {
       return [longest, longestWithoutGc] as const;
     });
     const gcPauses = gcs.filter(([at]) => at >= start && at <= end).map(([, duration]) => duration);
+    // The longest GC pauses of the window and their kind (perf_hooks: 1 scavenge, 2 minor mark-sweep, 4 mark-compact (major), 8 incremental marking, 16 weak callbacks).
+    const longestGc = gcs.filter(([at]) => at >= start && at <= end).toSorted((a, b) => (b[1] as number) - (a[1] as number));
+    log(
+      `  longest GC pauses (ms, kind): ${longestGc
+        .slice(0, 6)
+        .map(([, duration, kind]) => `${Math.round(duration as number)} (${kind})`)
+        .join(', ')}`,
+    );
     return {
       keys,
       fillSeconds,
       recordsPerSecond: records / ((end - start) / 1000),
       peakRssMb,
+      peakAnonMb,
       restoreMs,
       checkpoints: window.length,
       aborted,
@@ -222,7 +239,18 @@ async function runCase(keys: number): Promise<CaseResult> {
       bytes: window.map((checkpoint) => checkpoint.bytes),
     };
   } finally {
+    clearInterval(sampleAnon);
     await rm(folder, { recursive: true, force: true });
+  }
+}
+
+/** This process's anonymous resident memory now, in MB (Linux's RssAnon; 0 where /proc has none). */
+function rssAnonMb(): number {
+  try {
+    const match = /^RssAnon:\s+(\d+) kB/m.exec(readFileSync('/proc/self/status', 'utf8'));
+    return match === null ? 0 : Number(match[1]) / 1024;
+  } catch {
+    return 0;
   }
 }
 
@@ -238,6 +266,7 @@ function runChild(keys: number, incremental: boolean): Promise<CaseResult> {
     const flags = ['--case', String(keys), '--seconds', String(seconds), '--backend', stateBackend];
     if (incremental) flags.push('--incremental');
     if (values.rate !== undefined) flags.push('--rate', values.rate);
+    if (values['young-mb'] !== undefined) flags.push('--young-mb', values['young-mb']);
     // Each case's process runs as `weir run` does (its V8 flags; an explicit one on this command wins).
     const child = spawn(process.execPath, [...process.execArgv, ...weirV8Flags(), import.meta.filename, ...flags], {
       stdio: ['ignore', 'pipe', 'inherit'],
@@ -299,6 +328,7 @@ function rowOf(keys: number, mode: string, result: CaseResult, fullBytes: number
     fmt(result.fillSeconds, 1),
     fmt(result.recordsPerSecond),
     fmt(result.peakRssMb),
+    fmt(result.peakAnonMb),
     fmt(result.checkpoints),
     fmt(percentile(pauses, 0.5)),
     fmt(percentile(pauses, 0.99)),
@@ -331,6 +361,7 @@ const section = [
       'fill s',
       'records/s',
       'peak RSS MB',
+      'peak anon MB',
       'checkpoints',
       'sync pause p50 ms',
       'sync pause p99 ms',
@@ -356,7 +387,7 @@ const section = [
 const intro = [
   '# Keyed state: checkpoints of the heap backend (issue 34)',
   '',
-  'generator over N keys -> keyBy -> a small object per key ({ count, sum, last }) in ValueState -> discarding sink; parallelism 1, one worker thread, exactly-once checkpoints every 2 s to the local file system, the heap backend (`--backend disk`: the disk backend, lmdb). "mode": full checkpoints, or incremental ones (`--incremental`; `--modes full,incremental` runs both, each in a process of its own). Each size runs in a process of its own: first until every key has a value ("fill s"), then for the measured window (`--seconds`, default 30), over which everything is reported. records/s: through the sink. Peak RSS: the whole process (job master and worker thread). Sync pause: per checkpoint triggered and completed in the window, the longest time the keyed task stood still (the gap between two records it processed) while the checkpoint was pending; GC pauses in that time count too. "less GC": the same pause less the worker thread\'s GC pauses inside it (what the checkpoint itself cost the task); "GC max": the longest GC pause of the worker thread in the window, checkpoint or not. "task sync" and "task async": the synchronous part (snapshot hooks and the backends\' synchronous snapshots, up to the barrier going on) and the asynchronous part (serializing and writing the state, up to the acknowledgement) as the keyed task measured them (the diagnostics channel `weir:subtask-checkpoint`; "-" where the code measured has no such channel). Checkpoint: trigger to completion. MB per checkpoint: what the tasks acknowledged (p50, and the largest: a full snapshot); MB changed per interval: the keys the records of one 2 s interval touched (the generator cycles through the keys) at the largest checkpoint\'s bytes per key; p50 / changed: what a checkpoint writes against what changed (incremental checkpoints, `--incremental`). Restore ms: the job started again on its storage after the window, until its tasks run (every one has its state back; the disk backend\'s loaded into a fresh store). `--flink`: Apache Flink 2.0 on the same job (bench/state-flink.ts: RocksDB, incremental checkpoints, local execution in one JVM), measured the same way from its own log and files; its restore ms is the keyed task\'s INITIALIZING to RUNNING after a SIGKILL, and its sync pause counts the JVM\'s GC too (not told apart: the less-GC and GC columns stay empty).',
+  'generator over N keys -> keyBy -> a small object per key ({ count, sum, last }) in ValueState -> discarding sink; parallelism 1, one worker thread, exactly-once checkpoints every 2 s to the local file system, the heap backend (`--backend disk`: the disk backend, lmdb). "mode": full checkpoints, or incremental ones (`--incremental`; `--modes full,incremental` runs both, each in a process of its own). Each size runs in a process of its own: first until every key has a value ("fill s"), then for the measured window (`--seconds`, default 30), over which everything is reported. records/s: through the sink. Peak RSS: the whole process (job master and worker thread); "peak anon": its anonymous memory alone (RssAnon, sampled every 100 ms), the RSS less mapped file pages (lmdb maps its file: those pages count in RSS, yet the kernel drops them under memory pressure; "-" for Flink). `--young-mb`: workerHeap.youngGenerationMb for the run. Sync pause: per checkpoint triggered and completed in the window, the longest time the keyed task stood still (the gap between two records it processed) while the checkpoint was pending; GC pauses in that time count too. "less GC": the same pause less the worker thread\'s GC pauses inside it (what the checkpoint itself cost the task); "GC max": the longest GC pause of the worker thread in the window, checkpoint or not. "task sync" and "task async": the synchronous part (snapshot hooks and the backends\' synchronous snapshots, up to the barrier going on) and the asynchronous part (serializing and writing the state, up to the acknowledgement) as the keyed task measured them (the diagnostics channel `weir:subtask-checkpoint`; "-" where the code measured has no such channel). Checkpoint: trigger to completion. MB per checkpoint: what the tasks acknowledged (p50, and the largest: a full snapshot); MB changed per interval: the keys the records of one 2 s interval touched (the generator cycles through the keys) at the largest checkpoint\'s bytes per key; p50 / changed: what a checkpoint writes against what changed (incremental checkpoints, `--incremental`). Restore ms: the job started again on its storage after the window, until its tasks run (every one has its state back; the disk backend\'s loaded into a fresh store). `--flink`: Apache Flink 2.0 on the same job (bench/state-flink.ts: RocksDB, incremental checkpoints, local execution in one JVM), measured the same way from its own log and files; its restore ms is the keyed task\'s INITIALIZING to RUNNING after a SIGKILL, and its sync pause counts the JVM\'s GC too (not told apart: the less-GC and GC columns stay empty).',
   '',
 ].join('\n');
 const previous = existsSync(results) ? await readFile(results, 'utf8') : intro;

@@ -42,7 +42,9 @@ function observeGc(file: string | undefined, tasksFile: string | undefined): voi
   }
   new PerformanceObserver((list) => {
     let lines = '';
-    for (const entry of list.getEntries()) if (entry.duration >= GC_MS) lines += `${performance.timeOrigin + entry.startTime} ${entry.duration}\n`;
+    for (const entry of list.getEntries())
+      if (entry.duration >= GC_MS)
+        lines += `${performance.timeOrigin + entry.startTime} ${entry.duration} ${(entry as unknown as { detail?: { kind?: number } }).detail?.kind ?? 0}\n`;
     if (lines !== '') appendFileSync(file, lines);
   }).observe({ entryTypes: ['gc'] });
 }
