@@ -8,10 +8,11 @@
 import assert from 'node:assert/strict';
 import { randomBytes } from 'node:crypto';
 import { after, before, test } from 'node:test';
-import { DeleteObjectCommand, GetObjectCommand, PutObjectCommand, S3Client } from '@aws-sdk/client-s3';
+import { DeleteObjectCommand, GetObjectCommand, ListObjectsV2Command, PutObjectCommand, S3Client } from '@aws-sdk/client-s3';
 import type { CheckpointLocation } from '../../../src/checkpoint/storage/checkpoint-location.ts';
 import { CompletedCheckpointStore } from '../../../src/checkpoint/storage/completed-checkpoint-store.ts';
 import { openCheckpointStorage, storageFor } from '../../../src/checkpoint/storage/open-checkpoint-storage.ts';
+import { openStateWriter } from '../../../src/checkpoint/storage/open-state-writer.ts';
 import { S3CheckpointStorage } from '../../../src/checkpoint/storage/s3/s3-checkpoint-storage.ts';
 import { LOCK_VERSION } from '../../../src/checkpoint/storage/storage-lock.ts';
 import { WeirError } from '../../../src/core/errors/weir-error.ts';
@@ -91,6 +92,43 @@ test('state round trip, written once, checked by size and SHA-256', async () => 
   await assert.rejects(storage.readState(location, handle), weirError('STATE_FILE_CORRUPT', /sha256 mismatch/, /another checkpoint/));
   await client.send(new DeleteObjectCommand({ Bucket: bucket, Key: key }));
   await assert.rejects(storage.readState(location, handle), weirError('STATE_FILE_MISSING', /is missing$/));
+});
+
+test('a state file streamed as it is produced: a multipart upload of 8 MiB parts, one PutObject when small; written once; an aborted one leaves nothing', async () => {
+  const storage = await fresh();
+  const location = storage.checkpointLocation(1);
+  // 21 MiB in pieces of 1 MiB and a bit, over several writes: three parts, the last smaller.
+  const pieces = Array.from({ length: 20 }, (_, i) => new Uint8Array(new ArrayBuffer(1024 * 1024 + i)).fill(i));
+  const whole = Buffer.concat(pieces);
+  const file = await openStateWriter(storage, location, 'counts', 0, 'keyed');
+  for (let i = 0; i < pieces.length; i += 6) await file.write(pieces.slice(i, i + 6));
+  assert.ok(
+    pieces.slice(0, 16).every((piece) => piece.byteLength === 0),
+    'each piece is freed once its part is uploaded',
+  );
+  const handle = await file.finish();
+  assert.ok(
+    pieces.every((piece) => piece.byteLength === 0),
+    'and the last part at the end',
+  );
+  assert.equal(handle.size, whole.byteLength);
+  assert.ok(Buffer.from(await storage.readState(location, handle)).equals(whole));
+  await assert.rejects(
+    (async () => {
+      const again = await openStateWriter(storage, location, 'counts', 0, 'keyed');
+      await again.write([new Uint8Array(10)]);
+      await again.finish();
+    })(),
+    weirError('STATE_FILE_EXISTS', /written twice/),
+  );
+  const small = await openStateWriter(storage, location, 'counts', 1, 'keyed');
+  await small.write([new Uint8Array([1, 2]), new Uint8Array([3])]);
+  assert.deepEqual(new Uint8Array(await storage.readState(location, await small.finish())), new Uint8Array([1, 2, 3]));
+  const given = await openStateWriter(storage, location, 'counts', 2, 'keyed');
+  await given.write(Array.from({ length: 9 }, () => new Uint8Array(new ArrayBuffer(1024 * 1024))));
+  await given.abort();
+  const listed = await client.send(new ListObjectsV2Command({ Bucket: bucket, Prefix: `${keyOf(location.path)}/` }));
+  assert.deepEqual((listed.Contents ?? []).map((object) => object.Key?.split('/').pop()).sort(), ['counts-0.keyed', 'counts-1.keyed']);
 });
 
 test('_metadata completes a checkpoint once; incomplete and missing locations are told apart', async () => {

@@ -10,12 +10,13 @@ import {
 } from '../checkpoint-folder-name.ts';
 import type { CheckpointLocation } from '../checkpoint-location.ts';
 import { type CheckpointMetadata, describeSchemaIssues, METADATA_FILE_NAME, type StateHandle, stateHandleSchema } from '../checkpoint-metadata.ts';
-import type { CheckpointStorage, StoredCheckpointMetadata } from '../checkpoint-storage.ts';
+import type { CheckpointStorage, StateFileWriter, StoredCheckpointMetadata } from '../checkpoint-storage.ts';
 import { COMMITTED_FILE_NAME, metadataText, storedMetadata } from '../metadata-files.ts';
 import { type StateKind, stateFileName } from '../state-file-name.ts';
 import { sha256, sha256InSlices } from '../state-files.ts';
 import { fencedWrite, LOCK_FILE_NAME, type LockOptions, type StorageLock } from '../storage-lock.ts';
 import { S3Objects } from './s3-objects.ts';
+import { openS3StateFile } from './s3-state-upload.ts';
 import { S3StorageLock } from './s3-storage-lock.ts';
 import { childKey, formatS3Url, parseS3Url, type S3Url } from './s3-url.ts';
 
@@ -86,6 +87,14 @@ export class S3CheckpointStorage implements CheckpointStorage {
       });
     }
     return { path: name, size: bytes.byteLength, sha256: await sha256InSlices(bytes) };
+  }
+
+  async openState(location: CheckpointLocation, operatorUid: string, subtaskIndex: number, kind: StateKind): Promise<StateFileWriter> {
+    if (typeof operatorUid !== 'string' || operatorUid === '' || !Number.isSafeInteger(subtaskIndex) || subtaskIndex < 0) {
+      throw new WeirError('INVALID_STATE_WRITE', `writeState was given operator "${operatorUid}" subtask ${subtaskIndex}`, { fault: 'internal' });
+    }
+    const name = stateFileName(operatorUid, subtaskIndex, kind);
+    return openS3StateFile(this.#objects, childKey(this.#keyOf(location.path), name), `${location.path}/${name}`, name);
   }
 
   async readState(location: CheckpointLocation | string, handle: StateHandle): Promise<Uint8Array> {

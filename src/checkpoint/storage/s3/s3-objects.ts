@@ -55,6 +55,60 @@ export class S3Objects {
     }
   }
 
+  /** Begins a multipart upload of `key` (a state file written as it is produced); returns its upload id. */
+  async beginUpload(key: string): Promise<string> {
+    const { sdk, client } = await this.#open();
+    try {
+      const answer = await client.send(new sdk.CreateMultipartUploadCommand({ Bucket: this.bucket, Key: key }));
+      if (answer.UploadId === undefined) throw new Error('the answer has no UploadId');
+      return answer.UploadId;
+    } catch (error) {
+      throw this.#failure('STATE_WRITE_FAILED', 'begin an upload of', key, error);
+    }
+  }
+
+  /** Uploads part `partNumber` (from 1; every part but the last at least 5 MiB); returns its ETag. */
+  async uploadPart(key: string, uploadId: string, partNumber: number, body: Uint8Array): Promise<string> {
+    const { sdk, client } = await this.#open();
+    try {
+      const answer = await client.send(new sdk.UploadPartCommand({ Bucket: this.bucket, Key: key, UploadId: uploadId, PartNumber: partNumber, Body: body }));
+      return answer.ETag ?? '';
+    } catch (error) {
+      throw this.#failure('STATE_WRITE_FAILED', `upload part ${partNumber} of`, key, error);
+    }
+  }
+
+  /** Completes a multipart upload: the object exists from now on (with If-None-Match: * only if none did). */
+  async completeUpload(
+    key: string,
+    uploadId: string,
+    parts: readonly { partNumber: number; etag: string }[],
+    condition: { ifNoneMatch?: '*' } = {},
+  ): Promise<PutResult> {
+    const { sdk, client } = await this.#open();
+    try {
+      const answer = await client.send(
+        new sdk.CompleteMultipartUploadCommand({
+          Bucket: this.bucket,
+          Key: key,
+          UploadId: uploadId,
+          MultipartUpload: { Parts: parts.map((part) => ({ PartNumber: part.partNumber, ETag: part.etag })) },
+          ...(condition.ifNoneMatch === undefined ? {} : { IfNoneMatch: condition.ifNoneMatch }),
+        }),
+      );
+      return { etag: answer.ETag ?? '' };
+    } catch (error) {
+      if (condition.ifNoneMatch !== undefined && (status(error) === 412 || status(error) === 409)) return 'precondition-failed';
+      throw this.#failure('STATE_WRITE_FAILED', 'complete the upload of', key, error);
+    }
+  }
+
+  /** Gives a multipart upload up (its parts are deleted), best effort. */
+  async abortUpload(key: string, uploadId: string): Promise<void> {
+    const { sdk, client } = await this.#open();
+    await client.send(new sdk.AbortMultipartUploadCommand({ Bucket: this.bucket, Key: key, UploadId: uploadId })).catch(() => {});
+  }
+
   /** The object's bytes and ETag; undefined when there is none. */
   async get(key: string): Promise<{ body: Buffer; etag: string } | undefined> {
     const { sdk, client } = await this.#open();
