@@ -1,13 +1,14 @@
 import { createHash } from 'node:crypto';
-import { mkdir, readdir, readFile, rm, writeFile } from 'node:fs/promises';
+import { type FileHandle, mkdir, open, readdir, readFile, rm, writeFile } from 'node:fs/promises';
 import { basename, dirname, join } from 'node:path';
 import { DEFAULT_STATE_DIR } from '../../core/config/default-state-dir.ts';
 import type { EnvironmentConfig } from '../../core/config/environment-config.ts';
 import { checkpointFolderName, parseCheckpointFolderName } from './checkpoint-folder-name.ts';
 import type { CheckpointLocation } from './checkpoint-location.ts';
 import type { CheckpointMetadata, StateHandle } from './checkpoint-metadata.ts';
-import type { CheckpointStorage } from './checkpoint-storage.ts';
-import type { StateKind } from './state-file-name.ts';
+import type { CheckpointStorage, StateFileWriter } from './checkpoint-storage.ts';
+import { openStateWriter } from './open-state-writer.ts';
+import { type StateKind, stateFileName } from './state-file-name.ts';
 import { sha256InSlices } from './state-files.ts';
 import type { LockOptions, StorageLock } from './storage-lock.ts';
 
@@ -89,6 +90,46 @@ export class LocalRecoveryStorage implements CheckpointStorage {
         .catch(() => rm(copy, { force: true }).catch(() => {}));
     }
     return handle;
+  }
+
+  /** The storage's streamed state file, and the local copy written beside it as the pieces come (a failed copy is dropped, never the checkpoint). */
+  async openState(location: CheckpointLocation, operatorUid: string, subtaskIndex: number, kind: StateKind): Promise<StateFileWriter> {
+    const stored = await openStateWriter(this.#storage, location, operatorUid, subtaskIndex, kind);
+    if (location.kind !== 'checkpoint') return stored;
+    const copy = join(this.#folder, checkpointFolderName(location.checkpointId), stateFileName(operatorUid, subtaskIndex, kind));
+    let file: FileHandle | undefined = await mkdir(dirname(copy), { recursive: true })
+      .then(() => open(copy, 'w'))
+      .catch(() => undefined);
+    const dropCopy = async () => {
+      const held = file;
+      file = undefined;
+      await held?.close().catch(() => {});
+      await rm(copy, { force: true }).catch(() => {});
+    };
+    return {
+      write: async (pieces) => {
+        // The copy first: the storage's writer frees the pieces once it wrote them.
+        if (file !== undefined) {
+          const length = pieces.reduce((sum, piece) => sum + piece.byteLength, 0);
+          const written = await file.writev(pieces).catch(() => undefined);
+          if (written === undefined || written.bytesWritten !== length) await dropCopy();
+        }
+        await stored.write(pieces);
+      },
+      finish: async () => {
+        const handle = await stored.finish();
+        if (file !== undefined) {
+          const held = file;
+          file = undefined;
+          await held.close().catch(() => rm(copy, { force: true }).catch(() => {}));
+        }
+        return handle;
+      },
+      abort: async () => {
+        await dropCopy();
+        await stored.abort();
+      },
+    };
   }
 
   async readState(location: CheckpointLocation | string, handle: StateHandle): Promise<Uint8Array> {

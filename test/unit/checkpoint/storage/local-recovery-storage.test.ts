@@ -5,6 +5,7 @@ import { join } from 'node:path';
 import { type TestContext, test } from 'node:test';
 import { FileSystemCheckpointStorage } from '../../../../src/checkpoint/storage/file-system-checkpoint-storage.ts';
 import { LocalRecoveryStorage, withLocalRecovery } from '../../../../src/checkpoint/storage/local-recovery-storage.ts';
+import { openStateWriter } from '../../../../src/checkpoint/storage/open-state-writer.ts';
 import { metadataFor } from '../../../harness/checkpoint-metadata.ts';
 
 async function storages(t: TestContext): Promise<{ storage: LocalRecoveryStorage; primary: FileSystemCheckpointStorage; copies: string }> {
@@ -35,6 +36,30 @@ test('a checkpoint state file is copied; a read takes the copy when it matches, 
   await writeFile(copy, 'state of 2');
   await assert.rejects(storage.readState(location, handle), /missing/);
   assert.equal(storage.reads.storageFiles, 1);
+});
+
+test('a state file streamed piece by piece is copied as the pieces come; an aborted one leaves no copy; savepoints stream without one', async (t) => {
+  const { storage, primary, copies } = await storages(t);
+  const location = storage.checkpointLocation(1);
+  const file = await openStateWriter(storage, location, 'map', 0, 'keyed');
+  await file.write([bytesOf('state '), bytesOf('of ')]);
+  await file.write([bytesOf('1')]);
+  const handle = await file.finish();
+  assert.equal(await readFile(join(copies, 'chk-1', handle.path), 'utf8'), 'state of 1');
+  await rm(join(primary.root, 'chk-1', handle.path));
+  assert.equal(new TextDecoder().decode(await storage.readState(location, handle)), 'state of 1');
+  assert.deepEqual(storage.reads, { localFiles: 1, localBytes: 10, storageFiles: 0 });
+
+  const given = await openStateWriter(storage, location, 'map', 1, 'keyed');
+  await given.write([bytesOf('half')]);
+  await given.abort();
+  assert.deepEqual(await readdir(join(copies, 'chk-1')), [handle.path]);
+
+  const savepoint = storage.savepointLocation(2);
+  const saved = await openStateWriter(storage, savepoint, 'map', 0, 'keyed');
+  await saved.write([bytesOf('kept')]);
+  await saved.finish();
+  assert.deepEqual((await readdir(copies)).sort(), ['chk-1']);
 });
 
 test('savepoints are not copied; a discarded checkpoint takes its copies; copies of checkpoints the storage lacks are pruned', async (t) => {
