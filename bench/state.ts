@@ -10,7 +10,11 @@
  * duration (p50/p99), and the bytes written per checkpoint.
  *
  *   npm run bench:state [-- --keys 1000000,5000000] [--large] [--seconds 30] [--label after] [--backend heap|disk]
- *                       [--incremental | --modes full,incremental] [--rate <records/s>] [--young-mb <MB>] [--flink [--jvm-opts "-Xmx2g"]]
+ *                       [--incremental | --modes full,incremental] [--rate <records/s>] [--young-mb <MB>] [--memory-limit <MB>]
+ *                       [--flink [--jvm-opts "-Xmx2g"]]
+ * `--memory-limit`: each case's process runs in a memory cgroup of that size (Linux, root;
+ * bench/memory-cgroup.ts): its own memory and the page cache it uses together (the kernel drops
+ * clean file pages at the limit; a process whose own memory does not fit is killed).
  * `--incremental`: checkpointing.incremental; `--modes full,incremental`: each size with full, then
  * with incremental checkpoints (each in a process of its own), side by side in one table; `--rate`:
  * the generator's records/s (default as fast as it goes), so a checkpoint interval changes only part
@@ -35,6 +39,7 @@ import { weirV8Flags } from '../scripts/weir-v8-flags.ts';
 import type { EnvironmentConfigInput } from '../src/core/config/environment-config.ts';
 import { startJob } from '../src/runtime/jobmaster/job-master.ts';
 import { markdownTable } from './compare/report.ts';
+import { createMemoryCgroup } from './memory-cgroup.ts';
 import { runFlinkStateCase } from './state-flink.ts';
 
 const { values } = parseArgs({
@@ -55,6 +60,7 @@ const { values } = parseArgs({
     'jvm-opts': { type: 'string' },
     changed: { type: 'string' },
     'young-mb': { type: 'string' },
+    'memory-limit': { type: 'string' },
   },
 });
 if (values.snapshots) {
@@ -167,17 +173,6 @@ async function runCase(keys: number): Promise<CaseResult> {
     await client.cancel();
     const peakRssMb = process.resourceUsage().maxRSS / 1024;
     clearInterval(sampleAnon);
-    // The restore: the job started again on its storage resumes from its latest checkpoint; it runs
-    // once every task is open (its state read back; the disk backend's loaded into a fresh store).
-    const restoring = now();
-    const again = await startJob({ job, config, log: () => {} });
-    while (again.status().state !== 'running') {
-      const state = again.status().state;
-      if (state !== 'starting') throw new Error(`the restored job is ${state}: ${again.status().failure?.message ?? ''}`);
-      await sleep(20);
-    }
-    const restoreMs = now() - restoring;
-    await again.cancel();
     // Checkpoints triggered after the fill and completed in the window.
     const window = completed.filter((checkpoint) => checkpoint.at - checkpoint.durationMs >= start && checkpoint.at <= end);
     const rowsOf = async (file: string) =>
@@ -221,13 +216,13 @@ async function runCase(keys: number): Promise<CaseResult> {
         .map(([, duration, kind]) => `${Math.round(duration as number)} (${kind})`)
         .join(', ')}`,
     );
-    return {
+    const result: CaseResult = {
       keys,
       fillSeconds,
       recordsPerSecond: records / ((end - start) / 1000),
       peakRssMb,
       peakAnonMb,
-      restoreMs,
+      restoreMs: undefined,
       checkpoints: window.length,
       aborted,
       pauseMs: pauses.map(([withGc]) => withGc),
@@ -238,6 +233,20 @@ async function runCase(keys: number): Promise<CaseResult> {
       durationMs: window.map((checkpoint) => checkpoint.durationMs),
       bytes: window.map((checkpoint) => checkpoint.bytes),
     };
+    // What the window measured, before the restore: a restore the process does not survive (out of memory in a cgroup) leaves it.
+    if (values.case !== undefined) process.stdout.write(`${JSON.stringify(result)}\n`);
+    // The restore: the job started again on its storage resumes from its latest checkpoint; it runs
+    // once every task is open (its state read back; the disk backend's loaded into a fresh store).
+    const restoring = now();
+    const again = await startJob({ job, config, log: () => {} });
+    while (again.status().state !== 'running') {
+      const state = again.status().state;
+      if (state !== 'starting') throw new Error(`the restored job is ${state}: ${again.status().failure?.message ?? ''}`);
+      await sleep(20);
+    }
+    result.restoreMs = now() - restoring;
+    await again.cancel();
+    return result;
   } finally {
     clearInterval(sampleAnon);
     await rm(folder, { recursive: true, force: true });
@@ -268,18 +277,28 @@ function runChild(keys: number, incremental: boolean): Promise<CaseResult> {
     if (values.rate !== undefined) flags.push('--rate', values.rate);
     if (values['young-mb'] !== undefined) flags.push('--young-mb', values['young-mb']);
     // Each case's process runs as `weir run` does (its V8 flags; an explicit one on this command wins).
-    const child = spawn(process.execPath, [...process.execArgv, ...weirV8Flags(), import.meta.filename, ...flags], {
-      stdio: ['ignore', 'pipe', 'inherit'],
-    });
+    const argv = [process.execPath, ...process.execArgv, ...weirV8Flags(), import.meta.filename, ...flags];
+    const cgroup =
+      values['memory-limit'] === undefined ? undefined : createMemoryCgroup(Number(values['memory-limit']), `weir-bench-state-${process.pid}-${keys}`);
+    const { command, args } = cgroup?.wrap(argv) ?? { command: argv[0] as string, args: argv.slice(1) };
+    const child = spawn(command, args, { stdio: ['ignore', 'pipe', 'inherit'] });
     let out = '';
     child.stdout.on('data', (chunk: Buffer) => {
       out += chunk.toString();
     });
     child.on('error', reject);
-    child.on('exit', (code) => {
+    child.on('exit', (code, signal) => {
       const line = out.trim().split('\n').at(-1) ?? '';
-      if (code !== 0 || line === '') reject(new Error(`the ${keys}-key case exited with code ${code}`));
-      else resolve(JSON.parse(line) as CaseResult);
+      if (cgroup !== undefined) {
+        log(`  memory cgroup of ${values['memory-limit']} MB: peak ${Math.round(cgroup.peakMb())} MB, the limit reached ${cgroup.limitHits()} times`);
+        cgroup.remove();
+      }
+      const oom = signal === 'SIGKILL' && cgroup !== undefined ? ' (killed: out of memory in its cgroup)' : '';
+      if (line === '') reject(new Error(`the ${keys}-key case exited with ${signal ?? `code ${code}`}${oom}`));
+      else {
+        if (code !== 0) log(`  the ${keys}-key case's restore did not finish: it exited with ${signal ?? `code ${code}`}${oom}`);
+        resolve(JSON.parse(line) as CaseResult);
+      }
     });
   });
 }
@@ -295,7 +314,7 @@ for (const keys of sizes) {
   for (const mode of modes) {
     log(`${keys.toLocaleString('en')} keys, ${mode} checkpoints: filling, then ${seconds} s measured`);
     const result = await runChild(keys, mode === 'incremental');
-    const row = rowOf(keys, mode, result, fullBytes);
+    const row = rowOf(keys, values['memory-limit'] === undefined ? mode : `${mode}, ${values['memory-limit']} MB cgroup`, result, fullBytes);
     if (mode === 'full') fullBytes = result.bytes.length === 0 ? undefined : Math.max(...result.bytes);
     log(`  ${row.join(' | ')}`);
     rows.push(row);
