@@ -3,7 +3,7 @@ import type { StateKey } from '../core/state/state-key.ts';
 import type { StateKind } from '../core/state/state-types.ts';
 import { InternalKeyContext } from './internal-key-context.ts';
 import { InternalTimerService } from './internal-timer-service.ts';
-import type { KeyGroupRange } from './key-group-range.ts';
+import { type KeyGroupRange, keyGroupRange } from './key-group-range.ts';
 import { restoreKeyedStateSnapshots } from './keyed-state-snapshot.ts';
 import { KeyWriter } from './lmdb-key-codec.ts';
 import type { LmdbStateTable } from './lmdb-state-table.ts';
@@ -27,11 +27,12 @@ export interface LmdbRestoreTarget {
 }
 
 /**
- * Loads canonical keyed snapshots (of any parallelism, heap or disk backend) into lmdb: one old
- * subtask's snapshot at a time (with the incremental snapshots taken on it, if any) is read by
- * the canonical reader (keyed-state-snapshot.ts, its checks and its format versions) into heap
- * tables of this backend's key groups, then written into lmdb and dropped, so a restore holds at
- * most one old subtask's share of the state in memory.
+ * Loads canonical keyed snapshots (of any parallelism, heap or disk backend) into lmdb one key
+ * group at a time: for each old subtask's chain (its full snapshot and the incremental ones taken
+ * on it) and each key group of this backend's range, the canonical reader (keyed-state-snapshot.ts,
+ * its checks and its format versions) reads that key group's sections into heap tables of one key
+ * group, which are written into lmdb and dropped. So a restore holds one key group's share of the
+ * state in memory, never the state (the disk backend's state need not fit in memory).
  */
 export function restoreIntoLmdb(target: LmdbRestoreTarget, snapshots: readonly Uint8Array[]): void {
   const { store, keyGroupRange: range } = target;
@@ -39,77 +40,83 @@ export function restoreIntoLmdb(target: LmdbRestoreTarget, snapshots: readonly U
   const restoredFrom = new Map<number, number>();
   const chains = chainsOf(snapshots);
   for (let s = 0; s < chains.length; s++) {
-    const context = new InternalKeyContext(target.operatorName, range.start);
-    const tables = new Map<string, StateTable>();
-    for (const [name, table] of target.existing) {
-      const heap = new StateTable(name, table.kind, context, target.keyGroupCount, target.clock);
-      heap.ttlWrapped = table.ttlWrapped;
-      tables.set(name, heap);
-    }
-    const timers: [InternalTimerService, InternalTimerService] = [
-      new InternalTimerService('processing', context, target.keyGroupCount),
-      new InternalTimerService('event', context, target.keyGroupCount),
-    ];
-    restoreKeyedStateSnapshots(
-      {
-        maxParallelism: target.maxParallelism,
-        keyGroupRange: range,
-        operatorName: target.operatorName,
-        keyGroupCount: target.keyGroupCount,
-        tables,
-        timers,
-        context,
-        clock: target.clock,
-      },
-      chains[s] as Uint8Array[],
-    );
-    const seen = new Set<number>();
-    for (const heap of tables.values()) {
-      const table = target.table(heap.name, heap.kind, heap.ttlWrapped);
-      heap.groups.forEach((group, index) => {
-        if (group === undefined || group.size === 0) return;
-        seen.add(index);
-        const keyGroup = range.start + index;
-        for (const [stateKey, value] of group) {
-          const what = () => `a key of ${table.description}`;
-          if (heap.kind !== 'map') {
-            store.state.put(key.reset().uint16(keyGroup).uint16(table.id).value(stateKey, what), value);
-            continue;
-          }
-          for (const [userKey, entry] of value as Map<unknown, unknown>) {
-            const userWhat = () => `a user key of ${table.description} of operator "${target.operatorName}"`;
-            store.state.put(key.reset().uint16(keyGroup).uint16(table.id).value(stateKey, what).value(userKey, userWhat), entry);
-          }
+    for (let keyGroup = range.start; keyGroup <= range.end; keyGroup++) {
+      if (restoreKeyGroup(target, chains[s] as Uint8Array[], keyGroup, key)) {
+        const earlier = restoredFrom.get(keyGroup);
+        if (earlier !== undefined) {
+          throw new WeirError(
+            'DUPLICATE_KEY_GROUP',
+            `key group ${keyGroup} is in keyed state snapshots ${earlier + 1} and ${s + 1} for operator "${target.operatorName}"`,
+            { fault: 'internal', hint: 'each key group must come from exactly one snapshot of the checkpoint' },
+          );
         }
-      });
-    }
-    timers.forEach((heapTimers, domain) => {
-      const lmdbTimers = target.timers[domain] as LmdbTimerService;
-      heapTimers.groups.forEach((group, index) => {
-        if (group === undefined || group.size === 0) return;
-        seen.add(index);
-        for (const [stateKey, keyTimers] of group) {
-          const keyBytes = key
-            .reset()
-            .value(stateKey as StateKey, () => 'a timer key')
-            .copy();
-          for (const timer of keyTimers.values()) lmdbTimers.add(keyBytes, range.start + index, timer.timestamp, timer.namespace);
-        }
-      });
-    });
-    for (const index of seen) {
-      const earlier = restoredFrom.get(index);
-      if (earlier !== undefined) {
-        throw new WeirError(
-          'DUPLICATE_KEY_GROUP',
-          `key group ${range.start + index} is in keyed state snapshots ${earlier + 1} and ${s + 1} for operator "${target.operatorName}"`,
-          { fault: 'internal', hint: 'each key group must come from exactly one snapshot of the checkpoint' },
-        );
+        restoredFrom.set(keyGroup, s);
       }
-      restoredFrom.set(index, s);
     }
   }
   store.flush();
+}
+
+/** Restores key group `keyGroup` of one chain into lmdb; returns whether the chain held anything of it. */
+function restoreKeyGroup(target: LmdbRestoreTarget, chain: Uint8Array[], keyGroup: number, key: KeyWriter): boolean {
+  const { store } = target;
+  const one = keyGroupRange(keyGroup, keyGroup);
+  const context = new InternalKeyContext(target.operatorName, keyGroup);
+  const tables = new Map<string, StateTable>();
+  for (const [name, table] of target.existing) {
+    const heap = new StateTable(name, table.kind, context, 1, target.clock);
+    heap.ttlWrapped = table.ttlWrapped;
+    tables.set(name, heap);
+  }
+  const timers: [InternalTimerService, InternalTimerService] = [
+    new InternalTimerService('processing', context, 1),
+    new InternalTimerService('event', context, 1),
+  ];
+  restoreKeyedStateSnapshots(
+    {
+      maxParallelism: target.maxParallelism,
+      keyGroupRange: one,
+      operatorName: target.operatorName,
+      keyGroupCount: 1,
+      tables,
+      timers,
+      context,
+      clock: target.clock,
+    },
+    chain,
+  );
+  let held = false;
+  for (const heap of tables.values()) {
+    const group = heap.groups[0];
+    if (group === undefined || group.size === 0) continue;
+    held = true;
+    const table = target.table(heap.name, heap.kind, heap.ttlWrapped);
+    for (const [stateKey, value] of group) {
+      const what = () => `a key of ${table.description}`;
+      if (heap.kind !== 'map') {
+        store.state.put(key.reset().uint16(keyGroup).uint16(table.id).value(stateKey, what), value);
+        continue;
+      }
+      for (const [userKey, entry] of value as Map<unknown, unknown>) {
+        const userWhat = () => `a user key of ${table.description} of operator "${target.operatorName}"`;
+        store.state.put(key.reset().uint16(keyGroup).uint16(table.id).value(stateKey, what).value(userKey, userWhat), entry);
+      }
+    }
+  }
+  timers.forEach((heapTimers, domain) => {
+    const group = heapTimers.groups[0];
+    if (group === undefined || group.size === 0) return;
+    held = true;
+    const lmdbTimers = target.timers[domain] as LmdbTimerService;
+    for (const [stateKey, keyTimers] of group) {
+      const keyBytes = key
+        .reset()
+        .value(stateKey as StateKey, () => 'a timer key')
+        .copy();
+      for (const timer of keyTimers.values()) lmdbTimers.add(keyBytes, keyGroup, timer.timestamp, timer.namespace);
+    }
+  });
+  return held;
 }
 
 /** Flags byte of a version 5+ snapshot (after magic, version, maxParallelism and the range): 0x01 an incremental one. */
