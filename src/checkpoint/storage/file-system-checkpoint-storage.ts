@@ -65,8 +65,18 @@ export class FileSystemCheckpointStorage implements CheckpointStorage {
   }
 
   async openState(location: CheckpointLocation, operatorUid: string, subtaskIndex: number, kind: StateKind): Promise<StateFileWriter> {
-    await storageTestDelay('state', location);
-    return openStateFile(location, operatorUid, subtaskIndex, kind);
+    const file = await openStateFile(location, operatorUid, subtaskIndex, kind);
+    let first = true;
+    return {
+      write: async (pieces) => {
+        await file.write(pieces);
+        // Held once the file is partly written: a crash test's kill leaves a partial state file behind.
+        if (first) await storageTestDelay('state', location);
+        first = false;
+      },
+      finish: () => file.finish(),
+      abort: () => file.abort(),
+    };
   }
 
   async readState(location: CheckpointLocation | string, handle: StateHandle): Promise<Uint8Array> {

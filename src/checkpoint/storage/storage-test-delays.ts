@@ -11,7 +11,8 @@ import type { CheckpointLocation } from './checkpoint-location.ts';
  *
  * - `metadata`: {@link CheckpointStorage.commitMetadata} (before anything is written);
  * - `discard`: {@link CheckpointStorage.discard} (before anything is deleted);
- * - `state`: {@link CheckpointStorage.writeState} (a task's asynchronous part, before its file is written);
+ * - `state`: a task's asynchronous part: {@link CheckpointStorage.writeState} before its file is written, a
+ *   streamed state file (the file system's `openState`) once its first pieces are written (the file partly there);
  * - `restore`: {@link CheckpointStorage.readState} (a task restoring, before its file is read).
  */
 const delays = parse(process.env.WEIR_TEST_STORAGE_DELAY);

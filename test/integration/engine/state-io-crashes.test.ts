@@ -8,6 +8,7 @@
  * (test/harness/keyed-sum-audit.ts), and every file a completed checkpoint names is there.
  */
 import assert from 'node:assert/strict';
+import { existsSync, readdirSync, statSync } from 'node:fs';
 import { mkdtemp, rm } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
@@ -50,6 +51,14 @@ describe('SIGKILL during state file writes and restores', () => {
         run.child.kill('SIGKILL');
         await run.exit;
         assertChainsIntact(folder);
+        if (delay.startsWith('state')) {
+          // The keyed state file is streamed: the kill came with one begun (its first pieces written, not finished), in a checkpoint without _metadata.
+          const partial = readdirSync(join(folder, 'checkpoints'))
+            .filter((name) => name.startsWith('chk-') && !existsSync(join(folder, 'checkpoints', name, '_metadata')))
+            .flatMap((name) => readdirSync(join(folder, 'checkpoints', name)).map((file) => join(folder, 'checkpoints', name, file)))
+            .filter((file) => file.endsWith('.keyed') && statSync(file).size > 0);
+          assert.ok(partial.length > 0, 'a keyed state file begun, not finished, when the process was killed');
+        }
       }
       const last = startJobProcess(jobModule, config, env);
       const exit = await last.exit;
