@@ -27,21 +27,26 @@ export interface LmdbRestoreTarget {
 }
 
 /**
- * Loads canonical keyed snapshots (of any parallelism, heap or disk backend) into lmdb one key
- * group at a time: for each old subtask's chain (its full snapshot and the incremental ones taken
- * on it) and each key group of this backend's range, the canonical reader (keyed-state-snapshot.ts,
- * its checks and its format versions) reads that key group's sections into heap tables of one key
- * group, which are written into lmdb and dropped. So a restore holds one key group's share of the
- * state in memory, never the state (the disk backend's state need not fit in memory).
+ * Loads canonical keyed snapshots (of any parallelism, heap or disk backend) into lmdb a batch of
+ * key groups at a time: for each old subtask's chain (its full snapshot and the incremental ones
+ * taken on it) and each batch of this backend's key groups (a 64th of the range, at least one key
+ * group), the canonical reader (keyed-state-snapshot.ts, its checks and its format versions) reads
+ * those key groups' sections into heap tables, which are written into lmdb and dropped. So a
+ * restore holds about a 64th of an old subtask's state in memory, never the state (the disk
+ * backend's state need not fit in memory), and reads each snapshot's index at most 64 times.
  */
 export function restoreIntoLmdb(target: LmdbRestoreTarget, snapshots: readonly Uint8Array[]): void {
   const { store, keyGroupRange: range } = target;
   const key = new KeyWriter();
   const restoredFrom = new Map<number, number>();
   const chains = chainsOf(snapshots);
+  // Key groups a batch: each snapshot's header and index are read once per batch, so at most
+  // RESTORE_BATCHES reads of them per chain, whatever maxParallelism is.
+  const size = range.end - range.start + 1;
+  const perBatch = Math.max(1, Math.ceil(size / RESTORE_BATCHES));
   for (let s = 0; s < chains.length; s++) {
-    for (let keyGroup = range.start; keyGroup <= range.end; keyGroup++) {
-      if (restoreKeyGroup(target, chains[s] as Uint8Array[], keyGroup, key)) {
+    for (let start = range.start; start <= range.end; start += perBatch) {
+      for (const keyGroup of restoreKeyGroups(target, chains[s] as Uint8Array[], start, Math.min(range.end, start + perBatch - 1), key)) {
         const earlier = restoredFrom.get(keyGroup);
         if (earlier !== undefined) {
           throw new WeirError(
@@ -57,27 +62,27 @@ export function restoreIntoLmdb(target: LmdbRestoreTarget, snapshots: readonly U
   store.flush();
 }
 
-/** Restores key group `keyGroup` of one chain into lmdb; returns whether the chain held anything of it. */
-function restoreKeyGroup(target: LmdbRestoreTarget, chain: Uint8Array[], keyGroup: number, key: KeyWriter): boolean {
+/** Restores key groups `start`-`end` of one chain into lmdb; returns those the chain held anything of. */
+function restoreKeyGroups(target: LmdbRestoreTarget, chain: Uint8Array[], start: number, end: number, key: KeyWriter): Set<number> {
   const { store } = target;
-  const one = keyGroupRange(keyGroup, keyGroup);
-  const context = new InternalKeyContext(target.operatorName, keyGroup);
+  const count = end - start + 1;
+  const context = new InternalKeyContext(target.operatorName, start);
   const tables = new Map<string, StateTable>();
   for (const [name, table] of target.existing) {
-    const heap = new StateTable(name, table.kind, context, 1, target.clock);
+    const heap = new StateTable(name, table.kind, context, count, target.clock);
     heap.ttlWrapped = table.ttlWrapped;
     tables.set(name, heap);
   }
   const timers: [InternalTimerService, InternalTimerService] = [
-    new InternalTimerService('processing', context, 1),
-    new InternalTimerService('event', context, 1),
+    new InternalTimerService('processing', context, count),
+    new InternalTimerService('event', context, count),
   ];
   restoreKeyedStateSnapshots(
     {
       maxParallelism: target.maxParallelism,
-      keyGroupRange: one,
+      keyGroupRange: keyGroupRange(start, end),
       operatorName: target.operatorName,
-      keyGroupCount: 1,
+      keyGroupCount: count,
       tables,
       timers,
       context,
@@ -85,39 +90,47 @@ function restoreKeyGroup(target: LmdbRestoreTarget, chain: Uint8Array[], keyGrou
     },
     chain,
   );
-  let held = false;
+  const held = new Set<number>();
   for (const heap of tables.values()) {
-    const group = heap.groups[0];
-    if (group === undefined || group.size === 0) continue;
-    held = true;
+    // Every state the snapshots name is registered, also one with nothing in these key groups (its kind is then checked).
     const table = target.table(heap.name, heap.kind, heap.ttlWrapped);
-    for (const [stateKey, value] of group) {
-      const what = () => `a key of ${table.description}`;
-      if (heap.kind !== 'map') {
-        store.state.put(key.reset().uint16(keyGroup).uint16(table.id).value(stateKey, what), value);
-        continue;
+    heap.groups.forEach((group, index) => {
+      if (group === undefined || group.size === 0) return;
+      const keyGroup = start + index;
+      held.add(keyGroup);
+      for (const [stateKey, value] of group) {
+        const what = () => `a key of ${table.description}`;
+        if (heap.kind !== 'map') {
+          store.state.put(key.reset().uint16(keyGroup).uint16(table.id).value(stateKey, what), value);
+          continue;
+        }
+        for (const [userKey, entry] of value as Map<unknown, unknown>) {
+          const userWhat = () => `a user key of ${table.description} of operator "${target.operatorName}"`;
+          store.state.put(key.reset().uint16(keyGroup).uint16(table.id).value(stateKey, what).value(userKey, userWhat), entry);
+        }
       }
-      for (const [userKey, entry] of value as Map<unknown, unknown>) {
-        const userWhat = () => `a user key of ${table.description} of operator "${target.operatorName}"`;
-        store.state.put(key.reset().uint16(keyGroup).uint16(table.id).value(stateKey, what).value(userKey, userWhat), entry);
-      }
-    }
+    });
   }
   timers.forEach((heapTimers, domain) => {
-    const group = heapTimers.groups[0];
-    if (group === undefined || group.size === 0) return;
-    held = true;
     const lmdbTimers = target.timers[domain] as LmdbTimerService;
-    for (const [stateKey, keyTimers] of group) {
-      const keyBytes = key
-        .reset()
-        .value(stateKey as StateKey, () => 'a timer key')
-        .copy();
-      for (const timer of keyTimers.values()) lmdbTimers.add(keyBytes, keyGroup, timer.timestamp, timer.namespace);
-    }
+    heapTimers.groups.forEach((group, index) => {
+      if (group === undefined || group.size === 0) return;
+      const keyGroup = start + index;
+      held.add(keyGroup);
+      for (const [stateKey, keyTimers] of group) {
+        const keyBytes = key
+          .reset()
+          .value(stateKey as StateKey, () => 'a timer key')
+          .copy();
+        for (const timer of keyTimers.values()) lmdbTimers.add(keyBytes, keyGroup, timer.timestamp, timer.namespace);
+      }
+    });
   });
   return held;
 }
+
+/** Batches of key groups a restore reads a chain in: each batch holds about 1/RESTORE_BATCHES of an old subtask's state. */
+const RESTORE_BATCHES = 64;
 
 /** Flags byte of a version 5+ snapshot (after magic, version, maxParallelism and the range): 0x01 an incremental one. */
 const FLAGS_OFFSET = 18;

@@ -3,7 +3,7 @@ import { WeirError } from '../core/errors/weir-error.ts';
 import { releaseBytes } from '../core/heap/release-bytes.ts';
 import type { AsyncKeyedStateSnapshot } from '../core/state/keyed-state-backend.ts';
 import type { DataOutputSerializer } from './data-output-serializer.ts';
-import { type KeyedSectionEntry, keyedSnapshotIndex, keyedSnapshotPrefix } from './state-snapshot-format.ts';
+import { checkKeyedSnapshotLength, type KeyedSectionEntry, keyedSnapshotIndex, keyedSnapshotPrefix } from './state-snapshot-format.ts';
 
 /** One state's entries in a key group's section: its index in the header, its entry count, a v8 blob per chunk. */
 export interface TableSection {
@@ -140,6 +140,7 @@ export abstract class SlicedSnapshot implements AsyncKeyedStateSnapshot {
       this.#push(piece);
     }
     this.#sections.push({ keyGroup, offset, length: this.#length - offset, crc: crc >>> 0 });
+    checkKeyedSnapshotLength(this.#length, this.#operatorName);
   }
 
   /** Writes a piece; returns true once every key group is written (`until`: the slice's end, for long pieces). */

@@ -98,10 +98,19 @@ export interface KeyedSectionEntry {
   crc: number;
 }
 
+/** Offsets in a keyed snapshot are uint32: one of 4 GiB or more is refused (as soon as it gets there: it is written as it is produced). */
+export function checkKeyedSnapshotLength(length: number, operatorName: string): void {
+  if (length > 0xffffffff) {
+    throw new WeirError('STATE_TOO_LARGE', `operator "${operatorName}": the keyed state snapshot would exceed 4 GiB`, {
+      hint: 'raise the parallelism of the operator so each subtask holds less state',
+    });
+  }
+}
+
 /** The header (everything up to the states) with its checksum after it: a version 6 snapshot's first bytes. */
 export function keyedSnapshotPrefix(header: DataOutputSerializer): Uint8Array {
   header.writeUint32(checksum(header.view()));
-  return header.view().slice();
+  return Uint8Array.prototype.slice.call(header.view()); // a copy of its own (a Buffer's slice would share the serializer's memory)
 }
 
 /**
@@ -111,11 +120,7 @@ export function keyedSnapshotPrefix(header: DataOutputSerializer): Uint8Array {
  */
 export function keyedSnapshotIndex(sections: readonly KeyedSectionEntry[], indexOffset: number, operatorName: string): Uint8Array {
   const length = 4 + sections.length * SECTION_INDEX_ENTRY_BYTES + 8;
-  if (indexOffset + length > 0xffffffff) {
-    throw new WeirError('STATE_TOO_LARGE', `operator "${operatorName}": the keyed state snapshot would exceed 4 GiB`, {
-      hint: 'raise the parallelism of the operator so each subtask holds less state',
-    });
-  }
+  checkKeyedSnapshotLength(indexOffset + length, operatorName);
   const bytes = new Uint8Array(length);
   const view = new DataView(bytes.buffer);
   view.setUint32(0, sections.length, true);

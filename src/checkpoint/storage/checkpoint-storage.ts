@@ -10,7 +10,7 @@ import type { LockOptions, StorageLock } from './storage-lock.ts';
  * {@link CheckpointStorage.writeState} writes.
  */
 export interface StateFileWriter {
-  /** Appends pieces; resolves once they are written (the caller may free them then). */
+  /** Appends pieces; the writer owns them from now on (it may hold them until a part fills, and frees them): the caller must not use them again. */
   write(pieces: readonly Uint8Array[]): Promise<void>;
   /** Makes the file durable; its handle names it, its size and its SHA-256. */
   finish(): Promise<StateHandle>;

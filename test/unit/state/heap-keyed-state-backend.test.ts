@@ -324,6 +324,20 @@ test('restore checks the kind of a state against the one in use', () => {
   );
 });
 
+test('a state the snapshot names is known after a restore into key groups where it has no keys: its kind is checked', () => {
+  const backend = fullBackend();
+  fill(backend, ['a']);
+  const own = assignToKeyGroup('a', MAX_PARALLELISM);
+  // A part whose key groups do not hold 'a': the snapshot's states are restored empty, yet known.
+  const part = backendsFor(MAX_PARALLELISM).find((candidate) => own < candidate.keyGroupRange.start || own > candidate.keyGroupRange.end);
+  assert.ok(part !== undefined);
+  part.restore([backend.snapshot()]);
+  assert.throws(
+    () => part.getState(mapState('events')),
+    (e: unknown) => isWeirError('STATE_KIND_MISMATCH', 'user')(e) && /restored/.test((e as Error).message),
+  );
+});
+
 test('a newer format version is refused with a clear message', () => {
   const backend = fullBackend();
   fill(backend, ['a', 'b']);
