@@ -28,14 +28,14 @@ interface Delay {
 export type DelayedStorageOperation = 'metadata' | 'discard' | 'state' | 'restore';
 
 /** Waits as WEIR_TEST_STORAGE_DELAY asks for this operation on this location (at once when it asks nothing). */
-export async function storageTestDelay(operation: DelayedStorageOperation, location: CheckpointLocation | string): Promise<void> {
+export async function storageTestDelay(operation: DelayedStorageOperation, location: CheckpointLocation | string, detail = ''): Promise<void> {
   if (delays === undefined) return;
   const id = typeof location === 'string' ? idOfFolder(location) : location.checkpointId;
   if (id === undefined) return;
   const ms = delays?.find((delay) => delay.operation === operation && (delay.andAbove ? id >= delay.checkpointId : id === delay.checkpointId))?.ms;
   if (ms === undefined) return;
   const what = typeof location === 'string' ? `checkpoint ${id}` : `${location.kind} ${id}`;
-  process.stderr.write(`weir: WEIR_TEST_STORAGE_DELAY: holding ${operation} of ${what} for ${ms} ms\n`);
+  process.stderr.write(`weir: WEIR_TEST_STORAGE_DELAY: holding ${operation} of ${what}${detail} for ${ms} ms\n`);
   await sleep(ms);
 }
 

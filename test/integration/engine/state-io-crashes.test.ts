@@ -42,7 +42,7 @@ describe('SIGKILL during state file writes and restores', () => {
       };
       for (const [delay, line] of [
         // Checkpoint 6's files: some tasks' written, one held; the process dies with it pending.
-        ['state:>=6:3000', /holding state of checkpoint \d+/],
+        ['state:>=6:3000', /holding state of checkpoint \d+ \(a streamed keyed state file, its first pieces written\)/],
         // The restart's restore: a task holds its read of the checkpoint it restores, and dies.
         ['restore:>=1:3000', /holding restore of checkpoint \d+/],
       ] as const) {
