@@ -1,4 +1,4 @@
-import { createHash } from 'node:crypto';
+import { createHash, type Hash } from 'node:crypto';
 import { type FileHandle, mkdir, open, readdir, readFile, rm } from 'node:fs/promises';
 import { dirname, join, resolve } from 'node:path';
 import { setImmediate as nextTurn } from 'node:timers/promises';
@@ -74,18 +74,8 @@ export async function openStateFile(location: CheckpointLocation, operatorUid: s
       } catch (error) {
         throw storageIoError('STATE_WRITE_FAILED', `cannot write state file ${file}`, error, true);
       }
-      // Hashed a few MB per turn of the event loop, as sha256InSlices does: the task goes on in between.
-      let sinceTurn = 0;
-      for (const piece of pieces) {
-        hash.update(piece);
-        size += piece.byteLength;
-        releaseBytes(piece); // written and hashed: its memory goes now, not at a later collection
-        sinceTurn += piece.byteLength;
-        if (sinceTurn >= HASH_SLICE_BYTES) {
-          sinceTurn = 0;
-          await nextTurn();
-        }
-      }
+      size += await hashInSlices(hash, pieces);
+      for (const piece of pieces) releaseBytes(piece); // written and hashed: its memory goes now, not at a later collection
     },
     finish: async () => {
       try {
@@ -172,8 +162,24 @@ export function sha256(bytes: Uint8Array): string {
   return createHash('sha256').update(bytes).digest('hex');
 }
 
-/** Bytes hashed at a time by {@link sha256InSlices}: a few milliseconds of the thread. */
+/** Bytes hashed at a time by {@link sha256InSlices} and {@link hashInSlices}: a few milliseconds of the thread. */
 const HASH_SLICE_BYTES = 4 * 1024 * 1024;
+
+/** Adds `pieces` to `hash` a few MB per turn of the event loop (the task goes on in between); returns their bytes. */
+export async function hashInSlices(hash: Hash, pieces: readonly Uint8Array[]): Promise<number> {
+  let bytes = 0;
+  let sinceTurn = 0;
+  for (const piece of pieces) {
+    hash.update(piece);
+    bytes += piece.byteLength;
+    sinceTurn += piece.byteLength;
+    if (sinceTurn >= HASH_SLICE_BYTES) {
+      sinceTurn = 0;
+      await nextTurn();
+    }
+  }
+  return bytes;
+}
 
 /**
  * The SHA-256 of a state file written while its task runs (a checkpoint's asynchronous part):

@@ -1,14 +1,12 @@
 import { createHash } from 'node:crypto';
-import { setImmediate as nextTurn } from 'node:timers/promises';
 import { WeirError } from '../../../core/errors/weir-error.ts';
 import { releaseBytes } from '../../../core/heap/release-bytes.ts';
 import type { StateFileWriter } from '../checkpoint-storage.ts';
+import { hashInSlices } from '../state-files.ts';
 import type { S3Objects } from './s3-objects.ts';
 
 /** Bytes per part of a state file's multipart upload (S3 takes 5 MiB at least, but for the last). */
 export const STATE_PART_BYTES = 8 * 1024 * 1024;
-/** Bytes hashed per turn of the event loop (the task goes on in between). */
-const HASH_SLICE_BYTES = 4 * 1024 * 1024;
 
 /**
  * A state file uploaded to S3 as it is produced (a multipart upload: the pieces gather into parts
@@ -46,17 +44,10 @@ export function openS3StateFile(objects: S3Objects, key: string, where: string, 
   return {
     write: async (pieces) => {
       await checked;
-      let sinceTurn = 0;
+      size += await hashInSlices(hash, pieces);
       for (const piece of pieces) {
-        hash.update(piece);
-        size += piece.byteLength;
         part.push(piece);
         partBytes += piece.byteLength;
-        sinceTurn += piece.byteLength;
-        if (sinceTurn >= HASH_SLICE_BYTES) {
-          sinceTurn = 0;
-          await nextTurn();
-        }
         if (partBytes >= STATE_PART_BYTES) await upload(takePart());
       }
     },
