@@ -76,10 +76,7 @@ export class S3CheckpointStorage implements CheckpointStorage {
   }
 
   async writeState(location: CheckpointLocation, operatorUid: string, subtaskIndex: number, kind: StateKind, bytes: Uint8Array): Promise<StateHandle> {
-    if (typeof operatorUid !== 'string' || operatorUid === '' || !Number.isSafeInteger(subtaskIndex) || subtaskIndex < 0) {
-      throw new WeirError('INVALID_STATE_WRITE', `writeState was given operator "${operatorUid}" subtask ${subtaskIndex}`, { fault: 'internal' });
-    }
-    const name = stateFileName(operatorUid, subtaskIndex, kind);
+    const name = stateNameOf(operatorUid, subtaskIndex, kind);
     const written = await this.#objects.put(childKey(this.#keyOf(location.path), name), bytes, { ifNoneMatch: '*' });
     if (written === 'precondition-failed') {
       throw new WeirError('STATE_FILE_EXISTS', `state file ${location.path}/${name} already exists: the same subtask's state was written twice`, {
@@ -90,10 +87,7 @@ export class S3CheckpointStorage implements CheckpointStorage {
   }
 
   async openState(location: CheckpointLocation, operatorUid: string, subtaskIndex: number, kind: StateKind): Promise<StateFileWriter> {
-    if (typeof operatorUid !== 'string' || operatorUid === '' || !Number.isSafeInteger(subtaskIndex) || subtaskIndex < 0) {
-      throw new WeirError('INVALID_STATE_WRITE', `writeState was given operator "${operatorUid}" subtask ${subtaskIndex}`, { fault: 'internal' });
-    }
-    const name = stateFileName(operatorUid, subtaskIndex, kind);
+    const name = stateNameOf(operatorUid, subtaskIndex, kind);
     return openS3StateFile(this.#objects, childKey(this.#keyOf(location.path), name), `${location.path}/${name}`, name);
   }
 
@@ -264,4 +258,12 @@ export class S3CheckpointStorage implements CheckpointStorage {
     }
     return url.key;
   }
+}
+
+/** The name of one subtask's state file, once what writeState was given is checked. */
+function stateNameOf(operatorUid: string, subtaskIndex: number, kind: StateKind): string {
+  if (typeof operatorUid !== 'string' || operatorUid === '' || !Number.isSafeInteger(subtaskIndex) || subtaskIndex < 0) {
+    throw new WeirError('INVALID_STATE_WRITE', `writeState was given operator "${operatorUid}" subtask ${subtaskIndex}`, { fault: 'internal' });
+  }
+  return stateFileName(operatorUid, subtaskIndex, kind);
 }
