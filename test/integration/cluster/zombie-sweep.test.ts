@@ -114,7 +114,15 @@ test("a zombie member woken before its owner sweep deletes none of the live owne
         return woken.includes(`swept beside ${aRoot}:`) || woken.includes(`sweep beside ${aRoot} failed:`) ? true : undefined;
       },
       30_000,
-    );
+    ).catch((error: Error) => {
+      // Say where A's lines about the paused sweep are: after the SIGCONT, before it (it woke early), or nowhere.
+      const lines = a.stderr().split('\n');
+      const pausedAt = lines.findIndex((line) => line.includes('pausing the process at owner-sweep'));
+      const before = a.stderr().slice(0, from).split('\n').length - 1;
+      throw new Error(
+        `${error.message}; A's lines from its pause (SIGCONT sent after line ${before - pausedAt}):\n${lines.slice(pausedAt, pausedAt + 80).join('\n')}`,
+      );
+    });
     a.child.kill('SIGKILL');
     await a.exited;
     const swept = a
