@@ -21,12 +21,21 @@ export interface ClusterPlan {
  * sink that neither writes into a task's transaction nor is a two-phase-commit sink, task-sink.ts;
  * a source reinterpreted as keyed; a stage with more tasks than maxParallelism). A stage reading a
  * source has one task per split (a Kafka source: per partition), read from the brokers now; every
- * other stage's count is its exchange topics' partition count (a keyed stage's: `keyedTasks`, by
- * default maxParallelism; a forward exchange's: its upstream stage's task count).
+ * other stage's count is its exchange topics' partition count (a keyed stage's: `keyedTasks`, else
+ * {@link defaultKeyedTasks}; a forward exchange's: its upstream stage's task count).
+ * `existingPartitions` tells the partition count of a topic that exists (a cluster that ran before).
  */
-export async function planCluster(loaded: Pick<LoadedJob, 'streamGraph' | 'graph'>, clusterId: string, keyedTasks?: number): Promise<ClusterPlan> {
+export async function planCluster(
+  loaded: Pick<LoadedJob, 'streamGraph' | 'graph'>,
+  clusterId: string,
+  keyedTasks?: number,
+  existingPartitions?: (topic: string) => Promise<number | undefined>,
+): Promise<ClusterPlan> {
   const { streamGraph, graph } = loaded;
-  const plan = planStages(clusterId, graph, keyedTasks);
+  // Which stages start at sources, and the topics' names, do not depend on the keyed task count.
+  const sourceCounts = await readSourceCounts(loaded, planStages(clusterId, graph));
+  const keyed = keyedTasks ?? (await defaultKeyedTasks(planStages(clusterId, graph), sourceCounts, graph.maxParallelism, existingPartitions));
+  const plan = planStages(clusterId, graph, keyed);
   for (const node of streamGraph.nodes) {
     if (node.kind === 'sink') {
       const uid = graph.nodes[node.id]?.uid ?? node.name;
@@ -34,15 +43,12 @@ export async function planCluster(loaded: Pick<LoadedJob, 'streamGraph' | 'graph
       if (kind instanceof WeirError) throw kind;
     }
   }
-  const sourceCounts: number[] = [];
   for (const stage of plan.stages) {
     if (stage.sourceNodes.length === 0) continue;
     const node = streamGraph.node(stage.sourceNodes[0] as number);
-    if (node.kind !== 'source') throw new Error(`stage ${stage.uid} starts at no source`);
-    sourceCounts[stage.id] = (await node.source.createInitialSplits(1)).length;
     // A source reinterpreted as keyed (reinterpretAsKeyedStream): its split p holds key group p, so
     // its stage has one task per key group, and task p (subtask p of maxParallelism) owns key group p.
-    if (node.keyGroupAssignment === true && sourceCounts[stage.id] !== graph.maxParallelism) {
+    if (node.kind === 'source' && node.keyGroupAssignment === true && sourceCounts[stage.id] !== graph.maxParallelism) {
       throw new WeirError(
         'REINTERPRET_PARTITIONS',
         `cluster mode: source "${graph.nodes[node.id]?.uid}" is reinterpreted as keyed, so its partition p must hold key group p, but it has ${sourceCounts[stage.id]} partitions for the job's maxParallelism of ${graph.maxParallelism}`,
@@ -68,6 +74,43 @@ export async function planCluster(loaded: Pick<LoadedJob, 'streamGraph' | 'graph
   }
   const tasks = plan.stages.flatMap((stage) => Array.from({ length: taskCounts[stage.id] as number }, (_, task) => ({ stage, task })));
   return { plan, taskCounts, tasks, topics: clusterTopics(plan, tasks.length) };
+}
+
+/** The task count of each stage that starts at sources (one task per split: a Kafka source's partitions, read now), by stage id. */
+async function readSourceCounts(loaded: Pick<LoadedJob, 'streamGraph'>, plan: StagePlan): Promise<number[]> {
+  const sourceCounts: number[] = [];
+  for (const stage of plan.stages) {
+    if (stage.sourceNodes.length === 0) continue;
+    const node = loaded.streamGraph.node(stage.sourceNodes[0] as number);
+    if (node.kind !== 'source') throw new Error(`stage ${stage.uid} starts at no source`);
+    sourceCounts[stage.id] = (await node.source.createInitialSplits(1)).length;
+  }
+  return sourceCounts;
+}
+
+/**
+ * A keyed stage's task count when `cluster.keyedTasks` is not set. A cluster that ran before keeps
+ * the count its keyed exchange topics were created with (whatever its Weir's default was then);
+ * a new one takes the largest task count of its source stages (a Kafka source's partition count),
+ * at most maxParallelism, as Kafka Streams sizes a repartition topic by its sub-topology's input
+ * topics. One key group per task (maxParallelism tasks) made a keyed stage of 128 tasks by default,
+ * each with its own transactions, exchange reads and checkpoints, for 4 input partitions.
+ */
+export async function defaultKeyedTasks(
+  plan: StagePlan,
+  sourceCounts: readonly (number | undefined)[],
+  maxParallelism: number,
+  existingPartitions?: (topic: string) => Promise<number | undefined>,
+): Promise<number> {
+  if (existingPartitions !== undefined) {
+    for (const exchange of plan.exchanges) {
+      if (exchange.partitioning !== 'hash') continue;
+      const partitions = await existingPartitions(exchange.topic);
+      if (partitions !== undefined) return partitions;
+    }
+  }
+  const largest = Math.max(0, ...sourceCounts.filter((count) => count !== undefined));
+  return largest === 0 ? maxParallelism : Math.min(largest, maxParallelism);
 }
 
 /** A job's cluster settings and its checkpointing, refused by name when it has no cluster id, no exactly-once checkpoints, or incremental ones. */

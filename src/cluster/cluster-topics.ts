@@ -121,13 +121,20 @@ export async function checkClusterTopics(
 async function partitionCounts(connections: ClusterConnections, topics: readonly ClusterTopic[]): Promise<Map<string, number>> {
   const counts = new Map<string, number>();
   for (const { topic } of topics) {
-    try {
-      counts.set(topic, (await connections.topic(topic)).partitions.length);
-    } catch (error) {
-      if (!(error instanceof WeirError && error.code === 'UNKNOWN_TOPIC')) throw error;
-    }
+    const partitions = await existingPartitionCount(connections, topic);
+    if (partitions !== undefined) counts.set(topic, partitions);
   }
   return counts;
+}
+
+/** The partition count of `topic`, or undefined when it does not exist. */
+export async function existingPartitionCount(connections: ClusterConnections, topic: string): Promise<number | undefined> {
+  try {
+    return (await connections.topic(topic)).partitions.length;
+  } catch (error) {
+    if (error instanceof WeirError && error.code === 'UNKNOWN_TOPIC') return undefined;
+    throw error;
+  }
 }
 
 function mismatch(wanted: ClusterTopic, count: number): WeirError {

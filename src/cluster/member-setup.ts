@@ -12,7 +12,7 @@ import type { RunJobOptions } from '../runtime/jobmaster/job-client.ts';
 import { loadJob } from '../runtime/jobmaster/load-job.ts';
 import { everySourceBounded } from './cluster-end-watch.ts';
 import { clusterSettings, planCluster } from './cluster-plan.ts';
-import { ensureClusterTopics } from './cluster-topics.ts';
+import { ensureClusterTopics, existingPartitionCount } from './cluster-topics.ts';
 import { ensureControlTopic } from './savepoint-control.ts';
 import { clusterStartingSavepoint } from './savepoint-restore.ts';
 import type { Stage, StagePlan } from './stage-plan.ts';
@@ -52,10 +52,12 @@ export async function setUpMember(memberOptions: ClusterMemberOptions): Promise<
   const { url, config, streamGraph, graph } = await loadJob(memberOptions);
   const { cluster, checkpointing } = clusterSettings(config, graph.jobName);
   const options = { ...memberOptions, ...cluster };
-  const { plan, taskCounts, tasks, topics } = await planCluster({ streamGraph, graph }, options.id, options.keyedTasks);
   const kafka = resolveKafkaConnection({}, 'cluster mode (--cluster)');
   const connections = new ClusterConnections(kafka.bootstrap, { clientId: 'weir-cluster', ...kafka.connection, owner: `cluster "${options.id}"` });
   try {
+    const { plan, taskCounts, tasks, topics } = await planCluster({ streamGraph, graph }, options.id, options.keyedTasks, (topic) =>
+      existingPartitionCount(connections, topic),
+    );
     const created = new Set(await ensureClusterTopics(connections, kafka.bootstrap, kafka.connection, topics));
     await ensureControlTopic(connections, kafka.bootstrap, kafka.connection, options.id);
     for (const stage of plan.stages) log(`cluster "${options.id}": stage "${stage.uid}", ${taskCounts[stage.id]} tasks`);

@@ -10,7 +10,7 @@ import type { Partitioning } from '../graph/stream-graph.ts';
  * - A **stage** is one job vertex (one chain of operators). Its first node names it (its uid).
  * - An **exchange** is each edge between stages: a Kafka topic the upstream stage writes
  *   exactly-once and the downstream one reads read_committed. A hash exchange has `keyedTasks`
- *   partitions (`cluster.keyedTasks`, by default maxParallelism): partition p holds the key groups
+ *   partitions (`cluster.keyedTasks`, by default cluster-plan.ts's defaultKeyedTasks): partition p holds the key groups
  *   of subtask p at that parallelism (KeyGroupRangeAssignment, as in one process), so keyed state
  *   moves with partitions; a rebalance or broadcast one has the downstream vertex's parallelism, or
  *   `keyedTasks` into a stage a hash exchange feeds too (broadcast state beside a keyed input: every
@@ -97,7 +97,7 @@ export function planStages(cluster: string, graph: JobGraph, keyed: number = gra
     if (stage.sourceNodes.length > 0 && stage.inputs.length > 0) throw unsupported(`stage "${stage.uid}" reads both sources and an exchange`);
     // Known now unless a forward exchange feeds it (resolveForwardExchanges, at start).
     const inputs = stage.inputs.map((index) => exchanges[index] as Exchange);
-    // A keyed stage has a task per key group: what is broadcast into it beside its keyed input
+    // A keyed stage has `keyed` tasks, each a range of key groups: what is broadcast into it beside its keyed input
     // (broadcast state's rules) goes to each of them, as to every subtask in one process, and what is
     // rebalanced into it is spread over them (it was refused before: partition counts that differ).
     if (inputs.some((exchange) => exchange.partitioning === 'hash')) {

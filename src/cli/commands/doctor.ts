@@ -4,7 +4,7 @@ import type { ConnectionOptions } from '@platformatic/kafka';
 import { Command, Option } from 'commander';
 import { planCluster } from '../../cluster/cluster-plan.ts';
 import { readClusterStatus } from '../../cluster/cluster-status.ts';
-import { checkClusterTopics } from '../../cluster/cluster-topics.ts';
+import { checkClusterTopics, existingPartitionCount } from '../../cluster/cluster-topics.ts';
 import { ClusterConnections } from '../../connectors/kafka/cluster-connections.ts';
 import { describeCluster } from '../../connectors/kafka/cluster-info.ts';
 import { type BrokerAddress, formatBootstrap } from '../../connectors/kafka/kafka-connection-options.ts';
@@ -68,7 +68,7 @@ export function doctorCommand(): Command {
     )
     .option('--cluster <id>', "check a cluster-mode job: its group and members, and with --job its topics (names, partition counts) against the job's plan")
     .addOption(
-      new Option('--keyed-tasks <n>', 'with --cluster and --job: the cluster.keyedTasks its members run with (default maxParallelism)').argParser(
+      new Option('--keyed-tasks <n>', 'with --cluster and --job: the cluster.keyedTasks its members run with (default: what the cluster\'s topics hold, else the most partitions of a source, at most maxParallelism)').argParser(
         positiveIntegerArgument,
       ),
     )
@@ -149,7 +149,9 @@ async function checkCluster(
     console.log(`cluster "${cluster}": group ${status.state}, ${status.members.length} members, ${checkpointed} of ${status.tasks.length} tasks checkpointed`);
     if (job === undefined) return problems;
     const loaded = await loadJob({ job, config: { cluster: { id: cluster, ...(keyedTasks === undefined ? {} : { keyedTasks }) } } });
-    const { topics, taskCounts, plan } = await planCluster(loaded, cluster, loaded.config.cluster?.keyedTasks);
+    const { topics, taskCounts, plan } = await planCluster(loaded, cluster, loaded.config.cluster?.keyedTasks, (topic) =>
+      existingPartitionCount(connections, topic),
+    );
     for (const stage of plan.stages) console.log(`  stage "${stage.uid}": ${taskCounts[stage.id]} tasks`);
     for (const { topic, state, partitions } of await checkClusterTopics(connections, topics)) {
       const line = `  ${topic.what}: topic ${topic.topic}, ${topic.partitions} partitions`;

@@ -127,7 +127,7 @@ export function runCommand(): Command {
       ),
     )
     .addOption(
-      new Option('--keyed-tasks <n>', 'cluster.keyedTasks: the tasks of each keyed stage, each a range of key groups (default maxParallelism)').argParser(
+      new Option('--keyed-tasks <n>', 'cluster.keyedTasks: the tasks of each keyed stage, each a range of key groups (default: the most partitions of a source, at most maxParallelism; a cluster that ran before keeps its count)').argParser(
         positiveIntegerArgument,
       ),
     )
