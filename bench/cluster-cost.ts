@@ -20,14 +20,24 @@ import { type BrokerAddress, formatBootstrap } from '../src/connectors/kafka/kaf
 import { startCompareJob, stopWeir, tailOf, type WeirProcess } from './cluster-weir.ts';
 import { auditOutput, fillInput, OutputWatcher, PARTITIONS, topicSize, WrittenSampler, waitForTopics } from './compare/kafka-io.ts';
 
-export type CostRun = 'one process' | 'one member' | 'two members' | 'one member, keyed tasks' | 'two members, keyed tasks';
+/** The job's maxParallelism (Weir's default). */
+const MAX_PARALLELISM = 128;
+
+export type CostRun = 'one process' | 'one member' | 'two members' | 'one member, a task per key group' | 'two members, a task per key group';
 /**
- * By default a keyed stage has maxParallelism (128) tasks in cluster mode, each with its own
- * transaction, exchange reads and checkpoint per interval: 132 tasks for this job. With
- * `--keyed-tasks` as many as the input's partitions (cluster.keyedTasks, Kafka Streams' sizing of
- * its repartition topics) each keyed task holds a range of 32 key groups: 8 tasks.
+ * By default a keyed stage has as many tasks in cluster mode as the input has partitions
+ * (cluster.keyedTasks' default, Kafka Streams' sizing of its repartition topics), each holding a
+ * range of 32 key groups: 8 tasks for this job. With `--keyed-tasks 128` (maxParallelism: the
+ * default before 2026-12-06) one task per key group, each with its own transaction, exchange reads
+ * and checkpoint per interval: 132 tasks.
  */
-export const COST_RUNS: readonly CostRun[] = ['one process', 'one member', 'two members', 'one member, keyed tasks', 'two members, keyed tasks'];
+export const COST_RUNS: readonly CostRun[] = [
+  'one process',
+  'one member',
+  'two members',
+  'one member, a task per key group',
+  'two members, a task per key group',
+];
 
 export interface CostFigure {
   run: CostRun;
@@ -64,10 +74,10 @@ function argsOf(run: CostRun, cluster: string): string[][] {
       return [[...common, '--cluster', cluster]];
     case 'two members':
       return [1, 2].map(() => [...common, '--cluster', cluster, '--cluster-threads', '1']);
-    case 'one member, keyed tasks':
-      return [[...common, '--cluster', cluster, '--keyed-tasks', String(PARTITIONS)]];
-    case 'two members, keyed tasks':
-      return [1, 2].map(() => [...common, '--cluster', cluster, '--cluster-threads', '1', '--keyed-tasks', String(PARTITIONS)]);
+    case 'one member, a task per key group':
+      return [[...common, '--cluster', cluster, '--keyed-tasks', String(MAX_PARALLELISM)]];
+    case 'two members, a task per key group':
+      return [1, 2].map(() => [...common, '--cluster', cluster, '--cluster-threads', '1', '--keyed-tasks', String(MAX_PARALLELISM)]);
   }
 }
 

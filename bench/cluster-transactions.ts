@@ -10,8 +10,8 @@
  * each carries `completedAt`, when its task built it, just before the commit.
  *
  * One member (`--cluster-threads` default) runs the job of bench:compare, unchanged, with
- * `--max-parallelism` setting its key groups, hence the keyed stage's task count (one task per key
- * group; the source stage has one per input partition, 4). Records come at a steady rate for a
+ * `--max-parallelism` setting its key groups and `--keyed-tasks` the same, hence the keyed stage's
+ * task count (one task per key group; the source stage has one per input partition, 4). Records come at a steady rate for a
  * while (the steady window); then the input stops, and once every record is readable in the
  * output and the next checkpoints are past, an idle window: issue 35's goal is no transaction at
  * all there.
@@ -71,6 +71,8 @@ export async function transactionsAt(
     '--checkpoint-interval',
     `${point.intervalMs}ms`,
     '--max-parallelism',
+    String(point.maxParallelism),
+    '--keyed-tasks',
     String(point.maxParallelism),
   ]);
   const producer = new SteadyProducer(context.brokers, io.input, 0, STEADY_RATE);

@@ -3,7 +3,7 @@
  *
  * 1. Cost per record at saturation, on the job of bench:compare unchanged (bench/cluster-cost.ts):
  *    one process, one member (`--cluster-threads` default: the cores), two members of one thread
- *    each on the same host, and the same two with `--keyed-tasks 4` (8 tasks, not 132), over one
+ *    each on the same host (8 tasks), and the same two with `--keyed-tasks 128` (132 tasks), over one
  *    pre-filled input; records/s and CPU seconds per million records.
  * 2. Transactions per second on the broker against tasks and interval, under steady load and idle
  *    (bench/cluster-transactions.ts: the committed records of the checkpoint topic, one per task commit).
@@ -269,8 +269,8 @@ try {
     'one process': '`weir run --parallelism 2` (one process)',
     'one member': '`weir run --cluster` (one member, threads = cores)',
     'two members': 'two members, `--cluster-threads 1` each',
-    'one member, keyed tasks': 'one member, `--keyed-tasks 4` (8 tasks, not 132)',
-    'two members, keyed tasks': 'two members, `--cluster-threads 1 --keyed-tasks 4` each',
+    'one member, a task per key group': 'one member, `--keyed-tasks 128` (132 tasks, not 8)',
+    'two members, a task per key group': 'two members, `--cluster-threads 1 --keyed-tasks 128` each',
   };
   const lines = [
     '# Cluster mode: cost, transactions, failover, restore, savepoints',

@@ -41,11 +41,12 @@ import {
 
 const jobs = join(import.meta.dirname, '..', '..', 'fixtures', 'jobs');
 /**
- * Few key groups: a keyed stage has maxParallelism tasks in cluster mode, and these jobs have
- * several. One more than the input's partitions: the dead letters of the source's stage (3 tasks)
- * reach the keyed stage's sink (4 tasks) through a rebalance.
+ * Keyed stages of one task per key group (`--keyed-tasks` = maxParallelism), one more than the
+ * input's partitions: the dead letters of the source's stage (3 tasks) reach the keyed stage's sink
+ * (4 tasks) through a rebalance.
  */
 const ARGS = ['--max-parallelism', String(SHAPE_PARTITIONS + 1)];
+const CLUSTER_ARGS = ['--keyed-tasks', String(SHAPE_PARTITIONS + 1)];
 const EVENTS = 1600;
 
 async function topics(brokers: BrokerAddress[], specs: [string, number][]) {
@@ -89,6 +90,7 @@ describe('job shapes through one process and through three cluster members (issu
         oneProcessEnv: { SH_EVENTS: events, SH_OUTPUT: oneOut, SH_DLQ: oneDlq },
         clusterEnv: { SH_EVENTS: events, SH_OUTPUT: clusterOut, SH_DLQ: clusterDlq },
         args: ARGS,
+        clusterArgs: CLUSTER_ARGS,
         label: 'shapes-branches',
       });
       try {

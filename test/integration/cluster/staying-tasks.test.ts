@@ -31,7 +31,8 @@ test('a member leaves and comes back: the tasks that stay on the other keep comm
 }, async () => {
   const scaffold = await clusterTest('staying');
   const { cluster, topics, members } = scaffold;
-  const member = () => scaffold.member({ interval: '200ms', env: { CJ_MAX_PARALLELISM: '24' } });
+  // 12 source tasks and two keyed stages of one task per key group (24 each): 60 tasks.
+  const member = () => scaffold.member({ interval: '200ms', env: { CJ_MAX_PARALLELISM: '24' }, args: ['--keyed-tasks', '24'] });
   const totals = async () => (await readJson<Total>(topics.totals)).length;
   const progress = async (more: number) => {
     const target = (await totals()) + more;
