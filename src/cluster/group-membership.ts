@@ -295,7 +295,10 @@ export class GroupMembership {
       throw new WeirError(
         'CLUSTER_TASK_COUNT_MISMATCH',
         `cluster ${this.#options.groupId}: member ${other.groupInstanceId ?? other.memberId} runs the job with ${other.info.taskCount} tasks${other.info.taskCount === this.#options.taskCount ? ' of other stages' : ''}, this one (${hostname()}, process ${process.pid}) with ${this.#options.taskCount}`,
-        { hint: 'every member must run the same job (same graph, maxParallelism and cluster.keyedTasks); stop the member that runs another version', fault: 'user' },
+        {
+          hint: 'every member must run the same job (same graph, maxParallelism and cluster.keyedTasks); stop the member that runs another version',
+          fault: 'user',
+        },
       );
     }
     const tasks = assignTasks(

@@ -68,9 +68,10 @@ export function doctorCommand(): Command {
     )
     .option('--cluster <id>', "check a cluster-mode job: its group and members, and with --job its topics (names, partition counts) against the job's plan")
     .addOption(
-      new Option('--keyed-tasks <n>', 'with --cluster and --job: the cluster.keyedTasks its members run with (default: what the cluster\'s topics hold, else the most partitions of a source, at most maxParallelism)').argParser(
-        positiveIntegerArgument,
-      ),
+      new Option(
+        '--keyed-tasks <n>',
+        "with --cluster and --job: the cluster.keyedTasks its members run with (default: what the cluster's topics hold, else the most partitions of a source, at most maxParallelism)",
+      ).argParser(positiveIntegerArgument),
     )
     .action(async (options: DoctorOptions) => {
       // The job's connectors (its preflight) take the same settings, unless they set their own.

@@ -127,9 +127,10 @@ export function runCommand(): Command {
       ),
     )
     .addOption(
-      new Option('--keyed-tasks <n>', 'cluster.keyedTasks: the tasks of each keyed stage, each a range of key groups (default: the most partitions of a source, at most maxParallelism; a cluster that ran before keeps its count)').argParser(
-        positiveIntegerArgument,
-      ),
+      new Option(
+        '--keyed-tasks <n>',
+        'cluster.keyedTasks: the tasks of each keyed stage, each a range of key groups (default: the most partitions of a source, at most maxParallelism; a cluster that ran before keeps its count)',
+      ).argParser(positiveIntegerArgument),
     )
     .option('--fresh', 'start without restoring the latest checkpoint', false)
     .option('--from-savepoint <path>', 'start from this savepoint (or checkpoint) folder')

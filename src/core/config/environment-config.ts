@@ -241,7 +241,8 @@ export const environmentConfigSchema = z
         keyedTasks: positiveInt.optional().meta({
           description:
             "The tasks of each keyed stage (the partition count of the exchange topics a keyBy writes): each task holds a contiguous range of key groups, as a subtask of that parallelism does in one process, and the range's state moves with its partition. Fewer, larger tasks cost fewer transactions, exchange reads and checkpoints per record (Kafka Streams sizes its repartition topics so); more let more members share the stage. At most maxParallelism; fixed for the life of a cluster (a savepoint starts a new cluster id at another count).",
-          defaultText: 'a new cluster: the most partitions of a source stage (at most maxParallelism); a cluster that ran before: the count its keyed exchange topics hold',
+          defaultText:
+            'a new cluster: the most partitions of a source stage (at most maxParallelism); a cluster that ran before: the count its keyed exchange topics hold',
         }),
         threads: positiveInt.default(availableParallelism()).meta({
           description:
