@@ -34,6 +34,16 @@ if (major >= 24 && !process.execArgv.some((option) => option.includes('external-
   setFlagsFromString('--external-memory-accounted-in-global-limit');
 }
 
+// Full collections do not compact the old generation (V8 still sweeps, and gives back pages left
+// empty). With state on the heap the old generation is gigabytes, and compacting it (evacuating
+// pages, then updating every pointer into them) is the longest stop there is: at 10M keys on the
+// heap backend each major collection stood a task still 208-296 ms, without compaction 34-75 ms,
+// records/s and peak RSS the same within the noise (and at 1M keys over 60 s of updates the same RSS:
+// no fragmentation seen; docs/benchmarks.md). An explicit --compact on node's command line wins.
+if (!process.execArgv.some((option) => /^--(no-)?compact(=|$)/.test(option))) {
+  setFlagsFromString('--no-compact');
+}
+
 // Node's on-disk compile cache (the stripped TypeScript and V8's code cache): every worker thread
 // loads the same modules again, about 0.3 s less each once the cache is warm. Workers inherit it
 // through NODE_COMPILE_CACHE; NODE_DISABLE_COMPILE_CACHE=1 turns it off.

@@ -6,14 +6,17 @@
  */
 export const WEIR_V8_FLAGS: readonly string[] = [
   '--no-allocation-site-pretenuring',
+  '--no-compact',
   // V8 13 (Node 24) has it; Node 22's V8 does not.
   ...(Number(process.versions.node.split('.')[0]) >= 24 ? ['--external-memory-accounted-in-global-limit'] : []),
 ];
 
 /** `WEIR_V8_FLAGS` less those `execArgv` already sets either way (an explicit flag wins). */
 export function weirV8Flags(execArgv: readonly string[] = process.execArgv): string[] {
-  return WEIR_V8_FLAGS.filter((flag) => {
-    const name = flag.replace(/^--(no-)?/, '');
-    return !execArgv.some((option) => option.includes(name));
-  });
+  const nameOf = (option: string) =>
+    option
+      .replace(/^--(no-)?/, '')
+      .split('=')[0]
+      ?.replaceAll('_', '-');
+  return WEIR_V8_FLAGS.filter((flag) => !execArgv.some((option) => nameOf(option) === nameOf(flag)));
 }
