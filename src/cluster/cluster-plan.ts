@@ -32,10 +32,6 @@ export async function planCluster(
   existingPartitions?: (topic: string) => Promise<number | undefined>,
 ): Promise<ClusterPlan> {
   const { streamGraph, graph } = loaded;
-  // Which stages start at sources, and the topics' names, do not depend on the keyed task count.
-  const sourceCounts = await readSourceCounts(loaded, planStages(clusterId, graph));
-  const keyed = keyedTasks ?? (await defaultKeyedTasks(planStages(clusterId, graph), sourceCounts, graph.maxParallelism, existingPartitions));
-  const plan = planStages(clusterId, graph, keyed);
   for (const node of streamGraph.nodes) {
     if (node.kind === 'sink') {
       const uid = graph.nodes[node.id]?.uid ?? node.name;
@@ -43,6 +39,11 @@ export async function planCluster(
       if (kind instanceof WeirError) throw kind;
     }
   }
+  // Which stages start at sources, and the topics' names, do not depend on the keyed task count.
+  const draft = planStages(clusterId, graph);
+  const sourceCounts = await readSourceCounts(loaded, draft);
+  const keyed = keyedTasks ?? (await defaultKeyedTasks(draft, sourceCounts, graph.maxParallelism, existingPartitions));
+  const plan = planStages(clusterId, graph, keyed);
   for (const stage of plan.stages) {
     if (stage.sourceNodes.length === 0) continue;
     const node = streamGraph.node(stage.sourceNodes[0] as number);
