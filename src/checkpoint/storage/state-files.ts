@@ -165,18 +165,24 @@ export function sha256(bytes: Uint8Array): string {
 /** Bytes hashed at a time by {@link sha256InSlices} and {@link hashInSlices}: a few milliseconds of the thread. */
 const HASH_SLICE_BYTES = 4 * 1024 * 1024;
 
-/** Adds `pieces` to `hash` a few MB per turn of the event loop (the task goes on in between); returns their bytes. */
+/**
+ * Adds `pieces` to `hash` a few MB per turn of the event loop (the task goes on in between; a piece
+ * larger than that is hashed in slices of its own); returns their bytes.
+ */
 export async function hashInSlices(hash: Hash, pieces: readonly Uint8Array[]): Promise<number> {
   let bytes = 0;
   let sinceTurn = 0;
   for (const piece of pieces) {
-    hash.update(piece);
-    bytes += piece.byteLength;
-    sinceTurn += piece.byteLength;
-    if (sinceTurn >= HASH_SLICE_BYTES) {
-      sinceTurn = 0;
-      await nextTurn();
+    for (let start = 0; start < piece.byteLength; start += HASH_SLICE_BYTES) {
+      const slice = start === 0 && piece.byteLength <= HASH_SLICE_BYTES ? piece : piece.subarray(start, start + HASH_SLICE_BYTES);
+      hash.update(slice);
+      sinceTurn += slice.byteLength;
+      if (sinceTurn >= HASH_SLICE_BYTES) {
+        sinceTurn = 0;
+        await nextTurn();
+      }
     }
+    bytes += piece.byteLength;
   }
   return bytes;
 }
@@ -189,9 +195,6 @@ export async function hashInSlices(hash: Hash, pieces: readonly Uint8Array[]): P
 export async function sha256InSlices(bytes: Uint8Array): Promise<string> {
   if (bytes.byteLength <= HASH_SLICE_BYTES) return sha256(bytes);
   const hash = createHash('sha256');
-  for (let start = 0; start < bytes.byteLength; start += HASH_SLICE_BYTES) {
-    hash.update(bytes.subarray(start, start + HASH_SLICE_BYTES));
-    await nextTurn();
-  }
+  await hashInSlices(hash, [bytes]);
   return hash.digest('hex');
 }
