@@ -17,11 +17,12 @@ import { join } from 'node:path';
 import { setTimeout as sleep } from 'node:timers/promises';
 import type { Admin } from '@platformatic/kafka';
 import { type BrokerAddress, formatBootstrap } from '../src/connectors/kafka/kafka-connection-options.ts';
+import { parseEnvironmentConfig } from '../src/core/config/environment-config.ts';
 import { startCompareJob, stopWeir, tailOf, type WeirProcess } from './cluster-weir.ts';
 import { auditOutput, fillInput, OutputWatcher, PARTITIONS, topicSize, WrittenSampler, waitForTopics } from './compare/kafka-io.ts';
 
-/** The job's maxParallelism (Weir's default). */
-const MAX_PARALLELISM = 128;
+/** The job's maxParallelism (Weir's default: the job sets none). */
+const MAX_PARALLELISM = parseEnvironmentConfig({}).maxParallelism;
 
 export type CostRun = 'one process' | 'one member' | 'two members' | 'one member, a task per key group' | 'two members, a task per key group';
 /**
