@@ -49,6 +49,8 @@ export class IncrementalTracker {
   #since: number | undefined;
   #epochs: Epoch[] = [];
   #current: Epoch | undefined;
+  /** Barriers whose later changes a snapshot still reads ({@link pin}): their epochs are kept. */
+  readonly #pins: number[] = [];
 
   constructor(keyGroupCount: number) {
     this.#keyGroupCount = keyGroupCount;
@@ -84,7 +86,7 @@ export class IncrementalTracker {
     }
     if (this.#since === undefined || this.#epochs.length > MAX_UNCONFIRMED_EPOCHS) {
       this.#since = checkpointId;
-      this.#epochs = [];
+      this.#drop(checkpointId);
     }
     const next: Epoch = { checkpointId: Number.NaN, tables: new Map(), timers: [new DirtyKeys(this.#keyGroupCount), new DirtyKeys(this.#keyGroupCount)] };
     this.#current = next;
@@ -92,18 +94,55 @@ export class IncrementalTracker {
     timers[0].dirty = next.timers[0];
     timers[1].dirty = next.timers[1];
     if (base === undefined || base < this.#since || base >= checkpointId) return undefined;
-    // O(epochs x states): the keys are united per key group as the writer reaches it (ChangedKeys).
-    const since = this.#epochs.filter((epoch) => epoch.checkpointId > base);
-    const names = new Set(since.flatMap((epoch) => [...epoch.tables.keys()]));
-    return {
+    return deltaOf(
       base,
-      tables: new Map([...names].map((name) => [name, new ChangedKeys(since.flatMap((epoch) => epoch.tables.get(name) ?? []))])),
-      timers: [new ChangedKeys(since.map((epoch) => epoch.timers[0])), new ChangedKeys(since.map((epoch) => epoch.timers[1]))],
-    };
+      this.#epochs.filter((epoch) => epoch.checkpointId > base),
+    );
   }
 
   /** Checkpoint `checkpointId` completed: the changes up to its barrier are in it. */
   confirm(checkpointId: number): void {
-    this.#epochs = this.#epochs.filter((epoch) => epoch.checkpointId > checkpointId);
+    this.#drop(checkpointId);
   }
+
+  /**
+   * Keeps the changes after the barrier of `checkpointId` (its epochs are not dropped) until
+   * {@link unpin}: a snapshot that reads them later (the disk backend's base, whose file copy ends
+   * after the barrier) asks {@link changedSince} then.
+   */
+  pin(checkpointId: number): void {
+    this.#pins.push(checkpointId);
+  }
+
+  unpin(checkpointId: number): void {
+    const at = this.#pins.indexOf(checkpointId);
+    if (at >= 0) this.#pins.splice(at, 1);
+  }
+
+  /**
+   * Every key changed after the barrier of pinned checkpoint `checkpointId` up to now (the epochs
+   * closed since, and the open one: keys marked later show too, which a reader of values at that
+   * barrier may write as well).
+   */
+  changedSince(checkpointId: number): DeltaKeys {
+    const epochs = this.#epochs.filter((epoch) => epoch.checkpointId > checkpointId);
+    if (this.#current !== undefined) epochs.push(this.#current);
+    return deltaOf(checkpointId, epochs);
+  }
+
+  /** Drops the epochs up to `checkpointId`'s barrier, but none a pin needs. */
+  #drop(checkpointId: number): void {
+    const upTo = Math.min(checkpointId, ...this.#pins);
+    this.#epochs = this.#epochs.filter((epoch) => epoch.checkpointId > upTo);
+  }
+}
+
+/** The keys of `epochs`, united per key group as a writer reaches it (O(epochs x states) here). */
+function deltaOf(base: number, epochs: readonly Epoch[]): DeltaKeys {
+  const names = new Set(epochs.flatMap((epoch) => [...epoch.tables.keys()]));
+  return {
+    base,
+    tables: new Map([...names].map((name) => [name, new ChangedKeys(epochs.flatMap((epoch) => epoch.tables.get(name) ?? []))])),
+    timers: [new ChangedKeys(epochs.map((epoch) => epoch.timers[0])), new ChangedKeys(epochs.map((epoch) => epoch.timers[1]))],
+  };
 }

@@ -32,6 +32,8 @@ export interface KeyedStateContents {
   timers: readonly [InternalTimerService, InternalTimerService];
   context: InternalKeyContext;
   clock: () => number;
+  /** A state's key group map that incremental snapshots apply to, when it has none (default: an empty Map). */
+  deltaGroup?: () => Map<StateKey, unknown>;
 }
 
 /*
@@ -92,6 +94,18 @@ export function restoreKeyedStateSnapshots(contents: KeyedStateContents, snapsho
   for (let s = 0; s < snapshots.length; s++) {
     const source = `keyed state snapshot ${s + 1} of ${snapshots.length} for operator "${contents.operatorName}"`;
     if (restoreOne(contents, new DataInputDeserializer(snapshots[s]!, source), s, restoredFrom, fulls > 0)) fulls++;
+  }
+}
+
+/**
+ * Applies incremental snapshots, oldest first, to what `contents` holds (no full snapshot before
+ * them: the disk backend's base is lmdb's file). A full snapshot among them is refused.
+ */
+export function applyKeyedStateDeltas(contents: KeyedStateContents, deltas: readonly Uint8Array[]): void {
+  for (let s = 0; s < deltas.length; s++) {
+    const source = `incremental keyed state snapshot ${s + 1} of ${deltas.length} for operator "${contents.operatorName}"`;
+    const input = new DataInputDeserializer(deltas[s] as Uint8Array, source);
+    if (restoreOne(contents, input, s, new Map(), true)) throw input.corrupt('it is a full snapshot where the changes on a base belong');
   }
 }
 
@@ -267,7 +281,7 @@ function applyDeltaSection(contents: KeyedStateContents, input: DataInputDeseria
   for (const [table, flat] of sectionStates(input, keyGroup, tables, KEYED_STATE_FORMAT_VERSION)) {
     let group = table.groups[index];
     if (group === undefined) {
-      group = new Map();
+      group = contents.deltaGroup?.() ?? new Map();
       table.groups[index] = group;
     }
     for (let e = 0; e < flat.length; e += 2) {

@@ -9,8 +9,11 @@ import { type DeltaKeys, IncrementalTracker } from './incremental-tracker.ts';
 import { VOID_NAMESPACE } from './internal-timer-service.ts';
 import { formatKeyGroupRange, type KeyGroupRange, keyGroupRange, keyGroupRangeSize } from './key-group-range.ts';
 import { assignToKeyGroup, UPPER_BOUND_MAX_PARALLELISM } from './key-group-range-assignment.ts';
-import { KeyWriter, MAX_KEY_BYTES, MAX_STATE_ID } from './lmdb-key-codec.ts';
-import { restoreIntoLmdb } from './lmdb-restore.ts';
+import type { LmdbBase } from './lmdb-base-format.ts';
+import { LmdbBaseSnapshot } from './lmdb-base-snapshot.ts';
+import { applyDeltasToLmdb } from './lmdb-delta-restore.ts';
+import { KeyWriter, MAX_KEY_BYTES, MAX_STATE_ID, PROCESSING_TIMERS_ID } from './lmdb-key-codec.ts';
+import { type LmdbRestoreTarget, restoreIntoLmdb } from './lmdb-restore.ts';
 import { LmdbSnapshotWriter, type SnapshotState } from './lmdb-snapshot-writer.ts';
 import { createLmdbState, type LmdbKeyedState } from './lmdb-state-factory.ts';
 import { LmdbKeyContext, LmdbStateTable } from './lmdb-state-table.ts';
@@ -26,6 +29,12 @@ export interface LmdbKeyedStateBackendOptions {
   settings?: LmdbStoreSettings;
   clock?: () => number;
   reinterpreted?: boolean;
+  /**
+   * A base of this key-group range and maxParallelism (an incremental checkpoint's full snapshot
+   * of a disk backend): lmdb's file is opened as the store and its correction applied; the
+   * checkpoint's later changes come with {@link LmdbKeyedStateBackend.restore}.
+   */
+  base?: LmdbBase;
 }
 
 /** Keys longer than this (encoded) leave no room for a map user key or a timer in lmdb's key limit. */
@@ -61,6 +70,10 @@ export class LmdbKeyedStateBackend implements CheckpointableKeyedStateBackend {
   readonly #keyWriter = new KeyWriter();
   readonly #everyRecordCleanup: LmdbStateTable[] = [];
   #pendingSnapshot: LmdbSnapshotWriter | undefined;
+  /** Base snapshots whose file copy may still run (never finished at the next barrier: they do not hold the task). */
+  readonly #pendingBases = new Set<LmdbBaseSnapshot>();
+  /** Opened from a base: a restore adds the checkpoint's changes to it. */
+  readonly #fromBase: boolean;
   /** Which keys changed between barriers, once an incremental snapshot was asked for (the heap's tracker: the tables and timers mark). */
   #incremental: IncrementalTracker | undefined;
 
@@ -93,7 +106,9 @@ export class LmdbKeyedStateBackend implements CheckpointableKeyedStateBackend {
     this.#keyGroupCount = keyGroupRangeSize(range);
     this.#clock = options.clock ?? Date.now;
     this.#reinterpreted = options.reinterpreted === true;
-    this.#store = new LmdbStore(options.dir, options.settings);
+    const base = options.base;
+    this.#store = new LmdbStore(options.dir, options.settings, base === undefined ? undefined : { file: base.file, structures: base.structures });
+    this.#fromBase = base !== undefined;
     this.#store.describeKey = (key) => {
       const table = this.#tablesById[key.readUInt16BE(2)];
       return table === undefined ? `a timer of operator "${operatorName}"` : `${table.description} of operator "${operatorName}"`;
@@ -101,8 +116,48 @@ export class LmdbKeyedStateBackend implements CheckpointableKeyedStateBackend {
     this.#context = new LmdbKeyContext(operatorName, range.start);
     this.#processingTimers = new LmdbTimerService('processing', this.#context, this.#store);
     this.#eventTimers = new LmdbTimerService('event', this.#context, this.#store);
+    if (base !== undefined) this.#openBase(base);
   }
 
+  /**
+   * lmdb's file of `base` is the store: its states get their ids back (the file's keys name them),
+   * entries of states first used after its barrier go, the timers count again, and the correction
+   * puts back the keys written between the barrier and the copy.
+   */
+  #openBase(base: LmdbBase): void {
+    if (
+      base.maxParallelism !== this.maxParallelism ||
+      base.keyGroupRange.start !== this.keyGroupRange.start ||
+      base.keyGroupRange.end !== this.keyGroupRange.end
+    ) {
+      throw new WeirError(
+        'INVALID_KEY_GROUP_RANGE',
+        `operator "${this.operatorName}": a base of key groups ${formatKeyGroupRange(base.keyGroupRange)} opened for ${formatKeyGroupRange(this.keyGroupRange)}`,
+        {
+          fault: 'internal',
+          hint: 'convert a base of another range or maxParallelism to the canonical format (lmdbBaseToCanonical)',
+        },
+      );
+    }
+    for (const state of base.states) {
+      this.#table(state.name, state.kind, state.ttlWrapped, false);
+      this.#restored.add(state.name);
+    }
+    const after = Buffer.alloc(4);
+    const end = Buffer.alloc(4);
+    for (let keyGroup = this.keyGroupRange.start; keyGroup <= this.keyGroupRange.end; keyGroup++) {
+      after.writeUInt16BE(keyGroup, 0);
+      after.writeUInt16BE(base.states.length, 2);
+      end.writeUInt16BE(keyGroup, 0);
+      end.writeUInt16BE(PROCESSING_TIMERS_ID, 2);
+      this.#store.removeRange(this.#store.state, after, end);
+    }
+    this.#processingTimers.reopened(base.timerSequences[0]);
+    this.#eventTimers.reopened(base.timerSequences[1]);
+    if (base.correction.length > 0) applyDeltasToLmdb(this.#restoreTarget(), [base.correction]);
+    this.#processingTimers.reopened(0);
+    this.#eventTimers.reopened(0);
+  }
   setCurrentKey(key: StateKey): void {
     const context = this.#context;
     if (key === context.currentKey && context.keyGroupIndex >= 0) return;
@@ -273,17 +328,12 @@ export class LmdbKeyedStateBackend implements CheckpointableKeyedStateBackend {
     } catch {
       // That snapshot failed: its own result() says why.
     }
-    const states: SnapshotState[] = this.#tablesById.map((table) => ({
-      id: table.id,
-      name: table.name,
-      kind: table.kind,
-      ttlWrapped: table.ttlWrapped,
-      ttl: table.ttl?.cleanupFullSnapshot === true ? table.ttl : undefined,
-    }));
+    const states = this.#snapshotStates();
     let delta: DeltaKeys | undefined;
     if (incremental !== undefined) {
       this.#incremental ??= new IncrementalTracker(this.#keyGroupCount);
       delta = this.#incremental.barrier(incremental.checkpointId, incremental.base, this.#tablesById, [this.#processingTimers, this.#eventTimers]);
+      if (delta === undefined) return this.#baseSnapshot(incremental.checkpointId, states);
     }
     const onEnd = () => {
       if (this.#pendingSnapshot === writer) this.#pendingSnapshot = undefined;
@@ -293,45 +343,93 @@ export class LmdbKeyedStateBackend implements CheckpointableKeyedStateBackend {
     return writer;
   }
 
+  /** The states as a snapshot takes them at the barrier. */
+  #snapshotStates(): SnapshotState[] {
+    return this.#tablesById.map((table) => ({
+      id: table.id,
+      name: table.name,
+      kind: table.kind,
+      ttlWrapped: table.ttlWrapped,
+      ttl: table.ttl?.cleanupFullSnapshot === true ? table.ttl : undefined,
+    }));
+  }
+
+  /** A full canonical snapshot of key groups `range` (inside this backend's) at once: a base converted for another range or the heap backend. */
+  snapshotKeyGroups(range: KeyGroupRange): Uint8Array {
+    const writer = new LmdbSnapshotWriter(this.#store, this.#snapshotStates(), this.maxParallelism, range, this.operatorName, this.#clock(), () => {});
+    writer.runToEnd();
+    return writer.result();
+  }
+
+  /** An incremental checkpoint's full snapshot: lmdb's own file, copied off the task thread (LmdbBaseSnapshot). */
+  #baseSnapshot(checkpointId: number, states: SnapshotState[]): AsyncKeyedStateSnapshot {
+    const snapshot: LmdbBaseSnapshot = new LmdbBaseSnapshot({
+      store: this.#store,
+      tracker: this.#incremental as IncrementalTracker,
+      checkpointId,
+      states,
+      timerSequences: [this.#processingTimers.sequence, this.#eventTimers.sequence],
+      maxParallelism: this.maxParallelism,
+      keyGroupRange: this.keyGroupRange,
+      operatorName: this.operatorName,
+      now: this.#clock(),
+      onEnd: () => this.#pendingBases.delete(snapshot),
+    });
+    this.#pendingBases.add(snapshot);
+    return snapshot;
+  }
+
   /** Checkpoint `checkpointId` completed: incremental snapshots may add to it. */
   notifyCheckpointComplete(checkpointId: number): void {
     this.#incremental?.confirm(checkpointId);
   }
 
   restore(snapshots: readonly Uint8Array[]): void {
+    if (this.#fromBase) {
+      // Opened from a base: the snapshots are the checkpoint's changes on it, oldest first.
+      applyDeltasToLmdb(this.#restoreTarget(), snapshots);
+      this.#processingTimers.reopened(0);
+      this.#eventTimers.reopened(0);
+      this.#context.currentKey = undefined;
+      this.#context.keyGroupIndex = -1;
+      return;
+    }
     if (!this.isEmpty()) {
       throw new WeirError('RESTORE_INTO_USED_BACKEND', `operator "${this.operatorName}": state can only be restored into an empty backend`, {
         fault: 'internal',
         hint: 'restore state before processing any record',
       });
     }
-    restoreIntoLmdb(
-      {
-        maxParallelism: this.maxParallelism,
-        keyGroupRange: this.keyGroupRange,
-        operatorName: this.operatorName,
-        keyGroupCount: this.#keyGroupCount,
-        clock: this.#clock,
-        store: this.#store,
-        existing: this.#tables,
-        table: (name, kind, ttl) => {
-          const known = this.#tables.has(name);
-          const table = this.#table(name, kind, ttl, false);
-          if (!known) this.#restored.add(name);
-          return table;
-        },
-        timers: [this.#processingTimers, this.#eventTimers],
-      },
-      snapshots,
-    );
+    restoreIntoLmdb(this.#restoreTarget(), snapshots);
     // A restore leaves the current key unset.
     this.#context.currentKey = undefined;
     this.#context.keyGroupIndex = -1;
   }
 
-  /** Gives up a pending snapshot, closes lmdb and deletes the working folder. */
+  /** What a restore writes into: the store, the tables (a restored state's made and noted for its TTL purge), the timers. */
+  #restoreTarget(): LmdbRestoreTarget {
+    return {
+      maxParallelism: this.maxParallelism,
+      keyGroupRange: this.keyGroupRange,
+      operatorName: this.operatorName,
+      keyGroupCount: this.#keyGroupCount,
+      clock: this.#clock,
+      store: this.#store,
+      existing: this.#tables,
+      table: (name, kind, ttl) => {
+        const known = this.#tables.has(name);
+        const table = this.#table(name, kind, ttl, false);
+        if (!known) this.#restored.add(name);
+        return table;
+      },
+      timers: [this.#processingTimers, this.#eventTimers],
+    };
+  }
+
+  /** Gives up pending snapshots, closes lmdb and deletes the working folder. */
   async dispose(): Promise<void> {
     this.#pendingSnapshot?.release();
+    for (const base of [...this.#pendingBases]) base.release();
     await this.#store.close();
   }
 }

@@ -45,6 +45,7 @@ interface DeltaState {
  * With `delta` (an incremental snapshot, the same layout as the heap's, flag 0x01) it reads only
  * the changed keys from that transaction, each key's value at the barrier (a point read; a map key's
  * entries and a key's timers a range of their own), a key with nothing left as its deletion.
+ * `transaction`: read that one (a caller's, which it ends) instead of one taken now.
  */
 export class LmdbSnapshotWriter extends SlicedSnapshot {
   readonly #store: LmdbStore;
@@ -55,6 +56,8 @@ export class LmdbSnapshotWriter extends SlicedSnapshot {
   readonly #onEnd: () => void;
   readonly #reader = new KeyReader();
   #transaction: LmdbTransaction | undefined;
+  /** Whether the read transaction is this writer's (else a caller's, which ends it). */
+  readonly #ownsTransaction: boolean;
   /** The options of a point read in the transaction (one object: no allocation per key). */
   #inTransaction: { transaction: LmdbTransaction } | undefined;
   #keyGroup: number;
@@ -87,6 +90,7 @@ export class LmdbSnapshotWriter extends SlicedSnapshot {
     now: number,
     onEnd: () => void,
     delta?: DeltaKeys,
+    transaction?: LmdbTransaction,
   ) {
     super(operatorName);
     this.#store = store;
@@ -112,7 +116,8 @@ export class LmdbSnapshotWriter extends SlicedSnapshot {
       if (changed !== undefined) this.#deltaStates.push({ index, state, changed });
     });
     this.begin(header);
-    this.#transaction = store.snapshot();
+    this.#ownsTransaction = transaction === undefined;
+    this.#transaction = transaction ?? store.snapshot();
     this.#inTransaction = { transaction: this.#transaction };
   }
 
@@ -125,7 +130,7 @@ export class LmdbSnapshotWriter extends SlicedSnapshot {
 
   /** The snapshot is written or given up: the read transaction ends, so lmdb may reuse its pages. */
   protected free(): void {
-    this.#transaction?.done();
+    if (this.#ownsTransaction) this.#transaction?.done();
     this.#transaction = undefined;
     this.#inTransaction = undefined;
     this.#onEnd();

@@ -1,4 +1,4 @@
-import { accessSync, constants, mkdirSync, readdirSync, rmSync } from 'node:fs';
+import { accessSync, constants, mkdirSync, readdirSync, rmSync, writeFileSync } from 'node:fs';
 import { createRequire } from 'node:module';
 import { join } from 'node:path';
 import { threadId } from 'node:worker_threads';
@@ -23,6 +23,9 @@ export interface LmdbDatabase {
   useReadTransaction(): LmdbTransaction;
   openDB(name: string, options: object): LmdbDatabase;
   close(): Promise<void>;
+  /** lmdb's copy of the environment into folder `path` (MDB_CP_COMPACT when `compact`), in a thread of libuv's pool, from a read transaction of its own. */
+  backup(path: string, compact: boolean): Promise<void>;
+  getStats(): { entryCount: number };
 }
 
 export interface LmdbTransaction {
@@ -37,8 +40,12 @@ export interface LmdbStoreSettings {
   writeBufferEntries?: number;
   /**
    * lmdb writes pages in place in its memory map (MDB_WRITEMAP) instead of copying them to the
-   * file at each commit: 4x cheaper random writes (bench/state-micro.ts), and with noSync the OS
-   * writes dirty pages back when it likes. Default true.
+   * file at each commit: cheaper random writes (bench/state-micro.ts), but lmdb-js 3.5's lmdb
+   * aborts the process in write-map mode (`Assertion 'x <= dl[0].mid' failed in
+   * mdb_freelist_save()`) when a transaction frees pages it dirtied itself while no free page was
+   * reclaimable: a read transaction held a while (a snapshot being written) made that happen within
+   * 2M random changes (test/unit/state/lmdb-write-map.test.ts says more). Default false; true only
+   * for measurements.
    */
   useWritemap?: boolean;
 }
@@ -76,10 +83,16 @@ export interface ValueCodec {
  * given is used as is): reads decode straight from lmdb-js's one read buffer, as `copyBuffers`
  * makes decoded binary data a copy.
  */
-function newValueCodec(): ValueCodec {
+function newValueCodec(structures: string[][] = []): ValueCodec & { structures: string[][] } {
   const require = createRequire(import.meta.url);
-  const msgpackr = createRequire(require.resolve('lmdb'))('msgpackr') as { Packr: new (options: object) => ValueCodec };
-  return new msgpackr.Packr({ structuredClone: true, moreTypes: true, structures: [], copyBuffers: true });
+  const msgpackr = createRequire(require.resolve('lmdb'))('msgpackr') as { Packr: new (options: object) => ValueCodec & { structures: string[][] } };
+  return new msgpackr.Packr({ structuredClone: true, moreTypes: true, structures: structures.map((fields) => [...fields]), copyBuffers: true });
+}
+
+/** An lmdb file (a base's) a store opens instead of an empty one, and the record structures its values were encoded with. */
+export interface LmdbStoreBase {
+  file: Uint8Array;
+  structures: string[][];
 }
 
 /**
@@ -141,7 +154,7 @@ export class LmdbTable {
  * state comes back from the checkpoint, never from this folder), the state database and one timer
  * index per time domain. Durability comes from checkpoints, so lmdb never syncs to disk (noSync,
  * noMetaSync) and lmdb-js keeps no object cache (`cache: false`): memory is the write buffer and
- * the OS page cache over the memory map (written in place: useWritemap).
+ * the OS page cache over the memory map.
  */
 export class LmdbStore {
   readonly dir: string;
@@ -151,6 +164,7 @@ export class LmdbStore {
   readonly #root: LmdbDatabase;
   readonly #tables: LmdbTable[];
   readonly #writeBufferEntries: number;
+  readonly #codec: ValueCodec & { structures: string[][] };
   /** The key of the write being flushed (lmdb copies it at once). */
   #flushKey = Buffer.allocUnsafe(4096);
   #buffered = 0;
@@ -161,14 +175,22 @@ export class LmdbStore {
   /**
    * `folder`: the backend's working folder. lmdb lives in a subfolder of this instance
    * (`<pid>-<thread>-<n>`), so a new instance never opens files another one has open; what
-   * earlier processes and attempts left is deleted first.
+   * earlier processes and attempts left is deleted first. `base`: lmdb's file to open (a base's, as
+   * a restore brings it) instead of an empty one.
    */
-  constructor(folder: string, settings: LmdbStoreSettings = {}) {
+  constructor(folder: string, settings: LmdbStoreSettings = {}, base?: LmdbStoreBase) {
     const dir = join(folder, `${process.pid}-${threadId}-${nextInstance++}`);
     this.dir = dir;
     this.#writeBufferEntries = settings.writeBufferEntries ?? DEFAULT_WRITE_BUFFER_ENTRIES;
     prepareFolder(folder, dir);
     openDirs.add(dir);
+    if (base !== undefined) {
+      try {
+        writeFileSync(join(dir, 'data.mdb'), base.file);
+      } catch (error) {
+        throw stateDirError(dir, error);
+      }
+    }
     const lmdb = loadLmdb();
     try {
       this.#root = lmdb.open({
@@ -177,7 +199,7 @@ export class LmdbStore {
         mapSize: settings.mapSizeBytes ?? DEFAULT_MAP_SIZE,
         noSync: true,
         noMetaSync: true,
-        useWritemap: settings.useWritemap ?? true,
+        useWritemap: settings.useWritemap ?? false,
         cache: false,
         keyEncoding: 'binary',
         encoding: 'binary',
@@ -185,7 +207,8 @@ export class LmdbStore {
     } catch (error) {
       throw stateDirError(dir, error);
     }
-    const values = { keyEncoding: 'binary', encoder: newValueCodec(), cache: false };
+    this.#codec = newValueCodec(base?.structures);
+    const values = { keyEncoding: 'binary', encoder: this.#codec, cache: false };
     const index = { keyEncoding: 'binary', encoding: 'binary', cache: false };
     this.state = new LmdbTable(this.#root.openDB('state', values), this, true);
     this.processingTimers = new LmdbTable(this.#root.openDB('timers-processing', index), this, false);
@@ -243,6 +266,44 @@ export class LmdbStore {
   snapshot(): LmdbTransaction {
     this.flush();
     return this.#root.useReadTransaction();
+  }
+
+  /** The record structures values were encoded with so far (a base names them: its values decode with them). */
+  valueStructures(): string[][] {
+    return this.#codec.structures.map((fields) => [...fields]);
+  }
+
+  /**
+   * A copy of lmdb as it is when the copy's own read transaction starts (at some moment after this
+   * call; the caller corrects what was written since), as `<folder>/data.mdb`, written in a thread
+   * of libuv's pool: the task goes on meanwhile. Buffered writes go to lmdb first. lmdb's hot
+   * backup (mdb_env_copy2): its pages up to the last used one, free ones included. Not the
+   * compacting copy: a store opened from a compacted file (no free pages) and written with the
+   * write map tripped an assertion of lmdb's that kills the process (see useWritemap), and a copy
+   * with its free pages is what lmdb's own stores look like.
+   */
+  async copyTo(folder: string): Promise<void> {
+    this.flush();
+    mkdirSync(folder, { recursive: true });
+    await this.#root.backup(folder, false);
+  }
+
+  /** Deletes the entries of `[start, end)` from `table` (flushed first). */
+  removeRange(table: LmdbTable, start: Uint8Array, end: Uint8Array): void {
+    this.flush();
+    const keys: Buffer[] = [];
+    for (const { key } of table.db.getRange({ start, end, snapshot: false })) keys.push(Buffer.from(key));
+    if (keys.length === 0) return;
+    const db = table.db;
+    this.#root.transactionSync(() => {
+      for (const key of keys) db.removeSync(key);
+    });
+  }
+
+  /** How many entries `table` holds in lmdb (flushed first): lmdb's own count, O(1). */
+  entryCount(table: LmdbTable): number {
+    this.flush();
+    return table.db.getStats().entryCount;
   }
 
   /** Closes lmdb and deletes the working folder. */

@@ -125,6 +125,40 @@ export class LmdbTimerService {
     this.size--;
   }
 
+  /** The next registration sequence (a base keeps it: timers restored later number on from it). */
+  get sequence(): number {
+    return this.#nextSequence;
+  }
+
+  /**
+   * After lmdb's file was opened as a base: timers number on from `sequence`, the count is the
+   * index's, and the earliest timestamp is read again when asked.
+   */
+  reopened(sequence: number): void {
+    this.#nextSequence = Math.max(this.#nextSequence, sequence);
+    this.size = this.#store.entryCount(this.#index);
+    this.#headKnown = false;
+  }
+
+  /** Removes every timer of the key `keyBytes` encodes in key group `keyGroup` (a restored change replaces a key's timers). */
+  removeKey(keyBytes: Buffer, keyGroup: number): void {
+    this.#store.flush();
+    const prefix = this.#groupKey.reset().uint16(keyGroup).uint16(this.id).bytes(keyBytes).copy();
+    const found: { timestamp: number; namespace: string; sequence: number }[] = [];
+    for (const { key, value } of this.#store.state.range(prefix, prefixEnd(prefix))) {
+      found.push({
+        timestamp: readOrderedDouble(key, prefix.length),
+        namespace: this.#reader.value(key, prefix.length + 8) as string,
+        sequence: value as number,
+      });
+    }
+    for (const { timestamp, namespace, sequence } of found) {
+      this.#groupKeyOf(keyBytes, keyGroup, timestamp, namespace);
+      this.#remove(keyBytes, keyGroup, timestamp, namespace, sequence);
+    }
+    if (found.length > 0) this.#headKnown = false;
+  }
+
   nextTimestamp(): number | undefined {
     if (this.#headKnown) return this.#head;
     this.#store.flush();

@@ -41,8 +41,13 @@ export interface AsyncKeyedStateSnapshot {
   readonly done: boolean;
   /** Writes on for about `budgetMs`; returns whether the snapshot is complete. Throws (and gives up) when the state cannot be written. */
   step(budgetMs: number): boolean;
-  /** Writes what is left at once. */
+  /** Writes what is left at once (a snapshot that waits on work off the thread, {@link waiting}, cannot: it throws). */
   runToEnd(): void;
+  /**
+   * While the snapshot waits on work off the task thread (the disk backend's file copy), what to
+   * await before the next {@link step} (instead of stepping again at the next turn); undefined otherwise.
+   */
+  waiting?(): Promise<void> | undefined;
   /** The snapshot (canonical keyed format), once complete, when nothing was drained; the error it failed with, if it failed. */
   result(): Uint8Array;
   /** The snapshot's pieces written since the last call, in order (the caller owns them): a storage writes them as they come. */

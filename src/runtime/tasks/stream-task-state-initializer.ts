@@ -3,10 +3,9 @@ import type { CheckpointStorage } from '../../checkpoint/storage/checkpoint-stor
 import { storageFor } from '../../checkpoint/storage/open-checkpoint-storage.ts';
 import { DEFAULT_STATE_DIR } from '../../core/config/default-state-dir.ts';
 import type { CheckpointableKeyedStateBackend } from '../../core/state/keyed-state-backend.ts';
-import { HeapKeyedStateBackend } from '../../state/heap-keyed-state-backend.ts';
-import { type KeyGroupRange, keyGroupRangeIntersection, keyGroupRangeSize } from '../../state/key-group-range.ts';
+import { keyGroupRangeIntersection, keyGroupRangeSize } from '../../state/key-group-range.ts';
 import { computeKeyGroupRangeForOperatorIndex } from '../../state/key-group-range-assignment.ts';
-import { LmdbKeyedStateBackend } from '../../state/lmdb-keyed-state-backend.ts';
+import { restoreKeyedStateBackend } from '../../state/keyed-state-backend-restore.ts';
 import { OperatorStateBackend } from '../../state/operator-state-backend.ts';
 import type { RestoreInfo } from '../deployment/restore-info.ts';
 
@@ -65,32 +64,28 @@ export class StreamTaskStateInitializer {
     const { maxParallelism, parallelism, subtaskIndex, restore, storage } = this.#options;
     const range = computeKeyGroupRangeForOperatorIndex(maxParallelism, parallelism, subtaskIndex);
     const restored = restore?.operators.find((operator) => operator.uid === uid);
-    const snapshots: Uint8Array[] = [];
+    // Each old subtask's chain whose key groups overlap this subtask's: its full snapshot, then the changes on it (incremental checkpoints).
+    const chains: Uint8Array[][] = [];
     if (restore !== undefined && restored !== undefined && storage !== undefined) {
       for (const subtask of restored.subtasks) {
         if (subtask.keyed === undefined) continue;
         const oldRange = computeKeyGroupRangeForOperatorIndex(restore.maxParallelism, restored.parallelism, subtask.subtaskIndex);
         if (keyGroupRangeSize(keyGroupRangeIntersection(oldRange, range)) === 0) continue;
-        snapshots.push(await this.#reader(storage).readState(restore.folder, subtask.keyed));
-        // An incremental checkpoint: the changes on that snapshot, oldest first.
-        for (const changes of subtask.keyedChanges ?? []) snapshots.push(await this.#reader(storage).readState(restore.folder, changes));
+        const chain = [await this.#reader(storage).readState(restore.folder, subtask.keyed)];
+        for (const changes of subtask.keyedChanges ?? []) chain.push(await this.#reader(storage).readState(restore.folder, changes));
+        chains.push(chain);
       }
     }
-    const backend = this.#createKeyed(uid, operatorName, range, reinterpreted);
-    try {
-      if (snapshots.length > 0) backend.restore(snapshots);
-    } catch (error) {
-      await backend.dispose?.();
-      throw error;
-    }
-    return backend;
+    return restoreKeyedStateBackend(
+      { stateBackend: this.#options.stateBackend ?? 'heap', maxParallelism, keyGroupRange: range, operatorName, reinterpreted, dir: this.#stateDir(uid) },
+      chains,
+    );
   }
 
-  #createKeyed(uid: string, operatorName: string, range: KeyGroupRange, reinterpreted: boolean): CheckpointableKeyedStateBackend {
-    const { maxParallelism, subtaskIndex, stateBackend, stateDir, jobName } = this.#options;
-    if (stateBackend !== 'disk') return new HeapKeyedStateBackend({ maxParallelism, keyGroupRange: range, operatorName, reinterpreted });
-    const dir = join(stateDir ?? DEFAULT_STATE_DIR, folderName(jobName ?? 'job'), folderName(uid), String(subtaskIndex));
-    return new LmdbKeyedStateBackend({ maxParallelism, keyGroupRange: range, operatorName, reinterpreted, dir });
+  /** The local working folder of the disk backend of operator `uid`: `<stateDir>/<job>/<uid>/<subtask>`. */
+  #stateDir(uid: string): string {
+    const { subtaskIndex, stateDir, jobName } = this.#options;
+    return join(stateDir ?? DEFAULT_STATE_DIR, folderName(jobName ?? 'job'), folderName(uid), String(subtaskIndex));
   }
 
   /**

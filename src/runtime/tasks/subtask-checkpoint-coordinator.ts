@@ -221,7 +221,9 @@ async function streamKeyedSnapshot(
       const pieces = writer.drain();
       if (pieces.length > 0) await file.write(pieces);
       if (done) break;
-      await nextTurn();
+      const waiting = writer.waiting?.();
+      if (waiting === undefined) await nextTurn();
+      else await waiting;
     }
     writer.assertComplete();
     return await file.finish();

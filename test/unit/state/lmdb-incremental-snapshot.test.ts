@@ -8,6 +8,8 @@ import { mapState, valueState } from '../../../src/core/state/state-descriptors.
 import { enableTimeToLive } from '../../../src/core/state/state-ttl-config.ts';
 import { HeapKeyedStateBackend } from '../../../src/state/heap-keyed-state-backend.ts';
 import { keyGroupRange } from '../../../src/state/key-group-range.ts';
+import { restoreKeyedStateBackend } from '../../../src/state/keyed-state-backend-restore.ts';
+import { canonicalChains } from '../../../src/state/lmdb-base-restore.ts';
 import { LmdbKeyedStateBackend } from '../../../src/state/lmdb-keyed-state-backend.ts';
 import { assertSameState, decode, fillAll, MAX_PARALLELISM, mutate, random } from './keyed-state-fixtures.ts';
 
@@ -44,15 +46,31 @@ const makers: Record<'heap' | 'disk', (clock: { now: number }) => Backend> = {
   },
 };
 
-/** An incremental snapshot at barrier `id` on `base`, written at once. */
-function take(backend: Backend, id: number, base: number | undefined) {
+/** An incremental snapshot at barrier `id` on `base`, written without records between steps (awaiting the disk backend's file copy). */
+async function take(backend: Backend, id: number, base: number | undefined) {
   const writer = backend.snapshotAsync({ checkpointId: id, base });
-  writer.runToEnd();
+  while (!writer.step(Number.POSITIVE_INFINITY)) await writer.waiting?.();
   return { bytes: writer.result(), delta: writer.delta };
 }
 
+/** A chain as the canonical reader takes it: a disk backend's base converted (what a restore at another range does). */
+async function canonical(chain: Uint8Array[]): Promise<Uint8Array[]> {
+  const chains = await canonicalChains([chain], range, { folder: mkdtempSync(join(root, 'c-')), operatorName: 'convert', maxParallelism: MAX_PARALLELISM });
+  return chains.flat();
+}
+
+/** A backend of `kind` restored from `chain` as a task restores it (a disk backend opens a base's file). */
+async function restoredFrom(kind: 'heap' | 'disk', chain: Uint8Array[]): Promise<CheckpointableKeyedStateBackend> {
+  const backend = await restoreKeyedStateBackend(
+    { stateBackend: kind, maxParallelism: MAX_PARALLELISM, keyGroupRange: range, operatorName: kind, reinterpreted: false, dir: mkdtempSync(join(root, 'r-')) },
+    [chain],
+  );
+  disposers.push(async () => await backend.dispose?.());
+  return backend;
+}
+
 for (const kind of ['heap', 'disk'] as const) {
-  test(`${kind} backend: values removed by TTL cleanup and timers fired are in the next changes; a chain equals the state at the barrier`, () => {
+  test(`${kind} backend: values removed by TTL cleanup and timers fired are in the next changes; a chain equals the state at the barrier`, async () => {
     const clock = { now: 0 };
     const backend = makers[kind](clock);
     const ttl = { ttl: 100, cleanup: { incremental: { size: 50 } } };
@@ -64,7 +82,7 @@ for (const kind of ['heap', 'disk'] as const) {
       map.put('a', i);
       backend.registerTimer('event', 10 + (i % 20));
     }
-    const full = take(backend, 1, undefined);
+    const full = await take(backend, 1, undefined);
     assert.equal(full.delta, undefined);
     backend.notifyCheckpointComplete(1);
     clock.now = 50;
@@ -83,13 +101,13 @@ for (const kind of ['heap', 'disk'] as const) {
     assert.equal(fired, 125);
     const atBarrier = decode(backend.snapshot());
     assert.ok((atBarrier.states.value?.length ?? 0) < 500, 'the cleanup removed values');
-    const changes = take(backend, 2, 1);
+    const changes = await take(backend, 2, 1);
     assert.equal(changes.delta?.base, 1);
-    assertSameState(decode([full.bytes, changes.bytes]), atBarrier, `${kind}: the chain at checkpoint 2`);
+    assertSameState(decode(await canonical([full.bytes, changes.bytes])), atBarrier, `${kind}: the chain at checkpoint 2`);
     assert.ok(changes.bytes.byteLength < full.bytes.byteLength, `${changes.bytes.byteLength} bytes of changes, ${full.bytes.byteLength} full`);
   });
 
-  test(`${kind} backend: a state first used after tracking began is in the next changes; a key cleared is a deletion`, () => {
+  test(`${kind} backend: a state first used after tracking began is in the next changes; a key cleared is a deletion`, async () => {
     const clock = { now: 0 };
     const backend = makers[kind](clock);
     const first = backend.getState(valueState<number>('first'));
@@ -97,7 +115,7 @@ for (const kind of ['heap', 'disk'] as const) {
       backend.setCurrentKey(i);
       first.update(i);
     }
-    const full = take(backend, 1, undefined);
+    const full = await take(backend, 1, undefined);
     backend.notifyCheckpointComplete(1);
     const later = backend.getState(mapState<number, string>('later'));
     backend.setCurrentKey(7);
@@ -106,18 +124,20 @@ for (const kind of ['heap', 'disk'] as const) {
     backend.setCurrentKey(8);
     first.clear();
     const atBarrier = decode(backend.snapshot());
-    const changes = take(backend, 2, 1);
+    const changes = await take(backend, 2, 1);
     assert.notEqual(changes.delta, undefined);
-    assertSameState(decode([full.bytes, changes.bytes]), atBarrier, `${kind}: the chain`);
-    assert.deepEqual(decode([full.bytes, changes.bytes]).states.later, [[7, new Map([[1, 'one']])]]);
+    const chain = await canonical([full.bytes, changes.bytes]);
+    assertSameState(decode(chain), atBarrier, `${kind}: the chain`);
+    assert.deepEqual(decode(chain).states.later, [[7, new Map([[1, 'one']])]]);
   });
 }
 
 for (const [from, to] of [
   ['disk', 'heap'],
   ['heap', 'disk'],
+  ['disk', 'disk'],
 ] as const) {
-  test(`a ${to} backend restores a ${from} backend's chain of incremental snapshots, across aborted checkpoints, to its state at the barrier`, () => {
+  test(`a ${to} backend restores a ${from} backend's chain of incremental snapshots, across aborted checkpoints, to its state at the barrier`, async () => {
     const clock = { now: 0 };
     const backend = makers[from](clock);
     fillAll(backend as unknown as HeapKeyedStateBackend);
@@ -129,13 +149,15 @@ for (const [from, to] of [
       for (let i = 0; i < 300; i++) mutate(backend as unknown as HeapKeyedStateBackend, next);
       const atBarrier = decode(backend.snapshot());
       const writer = backend.snapshotAsync({ checkpointId: id, base: completed });
-      // Changes while the snapshot is written do not show in it.
-      while (!writer.step(0)) for (let i = 0; i < 50; i++) mutate(backend as unknown as HeapKeyedStateBackend, next);
+      // Changes while the snapshot is written (and while the disk backend's file is copied) do not show in it.
+      while (!writer.step(0)) {
+        for (let i = 0; i < 50; i++) mutate(backend as unknown as HeapKeyedStateBackend, next);
+        await (writer.waiting?.() ?? Promise.resolve());
+      }
       const bytes = writer.result();
       if (writer.delta !== undefined) deltas++;
       const chain = writer.delta === undefined ? [bytes] : [...(chains.get(writer.delta.base) as Uint8Array[]), bytes];
-      const restored = makers[to](clock);
-      restored.restore(chain);
+      const restored = await restoredFrom(to, chain);
       assertSameState(decode(restored.snapshot()), atBarrier, `checkpoint ${id} (a chain of ${chain.length}) restored into the ${to} backend`);
       if (id === 3) continue; // aborted: the next one adds to 2
       chains.set(id, chain);

@@ -1,0 +1,221 @@
+import { closeSync, fstatSync, openSync, readSync, rmSync } from 'node:fs';
+import { join } from 'node:path';
+import { WeirError } from '../core/errors/weir-error.ts';
+import type { AsyncKeyedStateSnapshot } from '../core/state/keyed-state-backend.ts';
+import type { IncrementalTracker } from './incremental-tracker.ts';
+import type { KeyGroupRange } from './key-group-range.ts';
+import { type LmdbBaseHeader, writeLmdbBaseHeader } from './lmdb-base-format.ts';
+import { LmdbSnapshotWriter, type SnapshotState } from './lmdb-snapshot-writer.ts';
+import type { LmdbStore, LmdbTransaction } from './lmdb-store.ts';
+
+/** Bytes of lmdb's file per piece. */
+const FILE_PIECE_BYTES = 4 * 1024 * 1024;
+
+/** What a base snapshot is taken of: the store, its tracker, and the states and timer sequences at the barrier. */
+export interface LmdbBaseSnapshotOptions {
+  store: LmdbStore;
+  tracker: IncrementalTracker;
+  checkpointId: number;
+  states: readonly SnapshotState[];
+  timerSequences: [number, number];
+  maxParallelism: number;
+  keyGroupRange: KeyGroupRange;
+  operatorName: string;
+  now: number;
+  onEnd: () => void;
+}
+
+/**
+ * The disk backend's full snapshot for incremental checkpoints (format in lmdb-base-format.ts):
+ * lmdb's own file, copied by lmdb (its hot backup) in a thread of libuv's pool while the task goes on,
+ * then a correction read from the barrier's read transaction. The synchronous part (the
+ * constructor) flushes the write buffer, takes that read transaction, keeps the incremental
+ * tracker's changes from the barrier on, and starts the copy. The copy reads lmdb from a
+ * transaction of its own that starts a little later, so it may hold writes made after the barrier;
+ * every key written between the barrier and the end of the copy is in the tracker, and the
+ * correction (a canonical incremental snapshot of those keys, their values at the barrier) puts
+ * them back. Then the steps hand out the header, the file in 4 MiB pieces and the correction.
+ * So the task never reads the whole state, and a restore at the same key-group range opens the
+ * file instead of re-inserting every key.
+ */
+export class LmdbBaseSnapshot implements AsyncKeyedStateSnapshot {
+  readonly delta = undefined;
+  readonly #options: LmdbBaseSnapshotOptions;
+  readonly #header: LmdbBaseHeader;
+  readonly #folder: string;
+  #transaction: LmdbTransaction | undefined;
+  #copy: Promise<void> | undefined;
+  #copyFailure: unknown;
+  #fd: number | undefined;
+  #fileLength = 0;
+  #fileRead = 0;
+  #correction: LmdbSnapshotWriter | undefined;
+  #pieces: Uint8Array[] = [];
+  #drained = false;
+  #ended = false;
+  #complete = false;
+  #failure: unknown;
+
+  constructor(options: LmdbBaseSnapshotOptions) {
+    this.#options = options;
+    const { store, tracker, checkpointId } = options;
+    this.#folder = join(store.dir, `base-${checkpointId}`);
+    this.#transaction = store.snapshot();
+    tracker.pin(checkpointId);
+    this.#header = {
+      maxParallelism: options.maxParallelism,
+      keyGroupRange: options.keyGroupRange,
+      states: options.states.map(({ name, kind, ttlWrapped }) => ({ name, kind, ttlWrapped })),
+      structures: store.valueStructures(),
+      timerSequences: options.timerSequences,
+    };
+    this.#copy = store.copyTo(this.#folder).then(
+      () => {
+        this.#copy = undefined;
+      },
+      (error: unknown) => {
+        this.#copy = undefined;
+        this.#copyFailure = error ?? new Error('the copy failed');
+      },
+    );
+  }
+
+  get done(): boolean {
+    return this.#ended;
+  }
+
+  waiting(): Promise<void> | undefined {
+    return this.#ended ? undefined : this.#copy;
+  }
+
+  step(budgetMs: number): boolean {
+    if (this.#ended) return true;
+    if (this.#copy !== undefined) return false;
+    const until = performance.now() + budgetMs;
+    try {
+      if (this.#copyFailure !== undefined) throw this.#copyError(this.#copyFailure);
+      if (this.#fd === undefined) this.#openFile();
+      while (this.#fileRead < this.#fileLength) {
+        this.#readPiece();
+        if (performance.now() >= until) return false;
+      }
+      if (this.#correction === undefined) this.#startCorrection();
+      const correction = this.#correction as LmdbSnapshotWriter;
+      const done = correction.step(Math.max(0, until - performance.now()));
+      for (const piece of correction.drain()) this.#pieces.push(piece);
+      if (!done) return false;
+      this.#complete = true;
+      this.release();
+      return true;
+    } catch (error) {
+      this.#failure = error;
+      this.release();
+      throw error;
+    }
+  }
+
+  runToEnd(): void {
+    if (this.#copy !== undefined) {
+      throw new WeirError('CHECKPOINT_NOT_COMPLETED', `operator "${this.#options.operatorName}": the disk backend's file copy is still running`, {
+        fault: 'internal',
+        hint: 'step the snapshot, awaiting waiting() in between',
+      });
+    }
+    while (!this.step(Number.POSITIVE_INFINITY));
+  }
+
+  drain(): Uint8Array[] {
+    this.#drained = true;
+    const pieces = this.#pieces;
+    this.#pieces = [];
+    return pieces;
+  }
+
+  assertComplete(): void {
+    if (this.#failure !== undefined) throw this.#failure;
+    if (!this.#complete) {
+      throw new WeirError(
+        'CHECKPOINT_NOT_COMPLETED',
+        `operator "${this.#options.operatorName}": the keyed state snapshot is not written (given up, or still being written)`,
+        {
+          fault: 'internal',
+          hint: 'take the snapshot only after step() returned true',
+        },
+      );
+    }
+  }
+
+  result(): Uint8Array {
+    this.assertComplete();
+    if (this.#drained) {
+      throw new WeirError('CHECKPOINT_NOT_COMPLETED', `operator "${this.#options.operatorName}": the keyed state snapshot was drained piece by piece`, {
+        fault: 'internal',
+        hint: 'call either result() or drain(), never both',
+      });
+    }
+    const pieces = this.#pieces;
+    this.#pieces = [Buffer.concat(pieces)];
+    return this.#pieces[0] as Uint8Array;
+  }
+
+  /** Gives the snapshot up (or it is written): the copy's file goes, the barrier's transaction ends, the tracker lets go of the changes. */
+  release(): void {
+    if (this.#ended) return;
+    this.#ended = true;
+    if (!this.#complete) this.#pieces = [];
+    this.#correction?.release();
+    this.#correction = undefined;
+    if (this.#fd !== undefined) closeSync(this.#fd);
+    this.#fd = undefined;
+    const folder = this.#folder;
+    const copy = this.#copy;
+    // A copy still running writes into its folder: delete it once lmdb is done with it.
+    if (copy === undefined) rmSync(folder, { recursive: true, force: true });
+    else void copy.finally(() => rmSync(folder, { recursive: true, force: true }));
+    this.#transaction?.done();
+    this.#transaction = undefined;
+    this.#options.tracker.unpin(this.#options.checkpointId);
+    this.#options.onEnd();
+  }
+
+  #openFile(): void {
+    const fd = openSync(join(this.#folder, 'data.mdb'), 'r');
+    this.#fd = fd;
+    this.#fileLength = fstatSync(fd).size;
+    this.#pieces.push(writeLmdbBaseHeader(this.#header, this.#fileLength));
+  }
+
+  #readPiece(): void {
+    const length = Math.min(FILE_PIECE_BYTES, this.#fileLength - this.#fileRead);
+    const piece = Buffer.allocUnsafeSlow(length);
+    let read = 0;
+    while (read < length) {
+      const n = readSync(this.#fd as number, piece, read, length - read, this.#fileRead + read);
+      if (n === 0) throw this.#copyError(new Error(`lmdb's copy ended at byte ${this.#fileRead + read} of ${this.#fileLength}`));
+      read += n;
+    }
+    this.#fileRead += length;
+    this.#pieces.push(piece);
+  }
+
+  /** The correction: every key written since the barrier (up to now, so past the copy's start), its value at the barrier. */
+  #startCorrection(): void {
+    const { store, tracker, checkpointId, states, maxParallelism, keyGroupRange, operatorName, now } = this.#options;
+    const changed = tracker.changedSince(checkpointId);
+    this.#correction = new LmdbSnapshotWriter(store, states, maxParallelism, keyGroupRange, operatorName, now, () => {}, changed, this.#transaction);
+  }
+
+  #copyError(error: unknown): WeirError {
+    const code = (error as NodeJS.ErrnoException).code;
+    const why = code === 'ENOSPC' ? 'the disk is full' : (error as Error).message;
+    return new WeirError(
+      'STATE_WRITE_FAILED',
+      `operator "${this.#options.operatorName}": the disk state backend could not copy its store for a checkpoint: ${why}`,
+      {
+        fault: 'external',
+        hint: 'check the free space and health of the disk under stateDir (the copy needs room for about the store once more)',
+        cause: error,
+      },
+    );
+  }
+}

@@ -1,0 +1,131 @@
+import type { StateKey } from '../core/state/state-key.ts';
+import { InternalKeyContext } from './internal-key-context.ts';
+import type { InternalTimerService } from './internal-timer-service.ts';
+import { keyGroupRange } from './key-group-range.ts';
+import { applyKeyedStateDeltas } from './keyed-state-snapshot.ts';
+import { KeyWriter, prefixEnd } from './lmdb-key-codec.ts';
+import type { LmdbRestoreTarget } from './lmdb-restore.ts';
+import type { LmdbTimerService } from './lmdb-timer-service.ts';
+import type { StateTable } from './state-table.ts';
+
+/** A key an incremental snapshot deleted. */
+const DELETED: unique symbol = Symbol('deleted');
+
+/** A key group's changes as the canonical reader applies them: a deletion is kept as {@link DELETED}, not dropped. */
+class GroupChanges extends Map<StateKey, unknown> {
+  override delete(key: StateKey): boolean {
+    this.set(key, DELETED);
+    return true;
+  }
+}
+
+/** A time domain's changed keys as the canonical reader applies them: each such key's timers at the barrier, per key group index. */
+class TimerChanges {
+  readonly domain: string;
+  readonly groups = new Map<number, Map<StateKey, [number, string][]>>();
+
+  constructor(domain: string) {
+    this.domain = domain;
+  }
+
+  removeKey(key: StateKey, index: number): void {
+    let group = this.groups.get(index);
+    if (group === undefined) {
+      group = new Map();
+      this.groups.set(index, group);
+    }
+    group.set(key, []);
+  }
+
+  add(key: StateKey, timestamp: number, namespace: string, index: number): void {
+    const group = this.groups.get(index);
+    const timers = group?.get(key);
+    if (timers === undefined) {
+      this.removeKey(key, index);
+      this.add(key, timestamp, namespace, index);
+      return;
+    }
+    timers.push([timestamp, namespace]);
+  }
+}
+
+/** Key groups a batch, as restoreIntoLmdb's: a batch holds about this fraction of a snapshot's changes. */
+const DELTA_BATCHES = 64;
+
+/**
+ * Applies canonical incremental snapshots, oldest first, to the state lmdb holds (the disk
+ * backend's base and the changes a checkpoint added to it): a changed key's value replaces the
+ * stored one, a deleted key goes (a map key with all its entries), a changed key's timers replace
+ * its timers. One snapshot at a time, a batch of key groups at a time, through the canonical reader
+ * (its checks and versions), so memory holds a batch's changes, not the chain's.
+ */
+export function applyDeltasToLmdb(target: LmdbRestoreTarget, deltas: readonly Uint8Array[]): void {
+  const range = target.keyGroupRange;
+  const size = range.end - range.start + 1;
+  const perBatch = Math.max(1, Math.ceil(size / DELTA_BATCHES));
+  const key = new KeyWriter();
+  for (const delta of deltas) {
+    for (let start = range.start; start <= range.end; start += perBatch) applyBatch(target, delta, start, Math.min(range.end, start + perBatch - 1), key);
+  }
+  target.store.flush();
+}
+
+function applyBatch(target: LmdbRestoreTarget, delta: Uint8Array, start: number, end: number, key: KeyWriter): void {
+  const { store } = target;
+  const count = end - start + 1;
+  const context = new InternalKeyContext(target.operatorName, start);
+  const tables = new Map<string, StateTable>();
+  const timers = [new TimerChanges('processing'), new TimerChanges('event')] as const;
+  applyKeyedStateDeltas(
+    {
+      maxParallelism: target.maxParallelism,
+      keyGroupRange: keyGroupRange(start, end),
+      operatorName: target.operatorName,
+      keyGroupCount: count,
+      tables,
+      timers: timers as unknown as readonly [InternalTimerService, InternalTimerService],
+      context,
+      clock: target.clock,
+      deltaGroup: () => new GroupChanges(),
+    },
+    [delta],
+  );
+  for (const changes of tables.values()) {
+    const table = target.table(changes.name, changes.kind, changes.ttlWrapped);
+    const what = () => `a key of ${table.description}`;
+    changes.groups.forEach((group, index) => {
+      if (group === undefined) return;
+      const keyGroup = start + index;
+      for (const [stateKey, value] of group) {
+        const entry = key.reset().uint16(keyGroup).uint16(table.id).value(stateKey, what);
+        if (table.kind !== 'map') {
+          if (value === DELETED) store.state.remove(entry);
+          else store.state.put(entry, value);
+          continue;
+        }
+        // A map key's entries at the barrier replace all of its entries.
+        const prefix = entry.copy();
+        store.removeRange(store.state, prefix, prefixEnd(prefix));
+        if (value === DELETED) continue;
+        for (const [userKey, userValue] of value as Map<unknown, unknown>) {
+          const userWhat = () => `a user key of ${table.description} of operator "${target.operatorName}"`;
+          store.state.put(key.reset().bytes(prefix).value(userKey, userWhat), userValue);
+        }
+      }
+    });
+  }
+  timers.forEach((changes, domain) => {
+    const lmdbTimers = target.timers[domain] as LmdbTimerService;
+    for (const [index, group] of changes.groups) {
+      const keyGroup = start + index;
+      for (const [stateKey, keyTimers] of group) {
+        const keyBytes = key
+          .reset()
+          .value(stateKey, () => 'a timer key')
+          .copy();
+        lmdbTimers.removeKey(keyBytes, keyGroup);
+        for (const [timestamp, namespace] of keyTimers) lmdbTimers.add(keyBytes, keyGroup, timestamp, namespace);
+      }
+    }
+  });
+}
