@@ -5,8 +5,8 @@ import { formatKeyGroupRange, type KeyGroupRange, keyGroupRange } from './key-gr
 import { checksum, readSnapshotHeader, stateKindCode, stateKindOfCode, TTL_FLAG } from './state-snapshot-format.ts';
 
 /*
- * The disk backend's own checkpoint of its whole state (an "lmdb base"): lmdb's file as lmdb's hot
- * backup copied it (LmdbStore.copyTo), so a restore at the same key-group range opens it instead of
+ * The disk backend's own checkpoint of its whole state (an "lmdb base"): lmdb's file as lmdb's
+ * compacting copy wrote it (LmdbStore.copyTo), so a restore at the same key-group range opens it instead of
  * re-inserting every key (Flink's RocksDB backend restores its SST files the same way). Only
  * incremental checkpoints of the disk backend write it, as the full snapshot their changes add to;
  * savepoints and the heap backend stay canonical (keyed-state-snapshot.ts), and a restore at

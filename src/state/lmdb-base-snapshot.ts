@@ -27,7 +27,7 @@ export interface LmdbBaseSnapshotOptions {
 
 /**
  * The disk backend's full snapshot for incremental checkpoints (format in lmdb-base-format.ts):
- * lmdb's own file, copied by lmdb (its hot backup) in a thread of libuv's pool while the task goes on,
+ * lmdb's own file, copied by lmdb (its compacting copy) in a thread of libuv's pool while the task goes on,
  * then a correction read from the barrier's read transaction. The synchronous part (the
  * constructor) flushes the write buffer, takes that read transaction, keeps the incremental
  * tracker's changes from the barrier on, and starts the copy. The copy reads lmdb from a

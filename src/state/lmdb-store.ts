@@ -276,16 +276,15 @@ export class LmdbStore {
   /**
    * A copy of lmdb as it is when the copy's own read transaction starts (at some moment after this
    * call; the caller corrects what was written since), as `<folder>/data.mdb`, written in a thread
-   * of libuv's pool: the task goes on meanwhile. Buffered writes go to lmdb first. lmdb's hot
-   * backup (mdb_env_copy2): its pages up to the last used one, free ones included. Not the
-   * compacting copy: a store opened from a compacted file (no free pages) and written with the
-   * write map tripped an assertion of lmdb's that kills the process (see useWritemap), and a copy
-   * with its free pages is what lmdb's own stores look like.
+   * of libuv's pool: the task goes on meanwhile. Buffered writes go to lmdb first. lmdb's
+   * compacting copy (MDB_CP_COMPACT): the pages in use, renumbered, without the free ones a store
+   * gathers as it is rewritten. (A compacted file has no free pages at all: with the write map, its
+   * first transaction that frees pages it dirtied killed the process; see useWritemap.)
    */
   async copyTo(folder: string): Promise<void> {
     this.flush();
     mkdirSync(folder, { recursive: true });
-    await this.#root.backup(folder, false);
+    await this.#root.backup(folder, true);
   }
 
   /** Deletes the entries of `[start, end)` from `table` (flushed first). */
