@@ -1,7 +1,7 @@
 import type { CheckpointableKeyedStateBackend } from '../core/state/keyed-state-backend.ts';
 import { HeapKeyedStateBackend } from './heap-keyed-state-backend.ts';
 import type { KeyGroupRange } from './key-group-range.ts';
-import { isLmdbBase, readLmdbBase } from './lmdb-base-format.ts';
+import { isLmdbBase, type LmdbBase, readLmdbBase } from './lmdb-base-format.ts';
 import { canonicalChains } from './lmdb-base-restore.ts';
 import { LmdbKeyedStateBackend } from './lmdb-keyed-state-backend.ts';
 
@@ -16,6 +16,9 @@ export interface KeyedStateBackendSpec {
   dir: string;
 }
 
+/** An old subtask's chain: its full snapshot (bytes, or a base a restore streamed to a local file), then the changes on it, oldest first. */
+export type KeyedChain = readonly (Uint8Array | LmdbBase)[];
+
 /**
  * A keyed backend of `spec` with the state of `chains` (each old subtask's whose key groups overlap
  * the backend's: its full snapshot, then the changes on it, oldest first). A disk backend at the key
@@ -24,14 +27,23 @@ export interface KeyedStateBackendSpec {
  * rescale, the heap backend, canonical snapshots) bases are converted to the canonical format and
  * every chain is read by key group.
  */
-export async function restoreKeyedStateBackend(spec: KeyedStateBackendSpec, chains: readonly Uint8Array[][]): Promise<CheckpointableKeyedStateBackend> {
+export async function restoreKeyedStateBackend(spec: KeyedStateBackendSpec, chains: readonly KeyedChain[]): Promise<CheckpointableKeyedStateBackend> {
   const { stateBackend, maxParallelism, keyGroupRange: range, operatorName, reinterpreted, dir } = spec;
-  const only = chains.length === 1 ? (chains[0] as Uint8Array[]) : undefined;
-  if (stateBackend === 'disk' && only !== undefined && only[0] !== undefined && isLmdbBase(only[0])) {
-    const base = readLmdbBase(only[0], `the disk state backend's base for operator "${operatorName}"`);
-    if (base.maxParallelism === maxParallelism && base.keyGroupRange.start === range.start && base.keyGroupRange.end === range.end) {
-      return restored(new LmdbKeyedStateBackend({ maxParallelism, keyGroupRange: range, operatorName, reinterpreted, dir, base }), only.slice(1));
-    }
+  const [full, ...changes] = chains.length === 1 ? (chains[0] as KeyedChain) : [undefined];
+  const base =
+    full === undefined || (full instanceof Uint8Array && !isLmdbBase(full))
+      ? undefined
+      : full instanceof Uint8Array
+        ? readLmdbBase(full, `the disk state backend's base for operator "${operatorName}"`)
+        : full;
+  if (
+    stateBackend === 'disk' &&
+    base !== undefined &&
+    base.maxParallelism === maxParallelism &&
+    base.keyGroupRange.start === range.start &&
+    base.keyGroupRange.end === range.end
+  ) {
+    return restored(new LmdbKeyedStateBackend({ maxParallelism, keyGroupRange: range, operatorName, reinterpreted, dir, base }), changes as Uint8Array[]);
   }
   const canonical = (await canonicalChains(chains, range, { folder: dir, operatorName, maxParallelism })).flat();
   const backend =

@@ -56,10 +56,20 @@ export interface LmdbBaseHeader {
   timerSequences: [number, number];
 }
 
-/** A base read: its header, lmdb's file and the correction to apply on it (a canonical incremental snapshot). */
+/**
+ * A base read: its header, lmdb's file (its bytes, or a local file a restore streamed them into)
+ * and the correction to apply on it (a canonical incremental snapshot).
+ */
 export interface LmdbBase extends LmdbBaseHeader {
-  file: Uint8Array;
+  file: Uint8Array | { path: string };
   correction: Uint8Array;
+}
+
+/** Where lmdb's file starts in a base, and its length. */
+export interface LmdbBaseLayout {
+  header: LmdbBaseHeader;
+  fileStart: number;
+  fileLength: number;
 }
 
 /** Whether `bytes` is an lmdb base (else a canonical keyed snapshot). */
@@ -89,7 +99,18 @@ export function writeLmdbBaseHeader(header: LmdbBaseHeader, fileLength: number):
 }
 
 /** Reads a base (`source` names it in errors): its header checked, its file and correction as views of `bytes`. */
-export function readLmdbBase(bytes: Uint8Array, source: string): LmdbBase {
+export function readLmdbBase(bytes: Uint8Array, source: string): LmdbBase & { file: Uint8Array } {
+  const { header, fileStart, fileLength } = readLmdbBaseLayout(bytes, source);
+  if (fileLength > bytes.length - fileStart) throw new DataInputDeserializer(bytes, source).corrupt(`its lmdb file (${fileLength} bytes) is not inside it`);
+  return { ...header, file: bytes.subarray(fileStart, fileStart + fileLength), correction: bytes.subarray(fileStart + fileLength) };
+}
+
+/**
+ * Reads a base's header from its first bytes (`bytes` may end anywhere after the length of lmdb's
+ * file: a restore streams the rest). Throws STATE_SNAPSHOT_CORRUPT for a damaged header, and for
+ * one `bytes` ends inside.
+ */
+export function readLmdbBaseLayout(bytes: Uint8Array, source: string): LmdbBaseLayout {
   const input = new DataInputDeserializer(bytes, source);
   readSnapshotHeader(input, LMDB_BASE_MAGIC, 'disk state backend', LMDB_BASE_FORMAT_VERSION);
   const maxParallelism = input.readUint32('maxParallelism');
@@ -105,29 +126,24 @@ export function readLmdbBase(bytes: Uint8Array, source: string): LmdbBase {
     const ttlWrapped = (code & TTL_FLAG) !== 0;
     states.push({ kind: stateKindOfCode(ttlWrapped ? code & ~TTL_FLAG : code, input), ttlWrapped, name: input.readString('a state name') });
   }
+  const json = input.readString('the value structures');
+  const timerSequences: [number, number] = [input.readFloat64('a timer sequence'), input.readFloat64('a timer sequence')];
+  const headerEnd = input.position;
+  if (checksum(bytes.subarray(0, headerEnd)) !== input.readUint32('the header checksum')) throw input.corrupt('the checksum of its header does not match');
   let structures: unknown;
   try {
-    structures = JSON.parse(input.readString('the value structures'));
+    structures = JSON.parse(json);
   } catch (error) {
     throw input.corrupt('its value structures are not JSON', error);
   }
   if (!Array.isArray(structures) || !structures.every((fields) => Array.isArray(fields) && fields.every((field) => typeof field === 'string'))) {
     throw input.corrupt('its value structures are not lists of field names');
   }
-  const timerSequences: [number, number] = [input.readFloat64('a timer sequence'), input.readFloat64('a timer sequence')];
-  const headerEnd = input.position;
-  if (checksum(bytes.subarray(0, headerEnd)) !== input.readUint32('the header checksum')) throw input.corrupt('the checksum of its header does not match');
   const fileLength = input.readFloat64('the length of its lmdb file');
-  if (!Number.isInteger(fileLength) || fileLength < 0 || fileLength > input.remaining)
-    throw input.corrupt(`its lmdb file (${fileLength} bytes) is not inside it`);
-  const fileStart = input.position;
+  if (!Number.isSafeInteger(fileLength) || fileLength < 0) throw input.corrupt(`its lmdb file claims ${fileLength} bytes`);
   return {
-    maxParallelism,
-    keyGroupRange: keyGroupRange(start, end),
-    states,
-    structures: structures as string[][],
-    timerSequences,
-    file: bytes.subarray(fileStart, fileStart + fileLength),
-    correction: bytes.subarray(fileStart + fileLength),
+    header: { maxParallelism, keyGroupRange: keyGroupRange(start, end), states, structures: structures as string[][], timerSequences },
+    fileStart: input.position,
+    fileLength,
   };
 }

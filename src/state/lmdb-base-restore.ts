@@ -1,5 +1,5 @@
 import { type KeyGroupRange, keyGroupRangeIntersection, keyGroupRangeSize } from './key-group-range.ts';
-import { isLmdbBase, readLmdbBase } from './lmdb-base-format.ts';
+import { isLmdbBase, type LmdbBase, readLmdbBase } from './lmdb-base-format.ts';
 import { LmdbKeyedStateBackend } from './lmdb-keyed-state-backend.ts';
 
 /** Where a restore converts bases, and what it names in errors. */
@@ -19,15 +19,21 @@ export interface LmdbBaseConversion {
  * backend through a checkpoint). A base keeps the bytes of the whole file; the canonical snapshot
  * only `range`'s share.
  */
-export async function canonicalChains(chains: readonly Uint8Array[][], range: KeyGroupRange, conversion: LmdbBaseConversion): Promise<Uint8Array[][]> {
+export async function canonicalChains(
+  chains: readonly (readonly (Uint8Array | LmdbBase)[])[],
+  range: KeyGroupRange,
+  conversion: LmdbBaseConversion,
+): Promise<Uint8Array[][]> {
   const out: Uint8Array[][] = [];
-  for (const [first, ...changes] of chains) {
+  for (const [first, ...rest] of chains) {
     if (first === undefined) continue;
-    if (!isLmdbBase(first)) {
+    // Only a chain's full snapshot may be a base: the changes on it are canonical.
+    const changes = rest as Uint8Array[];
+    if (first instanceof Uint8Array && !isLmdbBase(first)) {
       out.push([first, ...changes]);
       continue;
     }
-    const base = readLmdbBase(first, `the disk state backend's base for operator "${conversion.operatorName}"`);
+    const base = first instanceof Uint8Array ? readLmdbBase(first, `the disk state backend's base for operator "${conversion.operatorName}"`) : first;
     const shared = base.maxParallelism === conversion.maxParallelism ? keyGroupRangeIntersection(range, base.keyGroupRange) : base.keyGroupRange;
     if (keyGroupRangeSize(shared) === 0) continue;
     const backend = new LmdbKeyedStateBackend({

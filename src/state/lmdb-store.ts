@@ -1,4 +1,4 @@
-import { accessSync, constants, mkdirSync, readdirSync, rmSync, writeFileSync } from 'node:fs';
+import { accessSync, constants, mkdirSync, readdirSync, renameSync, rmSync, writeFileSync } from 'node:fs';
 import { createRequire } from 'node:module';
 import { join } from 'node:path';
 import { threadId } from 'node:worker_threads';
@@ -89,9 +89,13 @@ function newValueCodec(structures: string[][] = []): ValueCodec & { structures: 
   return new msgpackr.Packr({ structuredClone: true, moreTypes: true, structures: structures.map((fields) => [...fields]), copyBuffers: true });
 }
 
-/** An lmdb file (a base's) a store opens instead of an empty one, and the record structures its values were encoded with. */
+/**
+ * An lmdb file (a base's) a store opens instead of an empty one: its bytes, or a file a restore
+ * streamed it into ({@link reserveRestoreFile}), moved in; and the record structures its values
+ * were encoded with.
+ */
 export interface LmdbStoreBase {
-  file: Uint8Array;
+  file: Uint8Array | { path: string };
   structures: string[][];
 }
 
@@ -186,7 +190,11 @@ export class LmdbStore {
     openDirs.add(dir);
     if (base !== undefined) {
       try {
-        writeFileSync(join(dir, 'data.mdb'), base.file);
+        if (base.file instanceof Uint8Array) writeFileSync(join(dir, 'data.mdb'), base.file);
+        else {
+          renameSync(base.file.path, join(dir, 'data.mdb'));
+          openDirs.delete(base.file.path);
+        }
       } catch (error) {
         throw stateDirError(dir, error);
       }
@@ -363,8 +371,31 @@ function checkCloneable(value: unknown, depth = 0, seen?: Set<object>): void {
 }
 
 let nextInstance = 0;
-/** The working folders of this thread's open stores. */
+/** The working folders of this thread's open stores, and the files restores stream bases into. */
 const openDirs = new Set<string>();
+
+/**
+ * A file in the working folder `folder` a restore streams a base's lmdb file into, before the store
+ * that opens it exists (LmdbStoreBase's `file.path`): named after this process, so one a crash left
+ * goes with the next store made there, and kept from that cleanup while it is in use. The caller
+ * deletes it ({@link releaseRestoreFile}) when the store is not made.
+ */
+export function reserveRestoreFile(folder: string): string {
+  try {
+    mkdirSync(folder, { recursive: true });
+  } catch (error) {
+    throw stateDirError(folder, error);
+  }
+  const path = join(folder, `${process.pid}-${threadId}-${nextInstance++}.restore`);
+  openDirs.add(path);
+  return path;
+}
+
+/** Deletes a file {@link reserveRestoreFile} gave (best effort). */
+export function releaseRestoreFile(path: string): void {
+  openDirs.delete(path);
+  rmSync(path, { force: true });
+}
 
 /**
  * Makes the instance's folder `dir` in `folder`, first deleting what processes no longer running

@@ -61,6 +61,13 @@ export interface CheckpointStorage {
   openState?(location: CheckpointLocation, operatorUid: string, subtaskIndex: number, kind: StateKind): Promise<StateFileWriter>;
   /** Reads a state snapshot back (from a location, or a folder a restore names), checking it against its handle. */
   readState(location: CheckpointLocation | string, handle: StateHandle): Promise<Uint8Array>;
+  /**
+   * Reads a state file a piece at a time (never held whole: the disk backend's base streams into its
+   * working folder), checking its size and SHA-256 after the last piece: the iteration throws when
+   * they do not match, so a reader uses nothing before it ended. A storage without it is read with
+   * {@link readState}, in one piece (read-state-pieces.ts).
+   */
+  readStatePieces?(location: CheckpointLocation | string, handle: StateHandle): AsyncIterable<Uint8Array>;
   /** Completes a checkpoint or savepoint: its metadata, written atomically and last. */
   commitMetadata(location: CheckpointLocation, metadata: CheckpointMetadata): Promise<void>;
   /** Reads a completed checkpoint or savepoint, given its location's path (or its metadata file's). */

@@ -5,7 +5,7 @@ import type { CheckpointStorage, StateFileWriter, StoredCheckpointMetadata } fro
 import { CheckpointStorageLock } from './checkpoint-storage-lock.ts';
 import { hasCommittedMarker, readMetadataFile, writeCommittedMarker, writeMetadataFile } from './metadata-files.ts';
 import type { StateKind } from './state-file-name.ts';
-import { openStateFile, readStateFile, writeStateFile } from './state-files.ts';
+import { openStateFile, readStateFile, readStateFilePieces, writeStateFile } from './state-files.ts';
 import type { LockOptions, StorageLock } from './storage-lock.ts';
 import { storageTestDelay } from './storage-test-delays.ts';
 
@@ -82,6 +82,11 @@ export class FileSystemCheckpointStorage implements CheckpointStorage {
   async readState(location: CheckpointLocation | string, handle: StateHandle): Promise<Uint8Array> {
     await storageTestDelay('restore', location);
     return readStateFile(location, handle);
+  }
+
+  async *readStatePieces(location: CheckpointLocation | string, handle: StateHandle): AsyncGenerator<Uint8Array> {
+    await storageTestDelay('restore', location);
+    yield* readStateFilePieces(location, handle);
   }
 
   async commitMetadata(location: CheckpointLocation, metadata: CheckpointMetadata): Promise<void> {

@@ -8,8 +8,9 @@ import type { CheckpointLocation } from './checkpoint-location.ts';
 import type { CheckpointMetadata, StateHandle } from './checkpoint-metadata.ts';
 import type { CheckpointStorage, StateFileWriter } from './checkpoint-storage.ts';
 import { openStateWriter } from './open-state-writer.ts';
+import { readStatePieces } from './read-state-pieces.ts';
 import { type StateKind, stateFileName } from './state-file-name.ts';
-import { sha256InSlices } from './state-files.ts';
+import { readStateFilePieces, sha256InSlices } from './state-files.ts';
 import type { LockOptions, StorageLock } from './storage-lock.ts';
 
 /** What a restore read from the local copies and what from the checkpoint storage. */
@@ -133,15 +134,9 @@ export class LocalRecoveryStorage implements CheckpointStorage {
   }
 
   async readState(location: CheckpointLocation | string, handle: StateHandle): Promise<Uint8Array> {
-    const id =
-      handle.checkpoint ??
-      (typeof location === 'string'
-        ? parseCheckpointFolderName(basename(location.replace(/\/+$/, '')))
-        : location.kind === 'checkpoint'
-          ? location.checkpointId
-          : undefined);
-    if (id !== undefined) {
-      const bytes = await readFile(join(this.#folder, checkpointFolderName(id), handle.path)).catch(() => undefined);
+    const local = this.#localCopy(location, handle);
+    if (local !== undefined) {
+      const bytes = await readFile(local).catch(() => undefined);
       if (bytes !== undefined && bytes.byteLength === handle.size && (await sha256InSlices(bytes)) === handle.sha256) {
         this.reads.localFiles++;
         this.reads.localBytes += bytes.byteLength;
@@ -150,6 +145,31 @@ export class LocalRecoveryStorage implements CheckpointStorage {
     }
     this.reads.storageFiles++;
     return this.#storage.readState(location, handle);
+  }
+
+  /** The local copy when it matches the handle (hashed first, as it is read), else the storage's file, a piece at a time. */
+  async *readStatePieces(location: CheckpointLocation | string, handle: StateHandle): AsyncGenerator<Uint8Array> {
+    const local = this.#localCopy(location, handle);
+    if (local !== undefined && (await fileMatches(local, handle))) {
+      this.reads.localFiles++;
+      this.reads.localBytes += handle.size;
+      yield* readStateFilePieces(dirname(local), { ...handle, path: basename(local), checkpoint: undefined });
+      return;
+    }
+    this.reads.storageFiles++;
+    yield* readStatePieces(this.#storage, location, handle);
+  }
+
+  /** Where this machine's copy of a checkpoint's state file would be (none for a savepoint). */
+  #localCopy(location: CheckpointLocation | string, handle: StateHandle): string | undefined {
+    const id =
+      handle.checkpoint ??
+      (typeof location === 'string'
+        ? parseCheckpointFolderName(basename(location.replace(/\/+$/, '')))
+        : location.kind === 'checkpoint'
+          ? location.checkpointId
+          : undefined);
+    return id === undefined ? undefined : join(this.#folder, checkpointFolderName(id), handle.path);
   }
 
   commitMetadata(location: CheckpointLocation, metadata: CheckpointMetadata): Promise<void> {
@@ -205,4 +225,14 @@ export function withLocalRecovery(
   if (config.checkpointing?.localRecovery !== true) return storage;
   const storageHash = createHash('sha256').update(storage.root).digest('hex').slice(0, 12);
   return new LocalRecoveryStorage(storage, join(config.stateDir ?? DEFAULT_STATE_DIR, 'local-recovery', `${safe(jobName)}-${storageHash}`));
+}
+
+/** Whether the file at `path` has the handle's size and SHA-256 (read a piece at a time). */
+async function fileMatches(path: string, handle: StateHandle): Promise<boolean> {
+  try {
+    for await (const _ of readStateFilePieces(dirname(path), { ...handle, path: basename(path), checkpoint: undefined }));
+    return true;
+  } catch {
+    return false;
+  }
 }

@@ -107,8 +107,8 @@ function checkStateWrite(operatorUid: string, subtaskIndex: number, kind: StateK
   return stateFileName(operatorUid, subtaskIndex, kind);
 }
 
-/** Reads a state snapshot back, checking its size and SHA-256 against the handle. */
-export async function readStateFile(location: CheckpointLocation | string, handle: StateHandle): Promise<Uint8Array> {
+/** Where a handle's state file is (an incremental checkpoint's shared file is in an earlier checkpoint's folder), and the hint for a damaged one. */
+function stateFileOf(location: CheckpointLocation | string, handle: StateHandle): { file: string; hint: string } {
   const folder = typeof location === 'string' ? resolve(location) : location.path;
   const valid = stateHandleSchema.safeParse(handle);
   if (!valid.success) {
@@ -116,29 +116,80 @@ export async function readStateFile(location: CheckpointLocation | string, handl
   }
   // A file an incremental checkpoint shares with an earlier one is in that one's folder, beside this one.
   const file = join(handle.checkpoint === undefined ? folder : join(dirname(folder), checkpointFolderName(handle.checkpoint)), handle.path);
-  const restoreHint = `the checkpoint in ${folder} is damaged; restore from another checkpoint or savepoint`;
+  return { file, hint: `the checkpoint in ${folder} is damaged; restore from another checkpoint or savepoint` };
+}
+
+/** Reads a state snapshot back, checking its size and SHA-256 against the handle. */
+export async function readStateFile(location: CheckpointLocation | string, handle: StateHandle): Promise<Uint8Array> {
+  const { file, hint } = stateFileOf(location, handle);
   let bytes: Buffer;
   try {
     bytes = await readFile(file);
   } catch (error) {
-    if (hasCode(error, 'ENOENT'))
-      throw new WeirError('STATE_FILE_MISSING', `state file ${file} is missing`, { fault: 'external', hint: restoreHint, cause: error });
-    throw storageIoError('STATE_READ_FAILED', `cannot read state file ${file}`, error, true);
+    throw readError(file, hint, error);
   }
-  if (bytes.byteLength !== handle.size) {
-    throw new WeirError('STATE_FILE_CORRUPT', `state file ${file} is corrupt: size mismatch (expected ${handle.size} bytes, found ${bytes.byteLength})`, {
+  checkStateFile(file, hint, handle, bytes.byteLength, sha256(bytes));
+  return bytes;
+}
+
+/** Bytes of a piece {@link readStateFilePieces} reads. */
+const READ_PIECE_BYTES = 4 * 1024 * 1024;
+
+/**
+ * Reads a state file a piece at a time (4 MiB, each its own buffer the caller owns), hashing as it
+ * goes; after the last piece its size and SHA-256 are checked against the handle (the iteration
+ * throws when they do not match: use nothing before it ended).
+ */
+export async function* readStateFilePieces(location: CheckpointLocation | string, handle: StateHandle): AsyncGenerator<Uint8Array> {
+  const { file, hint } = stateFileOf(location, handle);
+  let fd: FileHandle;
+  try {
+    fd = await open(file, 'r');
+  } catch (error) {
+    throw readError(file, hint, error);
+  }
+  const hash = createHash('sha256');
+  let size = 0;
+  try {
+    for (;;) {
+      const piece = Buffer.allocUnsafeSlow(READ_PIECE_BYTES);
+      let read: number;
+      try {
+        read = (await fd.read(piece, 0, READ_PIECE_BYTES, size)).bytesRead;
+      } catch (error) {
+        throw readError(file, hint, error);
+      }
+      if (read === 0) break;
+      const bytes = read === READ_PIECE_BYTES ? piece : piece.subarray(0, read);
+      hash.update(bytes);
+      size += read;
+      if (size > handle.size) break;
+      yield bytes;
+    }
+  } finally {
+    await fd.close();
+  }
+  checkStateFile(file, hint, handle, size, hash.digest('hex'));
+}
+
+function readError(file: string, hint: string, error: unknown): WeirError {
+  if (hasCode(error, 'ENOENT')) return new WeirError('STATE_FILE_MISSING', `state file ${file} is missing`, { fault: 'external', hint, cause: error });
+  return storageIoError('STATE_READ_FAILED', `cannot read state file ${file}`, error, true);
+}
+
+function checkStateFile(file: string, hint: string, handle: StateHandle, size: number, actual: string): void {
+  if (size !== handle.size) {
+    throw new WeirError('STATE_FILE_CORRUPT', `state file ${file} is corrupt: size mismatch (expected ${handle.size} bytes, found ${size})`, {
       fault: 'external',
-      hint: restoreHint,
+      hint,
     });
   }
-  const actual = sha256(bytes);
   if (actual !== handle.sha256) {
     throw new WeirError('STATE_FILE_CORRUPT', `state file ${file} is corrupt: sha256 mismatch (expected ${handle.sha256}, found ${actual})`, {
       fault: 'external',
-      hint: restoreHint,
+      hint,
     });
   }
-  return bytes;
 }
 
 async function stateFileExists(location: CheckpointLocation, name: string, operatorUid: string, cause: unknown): Promise<WeirError> {

@@ -1,11 +1,16 @@
 import { join } from 'node:path';
+import type { StateHandle } from '../../checkpoint/storage/checkpoint-metadata.ts';
 import type { CheckpointStorage } from '../../checkpoint/storage/checkpoint-storage.ts';
 import { storageFor } from '../../checkpoint/storage/open-checkpoint-storage.ts';
+import { readStatePieces } from '../../checkpoint/storage/read-state-pieces.ts';
 import { DEFAULT_STATE_DIR } from '../../core/config/default-state-dir.ts';
 import type { CheckpointableKeyedStateBackend } from '../../core/state/keyed-state-backend.ts';
 import { keyGroupRangeIntersection, keyGroupRangeSize } from '../../state/key-group-range.ts';
 import { computeKeyGroupRangeForOperatorIndex } from '../../state/key-group-range-assignment.ts';
 import { restoreKeyedStateBackend } from '../../state/keyed-state-backend-restore.ts';
+import type { LmdbBase } from '../../state/lmdb-base-format.ts';
+import { readKeyedFullSnapshot } from '../../state/lmdb-base-reader.ts';
+import { releaseRestoreFile, reserveRestoreFile } from '../../state/lmdb-store.ts';
 import { OperatorStateBackend } from '../../state/operator-state-backend.ts';
 import type { RestoreInfo } from '../deployment/restore-info.ts';
 
@@ -64,22 +69,44 @@ export class StreamTaskStateInitializer {
     const { maxParallelism, parallelism, subtaskIndex, restore, storage } = this.#options;
     const range = computeKeyGroupRangeForOperatorIndex(maxParallelism, parallelism, subtaskIndex);
     const restored = restore?.operators.find((operator) => operator.uid === uid);
+    const dir = this.#stateDir(uid);
+    const spec = { stateBackend: this.#options.stateBackend ?? 'heap', maxParallelism, keyGroupRange: range, operatorName, reinterpreted, dir } as const;
     // Each old subtask's chain whose key groups overlap this subtask's: its full snapshot, then the changes on it (incremental checkpoints).
-    const chains: Uint8Array[][] = [];
-    if (restore !== undefined && restored !== undefined && storage !== undefined) {
-      for (const subtask of restored.subtasks) {
-        if (subtask.keyed === undefined) continue;
-        const oldRange = computeKeyGroupRangeForOperatorIndex(restore.maxParallelism, restored.parallelism, subtask.subtaskIndex);
-        if (keyGroupRangeSize(keyGroupRangeIntersection(oldRange, range)) === 0) continue;
-        const chain = [await this.#reader(storage).readState(restore.folder, subtask.keyed)];
-        for (const changes of subtask.keyedChanges ?? []) chain.push(await this.#reader(storage).readState(restore.folder, changes));
+    const chains: (Uint8Array | LmdbBase)[][] = [];
+    const overlapping =
+      restore === undefined || restored === undefined || storage === undefined
+        ? []
+        : restored.subtasks.filter((subtask) => {
+            if (subtask.keyed === undefined) return false;
+            const oldRange = computeKeyGroupRangeForOperatorIndex(restore.maxParallelism, restored.parallelism, subtask.subtaskIndex);
+            return keyGroupRangeSize(keyGroupRangeIntersection(oldRange, range)) > 0;
+          });
+    let streamed: string | undefined;
+    try {
+      for (const subtask of overlapping) {
+        const reader = this.#reader(storage as CheckpointStorage);
+        const folder = (restore as RestoreInfo).folder;
+        const keyed = subtask.keyed as StateHandle;
+        let full: Uint8Array | LmdbBase;
+        if (spec.stateBackend === 'disk' && overlapping.length === 1) {
+          // A disk backend at one old subtask's key groups: a base's lmdb file streams into the working folder, never held whole.
+          const source = `the keyed state of operator "${operatorName}" (${keyed.path})`;
+          const read = await readKeyedFullSnapshot(readStatePieces(reader, folder, keyed), source, (header) => {
+            const same = header.maxParallelism === maxParallelism && header.keyGroupRange.start === range.start && header.keyGroupRange.end === range.end;
+            if (same) streamed = reserveRestoreFile(dir);
+            return same ? streamed : undefined;
+          });
+          full = 'bytes' in read ? read.bytes : read.base;
+        } else full = await reader.readState(folder, keyed);
+        const chain = [full];
+        for (const changes of subtask.keyedChanges ?? []) chain.push(await reader.readState(folder, changes));
         chains.push(chain);
       }
+      return await restoreKeyedStateBackend(spec, chains);
+    } finally {
+      // Moved into the store when it opened; deleted when the restore failed before.
+      if (streamed !== undefined) releaseRestoreFile(streamed);
     }
-    return restoreKeyedStateBackend(
-      { stateBackend: this.#options.stateBackend ?? 'heap', maxParallelism, keyGroupRange: range, operatorName, reinterpreted, dir: this.#stateDir(uid) },
-      chains,
-    );
   }
 
   /** The local working folder of the disk backend of operator `uid`: `<stateDir>/<job>/<uid>/<subtask>`. */

@@ -6,6 +6,7 @@ import { type TestContext, test } from 'node:test';
 import { FileSystemCheckpointStorage } from '../../../../src/checkpoint/storage/file-system-checkpoint-storage.ts';
 import { LocalRecoveryStorage, withLocalRecovery } from '../../../../src/checkpoint/storage/local-recovery-storage.ts';
 import { openStateWriter } from '../../../../src/checkpoint/storage/open-state-writer.ts';
+import { readStatePieces } from '../../../../src/checkpoint/storage/read-state-pieces.ts';
 import { metadataFor } from '../../../harness/checkpoint-metadata.ts';
 
 async function storages(t: TestContext): Promise<{ storage: LocalRecoveryStorage; primary: FileSystemCheckpointStorage; copies: string }> {
@@ -93,4 +94,32 @@ test('withLocalRecovery wraps only when checkpointing.localRecovery is on, in a 
   );
   assert.ok(wrapped instanceof LocalRecoveryStorage);
   assert.match(wrapped.folder, /^\/var\/weir\/local-recovery\/my_job-[0-9a-f]{12}$/);
+});
+
+test('a state file read piece by piece: from the copy when it matches, else from the storage, checked at the end', async (t) => {
+  const { storage, primary, copies } = await storages(t);
+  const location = storage.checkpointLocation(1);
+  const text = 'x'.repeat(9 * 1024 * 1024); // more than one 4 MiB piece
+  const handle = await storage.writeState(location, 'map', 0, 'keyed', bytesOf(text));
+  const read = async () => {
+    const pieces: Uint8Array[] = [];
+    for await (const piece of readStatePieces(storage, location, handle)) pieces.push(piece);
+    return pieces;
+  };
+  const local = await read();
+  assert.equal(local.length, 3);
+  assert.equal(Buffer.concat(local).toString(), text);
+  assert.deepEqual(storage.reads, { localFiles: 1, localBytes: text.length, storageFiles: 0 });
+
+  // A damaged copy: the storage's file, piece by piece.
+  const copy = join(copies, 'chk-1', handle.path);
+  await writeFile(copy, 'damaged');
+  assert.equal(Buffer.concat(await read()).toString(), text);
+  assert.equal(storage.reads.storageFiles, 1);
+
+  // The storage's file damaged too: the read throws at its end (its pieces are not to be used).
+  await writeFile(join(primary.root, 'chk-1', handle.path), `y${text.slice(1)}`);
+  await assert.rejects(read(), /sha256 mismatch/);
+  await writeFile(join(primary.root, 'chk-1', handle.path), text.slice(1));
+  await assert.rejects(read(), /size mismatch/);
 });
