@@ -5,7 +5,8 @@
  * snapshot (its synchronous part and the whole of it) and restores it into a new backend.
  * Each backend runs in a process of its own (its own peak RSS).
  *
- *   node bench/state-micro.ts [--keys 1000000] [--ops 1000000] [--backend heap,disk] [--write-buffer 8192]
+ *   node bench/state-micro.ts [--keys 1000000] [--ops 1000000] [--backend heap,disk] [--write-buffer 8192] [--write-map]
+ * (`--write-map`: the disk backend's lmdb with its write map, which Weir leaves off: lmdb-store.ts says why.)
  * (npm run bench:state -- --micro passes its flags on.)
  */
 import { spawnSync } from 'node:child_process';
@@ -24,6 +25,7 @@ const { values } = parseArgs({
     ops: { type: 'string', default: '1000000' },
     backend: { type: 'string', default: 'heap,disk' },
     'write-buffer': { type: 'string' },
+    'write-map': { type: 'boolean', default: false },
     one: { type: 'string' },
     micro: { type: 'boolean', default: false },
     label: { type: 'string' },
@@ -53,7 +55,10 @@ function run(backendName: string): MicroResult {
           keyGroupRange: keyGroupRange(0, 127),
           operatorName: 'bench',
           dir: join(folder, sub),
-          ...(values['write-buffer'] === undefined ? {} : { settings: { writeBufferEntries: Number(values['write-buffer']) } }),
+          settings: {
+            ...(values['write-buffer'] === undefined ? {} : { writeBufferEntries: Number(values['write-buffer']) }),
+            ...(values['write-map'] === true ? { useWritemap: true } : {}),
+          },
         })
       : new HeapKeyedStateBackend({ maxParallelism: 128, keyGroupRange: keyGroupRange(0, 127), operatorName: 'bench' });
   try {
@@ -118,6 +123,7 @@ for (const backend of values.backend.split(',')) {
       '--ops',
       String(ops),
       ...(values['write-buffer'] === undefined ? [] : ['--write-buffer', values['write-buffer']]),
+      ...(values['write-map'] === true ? ['--write-map'] : []),
     ],
     {
       encoding: 'utf8',

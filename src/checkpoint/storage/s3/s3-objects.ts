@@ -26,6 +26,12 @@ export type PutResult = { etag: string } | 'precondition-failed';
  * Writes may be conditional (If-None-Match: * to create once, If-Match to replace what was read):
  * S3 has had them since 2024, and the lock and the write-once state files rely on them.
  */
+/** How long an S3 request's socket may stay idle before the request fails (and is retried): 15 s; `WEIR_S3_SOCKET_TIMEOUT_MS` for tests. */
+function s3SocketTimeoutMs(): number {
+  const value = Number(process.env.WEIR_S3_SOCKET_TIMEOUT_MS);
+  return Number.isFinite(value) && value > 0 ? value : 15_000;
+}
+
 export class S3Objects {
   readonly bucket: string;
   #client: Promise<{ sdk: Sdk; client: S3Client }> | undefined;
@@ -208,6 +214,9 @@ export class S3Objects {
       const region = process.env.AWS_REGION || process.env.AWS_DEFAULT_REGION || (endpoint === undefined ? undefined : 'us-east-1');
       const client = new sdk.S3Client({
         ...(region === undefined ? {} : { region }),
+        // The SDK waits forever by default: a request the server never answers would hold a checkpoint until the task's
+        // transaction times out. A connection that takes 10 s, or a socket idle this long, fails the request; the SDK retries it.
+        requestHandler: { connectionTimeout: 10_000, socketTimeout: s3SocketTimeoutMs() },
         ...(endpoint === undefined
           ? {}
           : { endpoint, forcePathStyle: true, requestChecksumCalculation: 'WHEN_REQUIRED', responseChecksumValidation: 'WHEN_REQUIRED' }),
