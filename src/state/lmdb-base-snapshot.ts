@@ -7,6 +7,7 @@ import type { KeyGroupRange } from './key-group-range.ts';
 import { type LmdbBaseHeader, writeLmdbBaseHeader } from './lmdb-base-format.ts';
 import { LmdbSnapshotWriter, type SnapshotState } from './lmdb-snapshot-writer.ts';
 import type { LmdbStore, LmdbTransaction } from './lmdb-store.ts';
+import { SnapshotPieces } from './snapshot-pieces.ts';
 
 /** Bytes of lmdb's file per piece. */
 const FILE_PIECE_BYTES = 4 * 1024 * 1024;
@@ -50,14 +51,12 @@ export class LmdbBaseSnapshot implements AsyncKeyedStateSnapshot {
   #fileLength = 0;
   #fileRead = 0;
   #correction: LmdbSnapshotWriter | undefined;
-  #pieces: Uint8Array[] = [];
-  #drained = false;
+  readonly #out: SnapshotPieces;
   #ended = false;
-  #complete = false;
-  #failure: unknown;
 
   constructor(options: LmdbBaseSnapshotOptions) {
     this.#options = options;
+    this.#out = new SnapshotPieces(options.operatorName);
     const { store, tracker, checkpointId } = options;
     this.#folder = join(store.dir, `base-${checkpointId}`);
     this.#transaction = store.snapshot();
@@ -102,13 +101,13 @@ export class LmdbBaseSnapshot implements AsyncKeyedStateSnapshot {
       if (this.#correction === undefined) this.#startCorrection();
       const correction = this.#correction as LmdbSnapshotWriter;
       const done = correction.step(Math.max(0, until - performance.now()));
-      for (const piece of correction.drain()) this.#pieces.push(piece);
+      for (const piece of correction.drain()) this.#out.push(piece);
       if (!done) return false;
-      this.#complete = true;
+      this.#out.complete = true;
       this.release();
       return true;
     } catch (error) {
-      this.#failure = error;
+      this.#out.failure = error;
       this.release();
       throw error;
     }
@@ -125,44 +124,22 @@ export class LmdbBaseSnapshot implements AsyncKeyedStateSnapshot {
   }
 
   drain(): Uint8Array[] {
-    this.#drained = true;
-    const pieces = this.#pieces;
-    this.#pieces = [];
-    return pieces;
+    return this.#out.drain();
   }
 
   assertComplete(): void {
-    if (this.#failure !== undefined) throw this.#failure;
-    if (!this.#complete) {
-      throw new WeirError(
-        'CHECKPOINT_NOT_COMPLETED',
-        `operator "${this.#options.operatorName}": the keyed state snapshot is not written (given up, or still being written)`,
-        {
-          fault: 'internal',
-          hint: 'take the snapshot only after step() returned true',
-        },
-      );
-    }
+    this.#out.assertComplete();
   }
 
   result(): Uint8Array {
-    this.assertComplete();
-    if (this.#drained) {
-      throw new WeirError('CHECKPOINT_NOT_COMPLETED', `operator "${this.#options.operatorName}": the keyed state snapshot was drained piece by piece`, {
-        fault: 'internal',
-        hint: 'call either result() or drain(), never both',
-      });
-    }
-    const pieces = this.#pieces;
-    this.#pieces = [Buffer.concat(pieces)];
-    return this.#pieces[0] as Uint8Array;
+    return this.#out.result();
   }
 
   /** Gives the snapshot up (or it is written): the copy's file goes, the barrier's transaction ends, the tracker lets go of the changes. */
   release(): void {
     if (this.#ended) return;
     this.#ended = true;
-    if (!this.#complete) this.#pieces = [];
+    if (!this.#out.complete) this.#out.drop();
     this.#correction?.release();
     this.#correction = undefined;
     if (this.#fd !== undefined) closeSync(this.#fd);
@@ -182,7 +159,7 @@ export class LmdbBaseSnapshot implements AsyncKeyedStateSnapshot {
     const fd = openSync(join(this.#folder, 'data.mdb'), 'r');
     this.#fd = fd;
     this.#fileLength = fstatSync(fd).size;
-    this.#pieces.push(writeLmdbBaseHeader(this.#header, this.#fileLength));
+    this.#out.push(writeLmdbBaseHeader(this.#header, this.#fileLength));
   }
 
   #readPiece(): void {
@@ -195,7 +172,7 @@ export class LmdbBaseSnapshot implements AsyncKeyedStateSnapshot {
       read += n;
     }
     this.#fileRead += length;
-    this.#pieces.push(piece);
+    this.#out.push(piece);
   }
 
   /** The correction: every key written since the barrier (up to now, so past the copy's start), its value at the barrier. */

@@ -1,8 +1,7 @@
 import { crc32 } from 'node:zlib';
-import { WeirError } from '../core/errors/weir-error.ts';
-import { releaseBytes } from '../core/heap/release-bytes.ts';
 import type { AsyncKeyedStateSnapshot } from '../core/state/keyed-state-backend.ts';
 import type { DataOutputSerializer } from './data-output-serializer.ts';
+import { SnapshotPieces } from './snapshot-pieces.ts';
 import { checkKeyedSnapshotLength, type KeyedSectionEntry, keyedSnapshotIndex, keyedSnapshotPrefix } from './state-snapshot-format.ts';
 
 /** One state's entries in a key group's section: its index in the header, its entry count, a v8 blob per chunk. */
@@ -27,18 +26,14 @@ export interface TableSection {
  */
 export abstract class SlicedSnapshot implements AsyncKeyedStateSnapshot {
   readonly #operatorName: string;
-  #pieces: Uint8Array[] = [];
-  /** Bytes of the snapshot so far (the next section's offset). */
-  #length = 0;
+  /** The pieces, and how the snapshot ended; its length is the next section's offset. */
+  readonly #out: SnapshotPieces;
   readonly #sections: KeyedSectionEntry[] = [];
-  #drained = false;
-  #complete = false;
-  #result: Uint8Array | undefined;
-  #failure: unknown;
   #ended = false;
 
   constructor(operatorName: string) {
     this.#operatorName = operatorName;
+    this.#out = new SnapshotPieces(operatorName);
   }
 
   /** Whether the snapshot is written (or given up). */
@@ -54,13 +49,13 @@ export abstract class SlicedSnapshot implements AsyncKeyedStateSnapshot {
       do {
         if (this.advance(until)) {
           this.#end();
-          this.#complete = true;
+          this.#out.complete = true;
           this.release();
           return true;
         }
       } while (performance.now() < until);
     } catch (error) {
-      this.#failure = error;
+      this.#out.failure = error;
       this.release();
       throw error;
     }
@@ -74,73 +69,42 @@ export abstract class SlicedSnapshot implements AsyncKeyedStateSnapshot {
 
   /** The pieces written since the last call, in order (the caller owns them now); the snapshot is then never whole. */
   drain(): Uint8Array[] {
-    this.#drained = true;
-    const pieces = this.#pieces;
-    this.#pieces = [];
-    return pieces;
+    return this.#out.drain();
   }
 
   /** Throws the error the snapshot failed with, or CHECKPOINT_NOT_COMPLETED when it was given up or is still being written. */
   assertComplete(): void {
-    if (this.#failure !== undefined) throw this.#failure;
-    if (!this.#complete) {
-      throw new WeirError(
-        'CHECKPOINT_NOT_COMPLETED',
-        `operator "${this.#operatorName}": the keyed state snapshot is not written (given up, or still being written)`,
-        {
-          fault: 'internal',
-          hint: 'take the snapshot only after step() returned true',
-        },
-      );
-    }
+    this.#out.assertComplete();
   }
 
   /** The whole snapshot, once complete, when nothing was drained; the error it failed with, if it failed. */
   result(): Uint8Array {
-    this.assertComplete();
-    if (this.#drained) {
-      throw new WeirError('CHECKPOINT_NOT_COMPLETED', `operator "${this.#operatorName}": the keyed state snapshot was drained piece by piece`, {
-        fault: 'internal',
-        hint: 'call either result() or drain(), never both',
-      });
-    }
-    if (this.#result === undefined) {
-      const out = new Uint8Array(Buffer.allocUnsafeSlow(this.#length).buffer, 0, this.#length);
-      let position = 0;
-      for (const piece of this.#pieces) {
-        out.set(piece, position);
-        position += piece.length;
-        releaseBytes(piece); // copied: its memory goes now, not at a later collection
-      }
-      this.#pieces = [];
-      this.#result = out;
-    }
-    return this.#result;
+    return this.#out.result();
   }
 
   /** Gives the snapshot up (or it is written): what it holds is freed, once. */
   release(): void {
     if (this.#ended) return;
     this.#ended = true;
-    if (!this.#complete) this.#pieces = [];
+    if (!this.#out.complete) this.#out.drop();
     this.free();
   }
 
   /** The header (magic, version, range, flags, states), then its checksum: the snapshot's first piece. */
   protected begin(header: DataOutputSerializer): void {
-    this.#push(keyedSnapshotPrefix(header));
+    this.#out.push(keyedSnapshotPrefix(header));
   }
 
   /** Key group `keyGroup`'s section, as pieces: its place and checksum go into the index. */
   protected writeSection(keyGroup: number, pieces: readonly Uint8Array[]): void {
-    const offset = this.#length;
+    const offset = this.#out.length;
     let crc = 0;
     for (const piece of pieces) {
       crc = crc32(piece, crc);
-      this.#push(piece);
+      this.#out.push(piece);
     }
-    this.#sections.push({ keyGroup, offset, length: this.#length - offset, crc: crc >>> 0 });
-    checkKeyedSnapshotLength(this.#length, this.#operatorName);
+    this.#sections.push({ keyGroup, offset, length: this.#out.length - offset, crc: crc >>> 0 });
+    checkKeyedSnapshotLength(this.#out.length, this.#operatorName);
   }
 
   /** Writes a piece; returns true once every key group is written (`until`: the slice's end, for long pieces). */
@@ -151,12 +115,7 @@ export abstract class SlicedSnapshot implements AsyncKeyedStateSnapshot {
 
   /** The index of the sections, its checksum and its offset: the snapshot's last piece. */
   #end(): void {
-    this.#push(keyedSnapshotIndex(this.#sections, this.#length, this.#operatorName));
-  }
-
-  #push(piece: Uint8Array): void {
-    this.#pieces.push(piece);
-    this.#length += piece.length;
+    this.#out.push(keyedSnapshotIndex(this.#sections, this.#out.length, this.#operatorName));
   }
 }
 
