@@ -46,6 +46,8 @@ export class LmdbBaseSnapshot implements AsyncKeyedStateSnapshot {
   readonly #folder: string;
   #transaction: LmdbTransaction | undefined;
   #copy: Promise<void> | undefined;
+  /** Settles when lmdb's copy ended, whether the snapshot is still wanted or not (never rejects). */
+  readonly copied: Promise<void>;
   #copyFailure: unknown;
   #fd: number | undefined;
   #fileLength = 0;
@@ -68,7 +70,7 @@ export class LmdbBaseSnapshot implements AsyncKeyedStateSnapshot {
       structures: store.valueStructures(),
       timerSequences: options.timerSequences,
     };
-    this.#copy = store.copyTo(this.#folder).then(
+    this.copied = this.#copy = store.copyTo(this.#folder).then(
       () => {
         this.#copy = undefined;
       },

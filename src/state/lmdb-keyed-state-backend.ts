@@ -72,6 +72,8 @@ export class LmdbKeyedStateBackend implements CheckpointableKeyedStateBackend {
   #pendingSnapshot: LmdbSnapshotWriter | undefined;
   /** Base snapshots whose file copy may still run (never finished at the next barrier: they do not hold the task). */
   readonly #pendingBases = new Set<LmdbBaseSnapshot>();
+  /** lmdb copies still running (a base given up may leave one): lmdb must not close under them. */
+  readonly #copies = new Set<Promise<void>>();
   /** Opened from a base: a restore adds the checkpoint's changes to it. */
   readonly #fromBase: boolean;
   /** Which keys changed between barriers, once an incremental snapshot was asked for (the heap's tracker: the tables and timers mark). */
@@ -376,6 +378,9 @@ export class LmdbKeyedStateBackend implements CheckpointableKeyedStateBackend {
       onEnd: () => this.#pendingBases.delete(snapshot),
     });
     this.#pendingBases.add(snapshot);
+    const copied = snapshot.copied;
+    this.#copies.add(copied);
+    void copied.then(() => this.#copies.delete(copied));
     return snapshot;
   }
 
@@ -430,6 +435,8 @@ export class LmdbKeyedStateBackend implements CheckpointableKeyedStateBackend {
   async dispose(): Promise<void> {
     this.#pendingSnapshot?.release();
     for (const base of [...this.#pendingBases]) base.release();
+    // lmdb's copy runs in a thread of libuv's pool on this environment: closing it under the copy would crash the process.
+    await Promise.all(this.#copies);
     await this.#store.close();
   }
 }

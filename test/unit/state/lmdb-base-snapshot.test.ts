@@ -1,6 +1,6 @@
 import assert from 'node:assert/strict';
 import { pbkdf2 } from 'node:crypto';
-import { mkdtempSync, rmSync } from 'node:fs';
+import { mkdtempSync, readdirSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { after, test } from 'node:test';
@@ -11,6 +11,7 @@ import { keyGroupRange } from '../../../src/state/key-group-range.ts';
 import { assignToKeyGroup } from '../../../src/state/key-group-range-assignment.ts';
 import { restoreKeyedStateBackend } from '../../../src/state/keyed-state-backend-restore.ts';
 import { isLmdbBase, LMDB_BASE_MAGIC, readLmdbBase, writeLmdbBaseHeader } from '../../../src/state/lmdb-base-format.ts';
+import type { LmdbBaseSnapshot } from '../../../src/state/lmdb-base-snapshot.ts';
 import { LmdbKeyedStateBackend } from '../../../src/state/lmdb-keyed-state-backend.ts';
 import { assertSameState, decode, fillAll, MAX_PARALLELISM, mutate, random } from './keyed-state-fixtures.ts';
 
@@ -161,4 +162,23 @@ test('a base refuses a header it does not know: another magic, a newer version, 
   assert.throws(() => readLmdbBase(damaged, 'a damaged base'), /is corrupt/);
   const truncated = Uint8Array.from(header.subarray(0, header.length - 3));
   assert.throws(() => readLmdbBase(truncated, 'a truncated base'), /is corrupt/);
+});
+
+test('a backend disposed of while lmdb still copies a base waits for the copy before it closes lmdb, and leaves no folder', async () => {
+  const dir = mkdtempSync(join(root, 'd-'));
+  const backend = new LmdbKeyedStateBackend({ maxParallelism: MAX_PARALLELISM, keyGroupRange: range, operatorName: 'disposed', dir });
+  fillAll(backend as unknown as HeapKeyedStateBackend);
+  const held = holdThreadPool(800_000);
+  const writer = backend.snapshotAsync({ checkpointId: 1, base: undefined }) as LmdbBaseSnapshot;
+  let copied = false;
+  void writer.copied.then(() => {
+    copied = true;
+  });
+  assert.equal(writer.step(1), false, 'the copy has not run yet');
+  await backend.dispose(); // gives the snapshot up; the copy, queued behind the held pool, still runs on lmdb's environment
+  assert.equal(copied, true, 'lmdb closed only after its copy ended');
+  await held;
+  assert.equal(writer.done, true);
+  assert.throws(() => writer.assertComplete(), /not written/);
+  assert.deepEqual(readdirSync(dir), []);
 });
