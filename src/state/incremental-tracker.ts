@@ -1,4 +1,4 @@
-import { ChangedKeys, DirtyKeys } from './dirty-keys.ts';
+import { ChangedKeys, type DirtyBudget, DirtyKeys, type DirtyKeysSpill } from './dirty-keys.ts';
 
 /**
  * A keyed structure that marks the keys it changes (either backend's: a heap StateTable or
@@ -23,8 +23,9 @@ export interface DeltaKeys {
   timers: readonly [ChangedKeys, ChangedKeys];
 }
 
-/** The changes between two barriers: closed at the barrier of `checkpointId`. */
+/** The changes between two barriers: closed at the barrier of `checkpointId`; `seq` names it in a spill. */
 interface Epoch {
+  seq: number;
   checkpointId: number;
   tables: Map<string, DirtyKeys>;
   timers: readonly [DirtyKeys, DirtyKeys];
@@ -32,6 +33,14 @@ interface Epoch {
 
 /** More unconfirmed epochs than this (checkpoints failing in a row): tracking starts again from a full snapshot. */
 const MAX_UNCONFIRMED_EPOCHS = 16;
+/** Structure ids of the time domains' changed keys in a spill (a state table's is its order of first use). */
+const TIMER_STRUCTURES = [0xfffe, 0xffff] as const;
+
+/** Where a tracker moves changed keys once it holds `limit` of them in memory. */
+export interface TrackerSpill {
+  spill: DirtyKeysSpill;
+  limit: number;
+}
 
 /**
  * What both backends' incremental checkpoints need (the changelog idea of Flink's FLIP-158, kept
@@ -41,7 +50,12 @@ const MAX_UNCONFIRMED_EPOCHS = 16;
  * an earlier checkpoint C that completed: the values at N of the keys of every epoch after C (deleted
  * ones as deletions). Epochs up to a completed checkpoint are dropped when it is confirmed; an epoch
  * holds only keys (the values are read at the barrier: the heap's copy-on-write preimages, the
- * disk backend's lmdb read transaction).
+ * disk backend's lmdb read transaction). With a spill (the disk backend's), the keys held in memory
+ * are bounded: past the limit every epoch's keys move to the spill (lmdb), and are read back with
+ * the ones in memory as a snapshot reaches each key group, so a checkpoint that takes long (a base
+ * of a large store) does not hold every key changed meanwhile in memory. A dropped epoch's spilled
+ * keys go at the next barrier, when no snapshot that may read them is pending (the backend finishes
+ * its pending one first; a base's are pinned).
  */
 export class IncrementalTracker {
   readonly #keyGroupCount: number;
@@ -51,9 +65,28 @@ export class IncrementalTracker {
   #current: Epoch | undefined;
   /** Barriers whose later changes a snapshot still reads ({@link pin}): their epochs are kept. */
   readonly #pins: number[] = [];
+  readonly #spill: DirtyKeysSpill | undefined;
+  readonly #budget: DirtyBudget | undefined;
+  #nextSeq = 0;
+  /** Structure ids of state tables in the spill, by name. */
+  readonly #structures = new Map<string, number>();
+  /** Dropped epochs whose spilled keys go at the next barrier. */
+  #dropQueue: number[] = [];
 
-  constructor(keyGroupCount: number) {
+  constructor(keyGroupCount: number, spill?: TrackerSpill) {
     this.#keyGroupCount = keyGroupCount;
+    this.#spill = spill?.spill;
+    this.#budget = spill === undefined ? undefined : { count: 0, limit: spill.limit, overflow: () => this.#overflow() };
+  }
+
+  /** Keys held in memory (what the spill's limit counts). */
+  get keysInMemory(): number {
+    let count = 0;
+    for (const epoch of this.#current === undefined ? this.#epochs : [...this.#epochs, this.#current]) {
+      for (const dirty of epoch.tables.values()) count += dirty.size;
+      count += epoch.timers[0].size + epoch.timers[1].size;
+    }
+    return count;
   }
 
   /** A state table made after tracking started marks its changes too. */
@@ -62,7 +95,7 @@ export class IncrementalTracker {
     if (current === undefined) return;
     let dirty = current.tables.get(table.name);
     if (dirty === undefined) {
-      dirty = new DirtyKeys(this.#keyGroupCount);
+      dirty = new DirtyKeys(this.#keyGroupCount, this.#budget);
       current.tables.set(table.name, dirty);
     }
     table.dirty = dirty;
@@ -79,6 +112,8 @@ export class IncrementalTracker {
     tables: Iterable<NamedDirtyTracking>,
     timers: readonly [DirtyTracking, DirtyTracking],
   ): DeltaKeys | undefined {
+    for (const seq of this.#dropQueue) this.#spill?.drop(seq);
+    this.#dropQueue = [];
     const closed = this.#current;
     if (closed !== undefined) {
       closed.checkpointId = checkpointId;
@@ -88,7 +123,12 @@ export class IncrementalTracker {
       this.#since = checkpointId;
       this.#drop(checkpointId);
     }
-    const next: Epoch = { checkpointId: Number.NaN, tables: new Map(), timers: [new DirtyKeys(this.#keyGroupCount), new DirtyKeys(this.#keyGroupCount)] };
+    const next: Epoch = {
+      seq: this.#nextSeq++,
+      checkpointId: Number.NaN,
+      tables: new Map(),
+      timers: [new DirtyKeys(this.#keyGroupCount, this.#budget), new DirtyKeys(this.#keyGroupCount, this.#budget)],
+    };
     this.#current = next;
     for (const table of tables) this.attach(table);
     timers[0].dirty = next.timers[0];
@@ -130,10 +170,40 @@ export class IncrementalTracker {
     return deltaOf(checkpointId, epochs);
   }
 
-  /** Drops the epochs up to `checkpointId`'s barrier, but none a pin needs. */
+  /** Drops the epochs up to `checkpointId`'s barrier, but none a pin needs; their spilled keys go at the next barrier. */
   #drop(checkpointId: number): void {
     const upTo = Math.min(checkpointId, ...this.#pins);
-    this.#epochs = this.#epochs.filter((epoch) => epoch.checkpointId > upTo);
+    const kept: Epoch[] = [];
+    for (const epoch of this.#epochs) {
+      if (epoch.checkpointId > upTo) {
+        kept.push(epoch);
+        continue;
+      }
+      const parts = [...epoch.tables.values(), ...epoch.timers];
+      if (this.#budget !== undefined) for (const part of parts) this.#budget.count -= part.size;
+      if (parts.some((part) => part.spilled)) this.#dropQueue.push(epoch.seq);
+    }
+    this.#epochs = kept;
+  }
+
+  /** Too many keys in memory: every epoch's go to the spill. */
+  #overflow(): void {
+    const spill = this.#spill as DirtyKeysSpill;
+    for (const epoch of this.#current === undefined ? this.#epochs : [...this.#epochs, this.#current]) {
+      for (const [name, dirty] of epoch.tables) dirty.spillTo(spill, epoch.seq, this.#structureOf(name));
+      epoch.timers[0].spillTo(spill, epoch.seq, TIMER_STRUCTURES[0]);
+      epoch.timers[1].spillTo(spill, epoch.seq, TIMER_STRUCTURES[1]);
+    }
+    (this.#budget as DirtyBudget).count = 0;
+  }
+
+  #structureOf(name: string): number {
+    let id = this.#structures.get(name);
+    if (id === undefined) {
+      id = this.#structures.size;
+      this.#structures.set(name, id);
+    }
+    return id;
   }
 }
 

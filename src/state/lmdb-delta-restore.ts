@@ -1,9 +1,11 @@
+import { WeirError } from '../core/errors/weir-error.ts';
 import type { StateKey } from '../core/state/state-key.ts';
 import { InternalKeyContext } from './internal-key-context.ts';
 import type { InternalTimerService } from './internal-timer-service.ts';
-import { keyGroupRange } from './key-group-range.ts';
+import { formatKeyGroupRange, keyGroupRange } from './key-group-range.ts';
 import { applyKeyedStateDeltas } from './keyed-state-snapshot.ts';
-import { KeyWriter, prefixEnd } from './lmdb-key-codec.ts';
+import type { LmdbBase } from './lmdb-base-format.ts';
+import { KeyWriter, PROCESSING_TIMERS_ID, prefixEnd } from './lmdb-key-codec.ts';
 import type { LmdbRestoreTarget } from './lmdb-restore.ts';
 import type { LmdbTimerService } from './lmdb-timer-service.ts';
 import type { StateTable } from './state-table.ts';
@@ -128,4 +130,48 @@ function applyBatch(target: LmdbRestoreTarget, delta: Uint8Array, start: number,
       }
     }
   });
+}
+
+/**
+ * The store of `target` was opened on lmdb's file of `base`: its states get their ids back (the
+ * file's keys name them, in the order of the base's header), entries of states first used after the
+ * base's barrier go, the timers count again, and the correction puts back the keys written between
+ * the barrier and the copy.
+ */
+export function openLmdbBase(target: LmdbRestoreTarget, base: LmdbBase): void {
+  const { keyGroupRange: range, store } = target;
+  if (base.maxParallelism !== target.maxParallelism || base.keyGroupRange.start !== range.start || base.keyGroupRange.end !== range.end) {
+    throw new WeirError(
+      'INVALID_KEY_GROUP_RANGE',
+      `operator "${target.operatorName}": a base of key groups ${formatKeyGroupRange(base.keyGroupRange)} opened for ${formatKeyGroupRange(range)}`,
+      { fault: 'internal', hint: 'convert a base of another range or maxParallelism to the canonical format (canonicalChains)' },
+    );
+  }
+  base.states.forEach((state, id) => {
+    const table = target.table(state.name, state.kind, state.ttlWrapped);
+    if (table.id !== id) {
+      throw new WeirError(
+        'STATE_SNAPSHOT_CORRUPT',
+        `operator "${target.operatorName}": state "${state.name}" is state ${id} of the base but ${table.id} of the store`,
+        {
+          fault: 'internal',
+        },
+      );
+    }
+  });
+  const after = Buffer.alloc(4);
+  const end = Buffer.alloc(4);
+  for (let keyGroup = range.start; keyGroup <= range.end; keyGroup++) {
+    after.writeUInt16BE(keyGroup, 0);
+    after.writeUInt16BE(base.states.length, 2);
+    end.writeUInt16BE(keyGroup, 0);
+    end.writeUInt16BE(PROCESSING_TIMERS_ID, 2);
+    store.removeRange(store.state, after, end);
+  }
+  const [processing, event] = target.timers;
+  processing.reopened(base.timerSequences[0]);
+  event.reopened(base.timerSequences[1]);
+  if (base.correction.length > 0) applyDeltasToLmdb(target, [base.correction]);
+  processing.reopened(0);
+  event.reopened(0);
 }

@@ -11,8 +11,9 @@ import { formatKeyGroupRange, type KeyGroupRange, keyGroupRange, keyGroupRangeSi
 import { assignToKeyGroup, UPPER_BOUND_MAX_PARALLELISM } from './key-group-range-assignment.ts';
 import type { LmdbBase } from './lmdb-base-format.ts';
 import { LmdbBaseSnapshot } from './lmdb-base-snapshot.ts';
-import { applyDeltasToLmdb } from './lmdb-delta-restore.ts';
-import { KeyWriter, MAX_KEY_BYTES, MAX_STATE_ID, PROCESSING_TIMERS_ID } from './lmdb-key-codec.ts';
+import { applyDeltasToLmdb, openLmdbBase } from './lmdb-delta-restore.ts';
+import { LmdbDirtySpill } from './lmdb-dirty-spill.ts';
+import { KeyWriter, MAX_KEY_BYTES, MAX_STATE_ID } from './lmdb-key-codec.ts';
 import { type LmdbRestoreTarget, restoreIntoLmdb } from './lmdb-restore.ts';
 import { LmdbSnapshotWriter, type SnapshotState } from './lmdb-snapshot-writer.ts';
 import { createLmdbState, type LmdbKeyedState } from './lmdb-state-factory.ts';
@@ -36,6 +37,9 @@ export interface LmdbKeyedStateBackendOptions {
    */
   base?: LmdbBase;
 }
+
+/** Changed keys the incremental tracker holds in memory before it moves them into lmdb. */
+const DEFAULT_CHANGED_KEYS_IN_MEMORY = 1_000_000;
 
 /** Keys longer than this (encoded) leave no room for a map user key or a timer in lmdb's key limit. */
 const MAX_STATE_KEY_BYTES = MAX_KEY_BYTES - 256;
@@ -67,6 +71,7 @@ export class LmdbKeyedStateBackend implements CheckpointableKeyedStateBackend {
   readonly #eventTimers: LmdbTimerService;
   readonly #clock: () => number;
   readonly #reinterpreted: boolean;
+  readonly #changedKeysInMemory: number;
   readonly #keyWriter = new KeyWriter();
   readonly #everyRecordCleanup: LmdbStateTable[] = [];
   #pendingSnapshot: LmdbSnapshotWriter | undefined;
@@ -108,6 +113,7 @@ export class LmdbKeyedStateBackend implements CheckpointableKeyedStateBackend {
     this.#keyGroupCount = keyGroupRangeSize(range);
     this.#clock = options.clock ?? Date.now;
     this.#reinterpreted = options.reinterpreted === true;
+    this.#changedKeysInMemory = options.settings?.changedKeysInMemory ?? DEFAULT_CHANGED_KEYS_IN_MEMORY;
     const base = options.base;
     this.#store = new LmdbStore(options.dir, options.settings, base === undefined ? undefined : { file: base.file, structures: base.structures });
     this.#fromBase = base !== undefined;
@@ -118,48 +124,9 @@ export class LmdbKeyedStateBackend implements CheckpointableKeyedStateBackend {
     this.#context = new LmdbKeyContext(operatorName, range.start);
     this.#processingTimers = new LmdbTimerService('processing', this.#context, this.#store);
     this.#eventTimers = new LmdbTimerService('event', this.#context, this.#store);
-    if (base !== undefined) this.#openBase(base);
+    if (base !== undefined) openLmdbBase(this.#restoreTarget(), base);
   }
 
-  /**
-   * lmdb's file of `base` is the store: its states get their ids back (the file's keys name them),
-   * entries of states first used after its barrier go, the timers count again, and the correction
-   * puts back the keys written between the barrier and the copy.
-   */
-  #openBase(base: LmdbBase): void {
-    if (
-      base.maxParallelism !== this.maxParallelism ||
-      base.keyGroupRange.start !== this.keyGroupRange.start ||
-      base.keyGroupRange.end !== this.keyGroupRange.end
-    ) {
-      throw new WeirError(
-        'INVALID_KEY_GROUP_RANGE',
-        `operator "${this.operatorName}": a base of key groups ${formatKeyGroupRange(base.keyGroupRange)} opened for ${formatKeyGroupRange(this.keyGroupRange)}`,
-        {
-          fault: 'internal',
-          hint: 'convert a base of another range or maxParallelism to the canonical format (lmdbBaseToCanonical)',
-        },
-      );
-    }
-    for (const state of base.states) {
-      this.#table(state.name, state.kind, state.ttlWrapped, false);
-      this.#restored.add(state.name);
-    }
-    const after = Buffer.alloc(4);
-    const end = Buffer.alloc(4);
-    for (let keyGroup = this.keyGroupRange.start; keyGroup <= this.keyGroupRange.end; keyGroup++) {
-      after.writeUInt16BE(keyGroup, 0);
-      after.writeUInt16BE(base.states.length, 2);
-      end.writeUInt16BE(keyGroup, 0);
-      end.writeUInt16BE(PROCESSING_TIMERS_ID, 2);
-      this.#store.removeRange(this.#store.state, after, end);
-    }
-    this.#processingTimers.reopened(base.timerSequences[0]);
-    this.#eventTimers.reopened(base.timerSequences[1]);
-    if (base.correction.length > 0) applyDeltasToLmdb(this.#restoreTarget(), [base.correction]);
-    this.#processingTimers.reopened(0);
-    this.#eventTimers.reopened(0);
-  }
   setCurrentKey(key: StateKey): void {
     const context = this.#context;
     if (key === context.currentKey && context.keyGroupIndex >= 0) return;
@@ -333,7 +300,10 @@ export class LmdbKeyedStateBackend implements CheckpointableKeyedStateBackend {
     const states = this.#snapshotStates();
     let delta: DeltaKeys | undefined;
     if (incremental !== undefined) {
-      this.#incremental ??= new IncrementalTracker(this.#keyGroupCount);
+      this.#incremental ??= new IncrementalTracker(this.#keyGroupCount, {
+        spill: new LmdbDirtySpill(this.#store),
+        limit: this.#changedKeysInMemory,
+      });
       delta = this.#incremental.barrier(incremental.checkpointId, incremental.base, this.#tablesById, [this.#processingTimers, this.#eventTimers]);
       if (delta === undefined) return this.#baseSnapshot(incremental.checkpointId, states);
     }

@@ -26,6 +26,7 @@ export interface LmdbDatabase {
   /** lmdb's copy of the environment into folder `path` (MDB_CP_COMPACT when `compact`), in a thread of libuv's pool, from a read transaction of its own. */
   backup(path: string, compact: boolean): Promise<void>;
   getStats(): { entryCount: number };
+  dropSync(): void;
 }
 
 export interface LmdbTransaction {
@@ -48,6 +49,11 @@ export interface LmdbStoreSettings {
    * for measurements.
    */
   useWritemap?: boolean;
+  /**
+   * Incremental checkpoints: the changed keys the tracker holds in memory (about 60-80 bytes each)
+   * before it moves them into lmdb beside the state. Default 1,000,000.
+   */
+  changedKeysInMemory?: number;
 }
 
 const DEFAULT_MAP_SIZE = 64 * 1024 * 1024;
@@ -203,7 +209,8 @@ export class LmdbStore {
     try {
       this.#root = lmdb.open({
         path: dir,
-        maxDbs: 4,
+        // The state, two timer indexes, and the incremental tracker's spilled keys (one database per epoch).
+        maxDbs: 128,
         mapSize: settings.mapSizeBytes ?? DEFAULT_MAP_SIZE,
         noSync: true,
         noMetaSync: true,
@@ -305,6 +312,16 @@ export class LmdbStore {
     this.#root.transactionSync(() => {
       for (const key of keys) db.removeSync(key);
     });
+  }
+
+  /** A database beside the state (binary keys and values, made when new): the incremental tracker's spilled keys. */
+  openDatabase(name: string): LmdbDatabase {
+    return this.#root.openDB(name, { keyEncoding: 'binary', encoding: 'binary', cache: false });
+  }
+
+  /** Runs `action` in one write transaction (writes to databases of {@link openDatabase}). */
+  transaction(action: () => void): void {
+    this.#root.transactionSync(action);
   }
 
   /** How many entries `table` holds in lmdb (flushed first): lmdb's own count, O(1). */

@@ -30,7 +30,7 @@ after(async () => {
 
 type Backend = CheckpointableKeyedStateBackend & { notifyCheckpointComplete(checkpointId: number): void };
 const range = keyGroupRange(0, MAX_PARALLELISM - 1);
-const makers: Record<'heap' | 'disk', (clock: { now: number }) => Backend> = {
+const makers: Record<'heap' | 'disk' | 'disk-spill', (clock: { now: number }) => Backend> = {
   heap: (clock) => new HeapKeyedStateBackend({ maxParallelism: MAX_PARALLELISM, keyGroupRange: range, operatorName: 'heap', clock: () => clock.now }),
   disk: (clock) => {
     const backend = new LmdbKeyedStateBackend({
@@ -40,6 +40,19 @@ const makers: Record<'heap' | 'disk', (clock: { now: number }) => Backend> = {
       clock: () => clock.now,
       dir: mkdtempSync(join(root, 'b-')),
       settings: { writeBufferEntries: 64 },
+    });
+    disposers.push(() => backend.dispose());
+    return backend;
+  },
+  // The tracker holds at most 20 changed keys in memory: the rest goes to lmdb and is read back.
+  'disk-spill': (clock) => {
+    const backend = new LmdbKeyedStateBackend({
+      maxParallelism: MAX_PARALLELISM,
+      keyGroupRange: range,
+      operatorName: 'disk-spill',
+      clock: () => clock.now,
+      dir: mkdtempSync(join(root, 'b-')),
+      settings: { writeBufferEntries: 64, changedKeysInMemory: 20 },
     });
     disposers.push(() => backend.dispose());
     return backend;
@@ -69,7 +82,7 @@ async function restoredFrom(kind: 'heap' | 'disk', chain: Uint8Array[]): Promise
   return backend;
 }
 
-for (const kind of ['heap', 'disk'] as const) {
+for (const kind of ['heap', 'disk', 'disk-spill'] as const) {
   test(`${kind} backend: values removed by TTL cleanup and timers fired are in the next changes; a chain equals the state at the barrier`, async () => {
     const clock = { now: 0 };
     const backend = makers[kind](clock);
@@ -136,6 +149,8 @@ for (const [from, to] of [
   ['disk', 'heap'],
   ['heap', 'disk'],
   ['disk', 'disk'],
+  ['disk-spill', 'disk'],
+  ['disk-spill', 'heap'],
 ] as const) {
   test(`a ${to} backend restores a ${from} backend's chain of incremental snapshots, across aborted checkpoints, to its state at the barrier`, async () => {
     const clock = { now: 0 };
