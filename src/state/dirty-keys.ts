@@ -63,15 +63,16 @@ export class DirtyKeys {
     return this.#spilled !== undefined;
   }
 
-  /** Moves the keys in memory to `spill` under `epoch` and `structure`; returns how many. */
-  spillTo(spill: DirtyKeysSpill, epoch: number, structure: number): number {
+  /** Moves key groups' keys in memory to `spill` under `epoch` and `structure` until `atLeast` moved (or all); returns how many. */
+  spillTo(spill: DirtyKeysSpill, epoch: number, structure: number, atLeast = Number.POSITIVE_INFINITY): number {
     let moved = 0;
-    this.groups.forEach((keys, index) => {
-      if (keys === undefined || keys.size === 0) return;
+    for (let index = 0; index < this.groups.length && moved < atLeast; index++) {
+      const keys = this.groups[index];
+      if (keys === undefined || keys.size === 0) continue;
       spill.write(epoch, structure, index, keys);
       moved += keys.size;
       keys.clear();
-    });
+    }
     if (moved > 0) this.#spilled = { spill, epoch, structure };
     return moved;
   }

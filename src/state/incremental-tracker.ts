@@ -33,6 +33,8 @@ interface Epoch {
 
 /** More unconfirmed epochs than this (checkpoints failing in a row): tracking starts again from a full snapshot. */
 const MAX_UNCONFIRMED_EPOCHS = 16;
+/** Keys a spill moves at a time past the limit (about 20 ms of lmdb writes). */
+const SPILL_CHUNK = 16_384;
 /** Structure ids of the time domains' changed keys in a spill (a state table's is its order of first use). */
 const TIMER_STRUCTURES = [0xfffe, 0xffff] as const;
 
@@ -186,15 +188,24 @@ export class IncrementalTracker {
     this.#epochs = kept;
   }
 
-  /** Too many keys in memory: every epoch's go to the spill. */
+  /**
+   * Too many keys in memory: key groups' keys go to the spill, oldest epochs first, until
+   * {@link SPILL_CHUNK} fewer than the limit are left, so the task stands still for a chunk's
+   * writes at a time (about 20 ms), not for every key held.
+   */
   #overflow(): void {
     const spill = this.#spill as DirtyKeysSpill;
+    const budget = this.#budget as DirtyBudget;
+    const target = Math.max(0, budget.limit - SPILL_CHUNK);
     for (const epoch of this.#current === undefined ? this.#epochs : [...this.#epochs, this.#current]) {
-      for (const [name, dirty] of epoch.tables) dirty.spillTo(spill, epoch.seq, this.#structureOf(name));
-      epoch.timers[0].spillTo(spill, epoch.seq, TIMER_STRUCTURES[0]);
-      epoch.timers[1].spillTo(spill, epoch.seq, TIMER_STRUCTURES[1]);
+      const parts: [DirtyKeys, number][] = [...epoch.tables].map(([name, dirty]) => [dirty, this.#structureOf(name)]);
+      parts.push([epoch.timers[0], TIMER_STRUCTURES[0]], [epoch.timers[1], TIMER_STRUCTURES[1]]);
+      for (const [dirty, structure] of parts) {
+        if (budget.count <= target) return;
+        budget.count -= dirty.spillTo(spill, epoch.seq, structure, budget.count - target);
+      }
     }
-    (this.#budget as DirtyBudget).count = 0;
+    budget.count = Math.max(0, budget.count);
   }
 
   #structureOf(name: string): number {
