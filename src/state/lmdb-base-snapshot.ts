@@ -1,4 +1,4 @@
-import { closeSync, fstatSync, openSync, readSync, rmSync } from 'node:fs';
+import { close, fstatSync, openSync, read, rmSync } from 'node:fs';
 import { join } from 'node:path';
 import { WeirError } from '../core/errors/weir-error.ts';
 import type { AsyncKeyedStateSnapshot } from '../core/state/keyed-state-backend.ts';
@@ -52,6 +52,9 @@ export class LmdbBaseSnapshot implements AsyncKeyedStateSnapshot {
   #fd: number | undefined;
   #fileLength = 0;
   #fileRead = 0;
+  /** A piece of the file being read (in a thread of libuv's pool: a piece from a cold disk takes tens of ms). */
+  #reading: Promise<void> | undefined;
+  #readFailure: unknown;
   #correction: LmdbSnapshotWriter | undefined;
   readonly #out: SnapshotPieces;
   #ended = false;
@@ -86,19 +89,20 @@ export class LmdbBaseSnapshot implements AsyncKeyedStateSnapshot {
   }
 
   waiting(): Promise<void> | undefined {
-    return this.#ended ? undefined : this.#copy;
+    return this.#ended ? undefined : (this.#copy ?? this.#reading);
   }
 
   step(budgetMs: number): boolean {
     if (this.#ended) return true;
-    if (this.#copy !== undefined) return false;
+    if (this.#copy !== undefined || this.#reading !== undefined) return false;
     const until = performance.now() + budgetMs;
     try {
       if (this.#copyFailure !== undefined) throw this.#copyError(this.#copyFailure);
+      if (this.#readFailure !== undefined) throw this.#copyError(this.#readFailure);
       if (this.#fd === undefined) this.#openFile();
-      while (this.#fileRead < this.#fileLength) {
+      if (this.#fileRead < this.#fileLength) {
         this.#readPiece();
-        if (performance.now() >= until) return false;
+        return false;
       }
       if (this.#correction === undefined) this.#startCorrection();
       const correction = this.#correction as LmdbSnapshotWriter;
@@ -115,14 +119,13 @@ export class LmdbBaseSnapshot implements AsyncKeyedStateSnapshot {
     }
   }
 
+  /** A base is written off the thread (lmdb's copy, the file's reads): it cannot be finished at once. */
   runToEnd(): void {
-    if (this.#copy !== undefined) {
-      throw new WeirError('CHECKPOINT_NOT_COMPLETED', `operator "${this.#options.operatorName}": the disk backend's file copy is still running`, {
-        fault: 'internal',
-        hint: 'step the snapshot, awaiting waiting() in between',
-      });
-    }
-    while (!this.step(Number.POSITIVE_INFINITY));
+    if (this.#ended) return;
+    throw new WeirError('CHECKPOINT_NOT_COMPLETED', `operator "${this.#options.operatorName}": the disk backend's base is written off the task thread`, {
+      fault: 'internal',
+      hint: 'step the snapshot, awaiting waiting() in between',
+    });
   }
 
   drain(): Uint8Array[] {
@@ -144,8 +147,10 @@ export class LmdbBaseSnapshot implements AsyncKeyedStateSnapshot {
     if (!this.#out.complete) this.#out.drop();
     this.#correction?.release();
     this.#correction = undefined;
-    if (this.#fd !== undefined) closeSync(this.#fd);
+    const fd = this.#fd;
     this.#fd = undefined;
+    // A read still running uses the descriptor: it is closed once that read ended.
+    if (fd !== undefined) void (this.#reading ?? Promise.resolve()).then(() => close(fd, () => {}));
     const folder = this.#folder;
     const copy = this.#copy;
     // A copy still running writes into its folder: delete it once lmdb is done with it.
@@ -164,17 +169,28 @@ export class LmdbBaseSnapshot implements AsyncKeyedStateSnapshot {
     this.#out.push(writeLmdbBaseHeader(this.#header, this.#fileLength));
   }
 
+  /** Starts reading the next piece of the file; it joins the pieces when read ({@link waiting} until then). */
   #readPiece(): void {
-    const length = Math.min(FILE_PIECE_BYTES, this.#fileLength - this.#fileRead);
+    const fd = this.#fd as number;
+    const start = this.#fileRead;
+    const length = Math.min(FILE_PIECE_BYTES, this.#fileLength - start);
     const piece = Buffer.allocUnsafeSlow(length);
-    let read = 0;
-    while (read < length) {
-      const n = readSync(this.#fd as number, piece, read, length - read, this.#fileRead + read);
-      if (n === 0) throw this.#copyError(new Error(`lmdb's copy ended at byte ${this.#fileRead + read} of ${this.#fileLength}`));
-      read += n;
-    }
     this.#fileRead += length;
-    this.#out.push(piece);
+    const readFrom = (offset: number, done: (error: unknown) => void): void =>
+      read(fd, piece, offset, length - offset, start + offset, (error, bytes) => {
+        if (error !== null) done(error);
+        else if (bytes === 0) done(new Error(`lmdb's copy ended at byte ${start + offset} of ${this.#fileLength}`));
+        else if (offset + bytes < length) readFrom(offset + bytes, done);
+        else done(undefined);
+      });
+    this.#reading = new Promise<void>((resolve) =>
+      readFrom(0, (error) => {
+        this.#reading = undefined;
+        if (error !== undefined) this.#readFailure = error;
+        else if (!this.#ended) this.#out.push(piece);
+        resolve();
+      }),
+    );
   }
 
   /** The correction: every key written since the barrier (up to now, so past the copy's start), its value at the barrier. */
