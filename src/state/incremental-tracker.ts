@@ -182,7 +182,7 @@ export class IncrementalTracker {
         continue;
       }
       const parts = [...epoch.tables.values(), ...epoch.timers];
-      if (this.#budget !== undefined) for (const part of parts) this.#budget.count -= part.size;
+      if (this.#budget !== undefined) for (const part of parts) this.#budget.count = Math.max(0, this.#budget.count - part.size);
       if (parts.some((part) => part.spilled)) this.#dropQueue.push(epoch.seq);
     }
     this.#epochs = kept;
