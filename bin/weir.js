@@ -12,6 +12,13 @@ if (major < 22 || (major === 22 && minor < 18)) {
   process.exit(1);
 }
 
+// libuv's thread pool, shared by every thread of the process: the disk state backend's base copies
+// (lmdb's backup of a store, seconds to minutes at tens of millions of keys) each hold one of its
+// threads, and file, crypto and DNS work queue behind them; 4 threads (libuv's default) would let
+// four keyed subtasks' copies stall every other task's file writes. A UV_THREADPOOL_SIZE of the
+// user's own wins. Set before anything uses the pool.
+process.env.UV_THREADPOOL_SIZE ??= '16';
+
 // V8's allocation-site pretenuring off, for every thread this process starts (set before any
 // module compiles: V8's code cache is keyed on its flags, so every command sets the same). A
 // stream processor's objects are records, short-lived by design; when a worker lags for a moment

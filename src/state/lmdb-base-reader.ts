@@ -18,9 +18,22 @@ export async function readKeyedFullSnapshot(
   source: string,
   adopt: (header: LmdbBaseHeader) => string | undefined,
 ): Promise<{ bytes: Uint8Array } | { base: LmdbBase }> {
+  const iterator = pieces[Symbol.asyncIterator]();
+  try {
+    return await readFrom(iterator, source, adopt);
+  } finally {
+    // Left early (a bad header, a failed write): the storage's reader closes its file.
+    await iterator.return?.();
+  }
+}
+
+async function readFrom(
+  iterator: AsyncIterator<Uint8Array>,
+  source: string,
+  adopt: (header: LmdbBaseHeader) => string | undefined,
+): Promise<{ bytes: Uint8Array } | { base: LmdbBase }> {
   const held: Uint8Array[] = [];
   let heldBytes = 0;
-  const iterator = pieces[Symbol.asyncIterator]();
   let layout: LmdbBaseLayout | undefined;
   let ended = false;
   // The header: pieces until it reads (one piece, in practice), or it is not a base.

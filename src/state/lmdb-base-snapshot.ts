@@ -41,6 +41,8 @@ export interface LmdbBaseSnapshotOptions {
  */
 export class LmdbBaseSnapshot implements AsyncKeyedStateSnapshot {
   readonly delta = undefined;
+  /** The checkpoint this base is taken for. */
+  readonly checkpointId: number;
   readonly #options: LmdbBaseSnapshotOptions;
   readonly #header: LmdbBaseHeader;
   readonly #folder: string;
@@ -61,6 +63,7 @@ export class LmdbBaseSnapshot implements AsyncKeyedStateSnapshot {
 
   constructor(options: LmdbBaseSnapshotOptions) {
     this.#options = options;
+    this.checkpointId = options.checkpointId;
     this.#out = new SnapshotPieces(options.operatorName);
     const { store, tracker, checkpointId } = options;
     this.#folder = join(store.dir, `base-${checkpointId}`);

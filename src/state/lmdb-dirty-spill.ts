@@ -1,7 +1,7 @@
 import type { StateKey } from '../core/state/state-key.ts';
 import type { DirtyKeysSpill } from './dirty-keys.ts';
 import { KeyReader, KeyWriter, prefixEnd } from './lmdb-key-codec.ts';
-import type { LmdbDatabase, LmdbStore } from './lmdb-store.ts';
+import { type LmdbDatabase, type LmdbStore, SPILL_DATABASE_PREFIX } from './lmdb-store.ts';
 
 const EMPTY = Buffer.alloc(0);
 
@@ -23,7 +23,7 @@ export class LmdbDirtySpill implements DirtyKeysSpill {
   write(epoch: number, structure: number, index: number, keys: Iterable<StateKey>): void {
     let database = this.#databases.get(epoch);
     if (database === undefined) {
-      database = this.#store.openDatabase(`changes-${epoch}`);
+      database = this.#store.openDatabase(`${SPILL_DATABASE_PREFIX}${epoch}`);
       this.#databases.set(epoch, database);
     }
     const db = database;

@@ -124,7 +124,15 @@ export class LmdbKeyedStateBackend implements CheckpointableKeyedStateBackend {
     this.#context = new LmdbKeyContext(operatorName, range.start);
     this.#processingTimers = new LmdbTimerService('processing', this.#context, this.#store);
     this.#eventTimers = new LmdbTimerService('event', this.#context, this.#store);
-    if (base !== undefined) openLmdbBase(this.#restoreTarget(), base);
+    if (base !== undefined) {
+      try {
+        openLmdbBase(this.#restoreTarget(), base);
+      } catch (error) {
+        // Nothing owns this backend yet: its store (with the base's file) goes now.
+        this.#store.close().catch(() => {});
+        throw error;
+      }
+    }
   }
 
   setCurrentKey(key: StateKey): void {
@@ -352,6 +360,11 @@ export class LmdbKeyedStateBackend implements CheckpointableKeyedStateBackend {
     this.#copies.add(copied);
     void copied.then(() => this.#copies.delete(copied));
     return snapshot;
+  }
+
+  /** Checkpoint `checkpointId` was aborted: a base still being written for it is given up (its copy, read transaction and pin go). */
+  notifyCheckpointAborted(checkpointId: number): void {
+    for (const base of [...this.#pendingBases]) if (base.checkpointId === checkpointId) base.release();
   }
 
   /** Checkpoint `checkpointId` completed: incremental snapshots may add to it. */

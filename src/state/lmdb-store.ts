@@ -59,6 +59,9 @@ export interface LmdbStoreSettings {
 const DEFAULT_MAP_SIZE = 64 * 1024 * 1024;
 const DEFAULT_WRITE_BUFFER_ENTRIES = 8192;
 
+/** Names of the databases the incremental tracker spills changed keys into (lmdb-dirty-spill.ts): `changes-<epoch>`. */
+export const SPILL_DATABASE_PREFIX = 'changes-';
+
 /** A deleted key in a write buffer. */
 export const TOMBSTONE: unique symbol = Symbol('deleted');
 
@@ -229,6 +232,20 @@ export class LmdbStore {
     this.processingTimers = new LmdbTable(this.#root.openDB('timers-processing', index), this, false);
     this.eventTimers = new LmdbTable(this.#root.openDB('timers-event', index), this, false);
     this.#tables = [this.state, this.processingTimers, this.eventTimers];
+    // A base's file holds the databases its incremental tracker had spilled keys into: they are not state.
+    if (base !== undefined) this.#dropDatabases(SPILL_DATABASE_PREFIX);
+  }
+
+  /** Drops the named databases whose names start with `prefix`. */
+  #dropDatabases(prefix: string): void {
+    for (const name of this.databaseNames()) if (name.startsWith(prefix)) this.openDatabase(name).dropSync();
+  }
+
+  /** The names of the environment's databases (the state, the timer indexes, spilled changed keys). */
+  databaseNames(): string[] {
+    const names: string[] = [];
+    for (const { key } of this.#root.getRange({ start: FIRST_KEY, snapshot: false })) names.push(Buffer.from(key).toString('latin1').replace(/\0$/, ''));
+    return names;
   }
 
   /** A write went to a buffer: the buffers go to lmdb once they hold `writeBufferEntries`. */

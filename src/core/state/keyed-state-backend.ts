@@ -92,6 +92,8 @@ export interface CheckpointableKeyedStateBackend extends KeyedStateBackend {
   snapshotAsync(incremental?: IncrementalSnapshotRequest): AsyncKeyedStateSnapshot;
   /** Checkpoint `checkpointId` completed (an incremental snapshot may add to it). */
   notifyCheckpointComplete?(checkpointId: number): void;
+  /** Checkpoint `checkpointId` was aborted: a snapshot still being written for it may be given up. */
+  notifyCheckpointAborted?(checkpointId: number): void;
   /** A whole snapshot at once (the test driver, tests). */
   snapshot(): Uint8Array;
   /** Loads the key groups this backend owns from canonical snapshots of any earlier parallelism. */

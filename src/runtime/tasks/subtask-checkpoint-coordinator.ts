@@ -153,6 +153,7 @@ export class SubtaskCheckpointCoordinator {
 
   async notifyCheckpointAborted(checkpointId: number): Promise<void> {
     this.#chains.aborted(checkpointId);
+    for (const holder of this.#options.stateHolders()) holder.keyed?.notifyCheckpointAborted?.(checkpointId);
     for (const listener of this.#options.listeners()) {
       const done = listener.notifyCheckpointAborted(checkpointId);
       if (isThenable(done)) await done;

@@ -13,6 +13,7 @@ import { restoreKeyedStateBackend } from '../../../src/state/keyed-state-backend
 import { isLmdbBase, LMDB_BASE_MAGIC, readLmdbBase, writeLmdbBaseHeader } from '../../../src/state/lmdb-base-format.ts';
 import type { LmdbBaseSnapshot } from '../../../src/state/lmdb-base-snapshot.ts';
 import { LmdbKeyedStateBackend } from '../../../src/state/lmdb-keyed-state-backend.ts';
+import { LmdbStore } from '../../../src/state/lmdb-store.ts';
 import { assertSameState, decode, fillAll, MAX_PARALLELISM, mutate, random } from './keyed-state-fixtures.ts';
 
 /**
@@ -181,4 +182,52 @@ test('a backend disposed of while lmdb still copies a base waits for the copy be
   assert.equal(writer.done, true);
   assert.throws(() => writer.assertComplete(), /not written/);
   assert.deepEqual(readdirSync(dir), []);
+});
+
+test("a base taken while changed keys were spilled restores without the spill's databases; an aborted checkpoint's base is given up", async () => {
+  const backend = new LmdbKeyedStateBackend({
+    maxParallelism: MAX_PARALLELISM,
+    keyGroupRange: range,
+    operatorName: 'spilled',
+    dir: mkdtempSync(join(root, 's-')),
+    settings: { writeBufferEntries: 64, changedKeysInMemory: 20 },
+  });
+  disposers.push(() => backend.dispose());
+  fillAll(backend as unknown as HeapKeyedStateBackend);
+  const take = async (id: number) => {
+    const writer = backend.snapshotAsync({ checkpointId: id, base: undefined });
+    while (!writer.step(Number.POSITIVE_INFINITY)) await writer.waiting?.();
+    return writer.result();
+  };
+  await take(1);
+  const next = random(5);
+  for (let i = 0; i < 500; i++) mutate(backend as unknown as HeapKeyedStateBackend, next); // past 20 changed keys: spilled
+  const atBarrier = decode(backend.snapshot());
+  const bytes = await take(2);
+  const base = readLmdbBase(bytes, 'a base with spilled keys');
+  const folder = mkdtempSync(join(root, 'n-'));
+  const plain = new LmdbStore(folder, {}, { file: base.file, structures: base.structures });
+  assert.deepEqual(plain.databaseNames().sort(), ['state', 'timers-event', 'timers-processing']);
+  await plain.close();
+  const restored = await restoreKeyedStateBackend(
+    {
+      stateBackend: 'disk',
+      maxParallelism: MAX_PARALLELISM,
+      keyGroupRange: range,
+      operatorName: 'spilled',
+      reinterpreted: false,
+      dir: mkdtempSync(join(root, 'r-')),
+    },
+    [[bytes]],
+  );
+  disposers.push(async () => await restored.dispose?.());
+  assertSameState(decode(restored.snapshot()), atBarrier, 'restored from a base with spilled keys');
+
+  const held = holdThreadPool(800_000);
+  const aborted = backend.snapshotAsync({ checkpointId: 3, base: undefined });
+  assert.equal(aborted.step(1), false);
+  backend.notifyCheckpointAborted(3);
+  assert.equal(aborted.done, true, 'given up at once');
+  await held;
+  assert.throws(() => aborted.assertComplete(), /not written/);
 });

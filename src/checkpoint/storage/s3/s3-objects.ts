@@ -26,10 +26,14 @@ export type PutResult = { etag: string } | 'precondition-failed';
  * Writes may be conditional (If-None-Match: * to create once, If-Match to replace what was read):
  * S3 has had them since 2024, and the lock and the write-once state files rely on them.
  */
-/** How long an S3 request's socket may stay idle before the request fails (and is retried): 15 s; `WEIR_S3_SOCKET_TIMEOUT_MS` for tests. */
+/**
+ * How long an S3 request's socket may stay idle before the request fails (and is retried): 30 s,
+ * room for a server that assembles a large multipart upload before it answers;
+ * `WEIR_S3_SOCKET_TIMEOUT_MS` for tests.
+ */
 function s3SocketTimeoutMs(): number {
   const value = Number(process.env.WEIR_S3_SOCKET_TIMEOUT_MS);
-  return Number.isFinite(value) && value > 0 ? value : 15_000;
+  return Number.isFinite(value) && value > 0 ? value : 30_000;
 }
 
 export class S3Objects {
@@ -215,7 +219,7 @@ export class S3Objects {
       const client = new sdk.S3Client({
         ...(region === undefined ? {} : { region }),
         // The SDK waits forever by default: a request the server never answers would hold a checkpoint until the task's
-        // transaction times out. A connection that takes 10 s, or a socket idle this long, fails the request; the SDK retries it.
+        // transaction times out. A connection that takes 10 s, or a socket idle 30 s, fails the request; the SDK retries it.
         requestHandler: { connectionTimeout: 10_000, socketTimeout: s3SocketTimeoutMs() },
         ...(endpoint === undefined
           ? {}
