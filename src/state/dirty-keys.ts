@@ -45,10 +45,14 @@ export class DirtyKeys {
       keys = new Set();
       this.groups[index] = keys;
     }
+    const budget = this.#budget;
+    if (budget === undefined) {
+      keys.add(key);
+      return;
+    }
     const before = keys.size;
     keys.add(key);
-    const budget = this.#budget;
-    if (budget !== undefined && keys.size !== before && ++budget.count > budget.limit) budget.overflow();
+    if (keys.size !== before && ++budget.count > budget.limit) budget.overflow();
   }
 
   /** How many keys are in memory, over all key groups. */
