@@ -30,33 +30,24 @@ after(async () => {
 
 type Backend = CheckpointableKeyedStateBackend & { notifyCheckpointComplete(checkpointId: number): void };
 const range = keyGroupRange(0, MAX_PARALLELISM - 1);
+function diskBackend(operatorName: string, clock: { now: number }, settings: { changedKeysInMemory?: number }): Backend {
+  const backend = new LmdbKeyedStateBackend({
+    maxParallelism: MAX_PARALLELISM,
+    keyGroupRange: range,
+    operatorName,
+    clock: () => clock.now,
+    dir: mkdtempSync(join(root, 'b-')),
+    settings: { writeBufferEntries: 64, ...settings },
+  });
+  disposers.push(() => backend.dispose());
+  return backend;
+}
+
 const makers: Record<'heap' | 'disk' | 'disk-spill', (clock: { now: number }) => Backend> = {
   heap: (clock) => new HeapKeyedStateBackend({ maxParallelism: MAX_PARALLELISM, keyGroupRange: range, operatorName: 'heap', clock: () => clock.now }),
-  disk: (clock) => {
-    const backend = new LmdbKeyedStateBackend({
-      maxParallelism: MAX_PARALLELISM,
-      keyGroupRange: range,
-      operatorName: 'disk',
-      clock: () => clock.now,
-      dir: mkdtempSync(join(root, 'b-')),
-      settings: { writeBufferEntries: 64 },
-    });
-    disposers.push(() => backend.dispose());
-    return backend;
-  },
+  disk: (clock) => diskBackend('disk', clock, {}),
   // The tracker holds at most 20 changed keys in memory: the rest goes to lmdb and is read back.
-  'disk-spill': (clock) => {
-    const backend = new LmdbKeyedStateBackend({
-      maxParallelism: MAX_PARALLELISM,
-      keyGroupRange: range,
-      operatorName: 'disk-spill',
-      clock: () => clock.now,
-      dir: mkdtempSync(join(root, 'b-')),
-      settings: { writeBufferEntries: 64, changedKeysInMemory: 20 },
-    });
-    disposers.push(() => backend.dispose());
-    return backend;
-  },
+  'disk-spill': (clock) => diskBackend('disk-spill', clock, { changedKeysInMemory: 20 }),
 };
 
 /** An incremental snapshot at barrier `id` on `base`, written without records between steps (awaiting the disk backend's file copy). */

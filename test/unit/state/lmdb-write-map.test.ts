@@ -15,8 +15,8 @@ import { LmdbStore, TOMBSTONE } from '../../../src/state/lmdb-store.ts';
  * and the disk backend under random changes of every kind while a snapshot's read transaction was
  * held (about 1.8M changes, 40 s; 18.6M changes without the held transaction survived). The
  * store therefore does not use the write map by default. Here a child process deletes keys spread
- * over many leaves under a held read transaction with the default settings (it must survive), and
- * the same with the write map is reported, not asserted (this short case does not always hit it).
+ * over many leaves under a held read transaction with the default settings: it must survive (this
+ * short case did not make the write map abort either; the runs above are where it did).
  */
 
 const root = mkdtempSync(join(tmpdir(), 'weir-lmdb-write-map-'));
@@ -24,7 +24,7 @@ after(() => rmSync(root, { recursive: true, force: true }));
 
 const child = process.argv[2] === 'child';
 if (child) {
-  const store = new LmdbStore(process.argv[3] as string, { useWritemap: process.argv[4] === 'writemap', writeBufferEntries: 1 << 20 });
+  const store = new LmdbStore(process.argv[3] as string, { writeBufferEntries: 1 << 20 });
   const key = (i: number) => `\u0000\u0000\u0000\u0000${String(i).padStart(8, '0')}`;
   const count = 50_000;
   for (let i = 0; i < count; i++) store.state.set(key(i), { i, pad: 'x'.repeat(40) });
@@ -48,14 +48,8 @@ if (child) {
 if (!child) {
   test('deletes under a held read transaction do not abort the process with the default settings', () => {
     const script = fileURLToPath(import.meta.url);
-    const run = (mode: string) =>
-      spawnSync(process.execPath, [script, 'child', mkdtempSync(join(root, `${mode}-`)), mode], { encoding: 'utf8', timeout: 60_000 });
-    const safe = run('default');
+    const safe = spawnSync(process.execPath, [script, 'child', mkdtempSync(join(root, 'store-'))], { encoding: 'utf8', timeout: 60_000 });
     assert.equal(safe.status, 0, `the default store died: ${safe.signal ?? ''} ${safe.stderr}`);
     assert.match(safe.stdout, /survived/);
-    const writeMap = run('writemap');
-    process.stdout.write(
-      `# with the write map: ${writeMap.status === 0 ? 'survived' : `died (${writeMap.signal ?? writeMap.status}): ${writeMap.stderr.trim().split('\n').at(-1)}`}\n`,
-    );
   });
 }
