@@ -18,8 +18,8 @@
  * `--incremental`: checkpointing.incremental; `--modes full,incremental`: each size with full, then
  * with incremental checkpoints (each in a process of its own), side by side in one table; `--rate`:
  * the generator's records/s (default as fast as it goes), so a checkpoint interval changes only part
- * of the keys; "MB changed per interval" is the keys the records of one interval touched at the full
- * snapshot's bytes per key (the full run's largest checkpoint when there is one, else this run's).
+ * of the keys; "MB changed per interval" is, per checkpoint, the keys the records since the trigger of
+ * the checkpoint it builds on touched, at a key's bytes in the canonical format (canonicalBytesPerKey).
  * `--flink` adds Apache Flink's RocksDB backend with incremental checkpoints on the same job, per size
  * (bench/state-flink.ts; Maven builds the peer on first use). Each case also times its restore: the
  * job started again from its latest checkpoint. `--large` adds 10M keys. Writes (or replaces) the section `--label` (default "latest") of
@@ -37,7 +37,10 @@ import { join } from 'node:path';
 import { parseArgs } from 'node:util';
 import { weirV8Flags } from '../scripts/weir-v8-flags.ts';
 import type { EnvironmentConfigInput } from '../src/core/config/environment-config.ts';
+import { valueState } from '../src/core/state/state-descriptors.ts';
 import { startJob } from '../src/runtime/jobmaster/job-master.ts';
+import { HeapKeyedStateBackend } from '../src/state/heap-keyed-state-backend.ts';
+import { keyGroupRange } from '../src/state/key-group-range.ts';
 import { markdownTable } from './compare/report.ts';
 import { createMemoryCgroup } from './memory-cgroup.ts';
 import { runFlinkStateCase } from './state-flink.ts';
@@ -118,6 +121,12 @@ interface CaseResult {
   gcMaxMs: number | undefined;
   durationMs: number[];
   bytes: number[];
+  /**
+   * Per checkpoint of `bytes`, the keys the records between the trigger of the checkpoint it builds
+   * on (the one completed before it) and its own touched (the generator cycles through the keys, so
+   * at most every key); absent for Flink's peer.
+   */
+  changedKeys?: number[];
   /** The job started again on its storage: until its tasks run (their state read back). */
   restoreMs: number | undefined;
 }
@@ -156,6 +165,9 @@ async function runCase(keys: number): Promise<CaseResult> {
       },
     });
     const sinkRecords = () => client.status().vertices.at(-1)?.totalRecordsIn ?? 0;
+    // The records through the sink over time (every 100 ms), to tell how many a checkpoint interval processed.
+    const timeline: [number, number][] = [[now(), 0]];
+    const sampleRecords = setInterval(() => timeline.push([now(), sinkRecords()]), 100);
     const filling = now();
     while (sinkRecords() < keys) {
       const state = client.status().state;
@@ -170,6 +182,7 @@ async function runCase(keys: number): Promise<CaseResult> {
     const end = now();
     const records = sinkRecords() - startRecords;
     measuring = false;
+    clearInterval(sampleRecords);
     await client.cancel();
     const peakRssMb = process.resourceUsage().maxRSS / 1024;
     clearInterval(sampleAnon);
@@ -232,6 +245,11 @@ async function runCase(keys: number): Promise<CaseResult> {
       gcMaxMs: Math.max(0, ...gcPauses),
       durationMs: window.map((checkpoint) => checkpoint.durationMs),
       bytes: window.map((checkpoint) => checkpoint.bytes),
+      changedKeys: window.map((checkpoint) => {
+        const previous = completed.filter((other) => other.id < checkpoint.id).at(-1);
+        const from = previous === undefined ? 0 : recordsAt(timeline, previous.at - previous.durationMs);
+        return Math.min(keys, recordsAt(timeline, checkpoint.at - checkpoint.durationMs) - from);
+      }),
     };
     // What the window measured, before the restore: a restore the process does not survive (out of memory in a cgroup) leaves it.
     if (values.case !== undefined) process.stdout.write(`${JSON.stringify(result)}\n`);
@@ -251,6 +269,34 @@ async function runCase(keys: number): Promise<CaseResult> {
     clearInterval(sampleAnon);
     await rm(folder, { recursive: true, force: true });
   }
+}
+
+/** The records through the sink at time `at`, interpolated between the samples of `timeline`. */
+function recordsAt(timeline: readonly [number, number][], at: number): number {
+  const after = timeline.findIndex(([time]) => time >= at);
+  if (after === -1) return timeline.at(-1)?.[1] ?? 0;
+  if (after === 0) return timeline[0]?.[1] ?? 0;
+  const [t0, r0] = timeline[after - 1] as [number, number];
+  const [t1, r1] = timeline[after] as [number, number];
+  return r0 + ((r1 - r0) * (at - t0)) / Math.max(1, t1 - t0);
+}
+
+/**
+ * What one key of the job's state takes in the canonical snapshot format (a key and its `{ count,
+ * sum, last }`): the heap backend's full snapshot of 20,000 such keys, per key. The data a
+ * checkpoint interval changed is its changed keys at this size.
+ */
+function canonicalBytesPerKey(keys: number): number {
+  const sample = 20_000;
+  const backend = new HeapKeyedStateBackend({ maxParallelism: 128, keyGroupRange: keyGroupRange(0, 127), operatorName: 'bench' });
+  const state = backend.getState(valueState<{ count: number; sum: number; last: number }>('totals'));
+  for (let i = 0; i < sample; i++) {
+    backend.setCurrentKey(`key-${keys - 1 - i}`);
+    state.update({ count: 9, sum: 54, last: keys * 9 - i });
+  }
+  const writer = backend.snapshotAsync();
+  writer.runToEnd();
+  return writer.result().byteLength / sample;
 }
 
 /** This process's anonymous resident memory now, in MB (Linux's RssAnon; 0 where /proc has none). */
@@ -338,9 +384,19 @@ function rowOf(keys: number, mode: string, result: CaseResult, fullBytes: number
   const taskAsync = result.taskAsyncMs.toSorted((a, b) => a - b);
   const durations = result.durationMs.toSorted((a, b) => a - b);
   const bytes = result.bytes.toSorted((a, b) => a - b);
-  // The data changed per interval: the keys the records of 2 s touched (the generator cycles through them), at a full snapshot's bytes per key.
-  const full = fullBytes ?? bytes.at(-1) ?? 0;
-  const changed = (Math.min(keys, result.recordsPerSecond * 2) * full) / keys;
+  // The data each checkpoint's interval changed: its changed keys at the canonical bytes of a key.
+  // (Flink's peer tells no intervals: the keys 2 s of records touch, at a full snapshot's bytes per key.)
+  const perKey = canonicalBytesPerKey(keys);
+  const changedBytes = result.changedKeys?.map((changedKeys) => changedKeys * perKey) ?? [];
+  const changed =
+    result.changedKeys === undefined
+      ? (Math.min(keys, result.recordsPerSecond * 2) * (fullBytes ?? bytes.at(-1) ?? 0)) / keys
+      : (percentile(
+          changedBytes.toSorted((a, b) => a - b),
+          0.5,
+        ) ?? 0);
+  const ratios = result.changedKeys === undefined ? [] : result.bytes.map((size, i) => size / (changedBytes[i] || 1)).toSorted((a, b) => a - b);
+  const sum = (list: number[]) => list.reduce((total, value) => total + value, 0);
   return [
     fmt(keys),
     mode,
@@ -363,7 +419,8 @@ function rowOf(keys: number, mode: string, result: CaseResult, fullBytes: number
     fmt((percentile(bytes, 0.5) ?? 0) / 1e6, 1),
     fmt((bytes.at(-1) ?? 0) / 1e6, 1),
     fmt(changed / 1e6, 1),
-    fmt((percentile(bytes, 0.5) ?? 0) / changed, 2),
+    fmt(result.changedKeys === undefined ? (percentile(bytes, 0.5) ?? 0) / changed : percentile(ratios, 0.5), 2),
+    fmt(result.changedKeys === undefined ? undefined : sum(result.bytes) / sum(changedBytes), 2),
     fmt(result.restoreMs),
   ];
 }
@@ -397,6 +454,7 @@ const section = [
       'MB max',
       'MB changed per interval',
       'p50 / changed',
+      'all / changed',
       'restore ms',
     ],
     rows,
@@ -406,7 +464,7 @@ const section = [
 const intro = [
   '# Keyed state: checkpoints of the heap backend (issue 34)',
   '',
-  'generator over N keys -> keyBy -> a small object per key ({ count, sum, last }) in ValueState -> discarding sink; parallelism 1, one worker thread, exactly-once checkpoints every 2 s to the local file system, the heap backend (`--backend disk`: the disk backend, lmdb). "mode": full checkpoints, or incremental ones (`--incremental`; `--modes full,incremental` runs both, each in a process of its own). Each size runs in a process of its own: first until every key has a value ("fill s"), then for the measured window (`--seconds`, default 30), over which everything is reported. records/s: through the sink. Peak RSS: the whole process (job master and worker thread); "peak anon": its anonymous memory alone (RssAnon, sampled every 100 ms), the RSS less mapped file pages (lmdb maps its file: those pages count in RSS, yet the kernel drops them under memory pressure; "-" for Flink). `--young-mb`: workerHeap.youngGenerationMb for the run. Sync pause: per checkpoint triggered and completed in the window, the longest time the keyed task stood still (the gap between two records it processed) while the checkpoint was pending; GC pauses in that time count too. "less GC": the same pause less the worker thread\'s GC pauses inside it (what the checkpoint itself cost the task); "GC max": the longest GC pause of the worker thread in the window, checkpoint or not. "task sync" and "task async": the synchronous part (snapshot hooks and the backends\' synchronous snapshots, up to the barrier going on) and the asynchronous part (serializing and writing the state, up to the acknowledgement) as the keyed task measured them (the diagnostics channel `weir:subtask-checkpoint`; "-" where the code measured has no such channel). Checkpoint: trigger to completion. MB per checkpoint: what the tasks acknowledged (p50, and the largest: a full snapshot); MB changed per interval: the keys the records of one 2 s interval touched (the generator cycles through the keys) at the largest checkpoint\'s bytes per key; p50 / changed: what a checkpoint writes against what changed (incremental checkpoints, `--incremental`). Restore ms: the job started again on its storage after the window, until its tasks run (every one has its state back; the disk backend\'s loaded into a fresh store). `--flink`: Apache Flink 2.0 on the same job (bench/state-flink.ts: RocksDB, incremental checkpoints, local execution in one JVM), measured the same way from its own log and files; its restore ms is the keyed task\'s INITIALIZING to RUNNING after a SIGKILL, and its sync pause counts the JVM\'s GC too (not told apart: the less-GC and GC columns stay empty).',
+  'generator over N keys -> keyBy -> a small object per key ({ count, sum, last }) in ValueState -> discarding sink; parallelism 1, one worker thread, exactly-once checkpoints every 2 s to the local file system, the heap backend (`--backend disk`: the disk backend, lmdb). "mode": full checkpoints, or incremental ones (`--incremental`; `--modes full,incremental` runs both, each in a process of its own). Each size runs in a process of its own: first until every key has a value ("fill s"), then for the measured window (`--seconds`, default 30), over which everything is reported. records/s: through the sink. Peak RSS: the whole process (job master and worker thread); "peak anon": its anonymous memory alone (RssAnon, sampled every 100 ms), the RSS less mapped file pages (lmdb maps its file: those pages count in RSS, yet the kernel drops them under memory pressure; "-" for Flink). `--young-mb`: workerHeap.youngGenerationMb for the run. Sync pause: per checkpoint triggered and completed in the window, the longest time the keyed task stood still (the gap between two records it processed) while the checkpoint was pending; GC pauses in that time count too. "less GC": the same pause less the worker thread\'s GC pauses inside it (what the checkpoint itself cost the task); "GC max": the longest GC pause of the worker thread in the window, checkpoint or not. "task sync" and "task async": the synchronous part (snapshot hooks and the backends\' synchronous snapshots, up to the barrier going on) and the asynchronous part (serializing and writing the state, up to the acknowledgement) as the keyed task measured them (the diagnostics channel `weir:subtask-checkpoint`; "-" where the code measured has no such channel). Checkpoint: trigger to completion. MB per checkpoint: what the tasks acknowledged (p50, and the largest: a full snapshot); MB changed per interval (p50): per checkpoint, the keys the records between the trigger of the checkpoint it builds on and its own trigger touched (the generator cycles through the keys; records through the sink, sampled every 100 ms), at a key\'s bytes in the canonical format (the heap backend\'s full snapshot of 20,000 such keys; for Flink, 2 s of records at its largest checkpoint\'s bytes per key); p50 / changed: per checkpoint, what it wrote against what its interval changed, the median; all / changed: every byte the window\'s checkpoints wrote (full ones and bases too) against all the data changed. Restore ms: the job started again on its storage after the window, until its tasks run (every one has its state back; the disk backend\'s loaded into a fresh store). `--flink`: Apache Flink 2.0 on the same job (bench/state-flink.ts: RocksDB, incremental checkpoints, local execution in one JVM), measured the same way from its own log and files; its restore ms is the keyed task\'s INITIALIZING to RUNNING after a SIGKILL, and its sync pause counts the JVM\'s GC too (not told apart: the less-GC and GC columns stay empty).',
   '',
 ].join('\n');
 const previous = existsSync(results) ? await readFile(results, 'utf8') : intro;
