@@ -95,16 +95,26 @@ function applyBatch(target: LmdbRestoreTarget, delta: Uint8Array, start: number,
   for (const changes of tables.values()) {
     const table = target.table(changes.name, changes.kind, changes.ttlWrapped);
     const what = () => `a key of ${table.description}`;
+    if (table.kind !== 'map') {
+      // A key's value at the barrier replaces the stored one: straight into lmdb, one transaction for the batch.
+      store.writeThrough(() => {
+        changes.groups.forEach((group, index) => {
+          if (group === undefined) return;
+          const keyGroup = start + index;
+          for (const [stateKey, value] of group) {
+            const entry = key.reset().uint16(keyGroup).uint16(table.id).value(stateKey, what).view();
+            if (value === DELETED) store.state.removeNow(entry);
+            else store.state.putNow(entry, value);
+          }
+        });
+      });
+      continue;
+    }
     changes.groups.forEach((group, index) => {
       if (group === undefined) return;
       const keyGroup = start + index;
       for (const [stateKey, value] of group) {
         const entry = key.reset().uint16(keyGroup).uint16(table.id).value(stateKey, what);
-        if (table.kind !== 'map') {
-          if (value === DELETED) store.state.remove(entry);
-          else store.state.put(entry, value);
-          continue;
-        }
         // A map key's entries at the barrier replace all of its entries.
         const prefix = entry.copy();
         store.removeRange(store.state, prefix, prefixEnd(prefix));

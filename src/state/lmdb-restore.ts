@@ -94,21 +94,23 @@ function restoreKeyGroups(target: LmdbRestoreTarget, chain: Uint8Array[], start:
   for (const heap of tables.values()) {
     // Every state the snapshots name is registered, also one with nothing in these key groups (its kind is then checked).
     const table = target.table(heap.name, heap.kind, heap.ttlWrapped);
-    heap.groups.forEach((group, index) => {
-      if (group === undefined || group.size === 0) return;
-      const keyGroup = start + index;
-      held.add(keyGroup);
-      for (const [stateKey, value] of group) {
-        const what = () => `a key of ${table.description}`;
-        if (heap.kind !== 'map') {
-          store.state.put(key.reset().uint16(keyGroup).uint16(table.id).value(stateKey, what), value);
-          continue;
+    const what = () => `a key of ${table.description}`;
+    const userWhat = () => `a user key of ${table.description} of operator "${target.operatorName}"`;
+    // Straight into lmdb, one transaction for the batch's entries of this state (the store is new: nothing else writes them).
+    store.writeThrough(() => {
+      heap.groups.forEach((group, index) => {
+        if (group === undefined || group.size === 0) return;
+        const keyGroup = start + index;
+        held.add(keyGroup);
+        for (const [stateKey, value] of group) {
+          if (heap.kind !== 'map') {
+            store.state.putNow(key.reset().uint16(keyGroup).uint16(table.id).value(stateKey, what).view(), value);
+            continue;
+          }
+          for (const [userKey, entry] of value as Map<unknown, unknown>)
+            store.state.putNow(key.reset().uint16(keyGroup).uint16(table.id).value(stateKey, what).value(userKey, userWhat).view(), entry);
         }
-        for (const [userKey, entry] of value as Map<unknown, unknown>) {
-          const userWhat = () => `a user key of ${table.description} of operator "${target.operatorName}"`;
-          store.state.put(key.reset().uint16(keyGroup).uint16(table.id).value(stateKey, what).value(userKey, userWhat), entry);
-        }
-      }
+      });
     });
   }
   timers.forEach((heapTimers, domain) => {

@@ -1,9 +1,10 @@
-import { accessSync, constants, mkdirSync, readdirSync, renameSync, rmSync, writeFileSync } from 'node:fs';
+import { mkdirSync, renameSync, writeFileSync } from 'node:fs';
 import { createRequire } from 'node:module';
 import { join } from 'node:path';
-import { threadId } from 'node:worker_threads';
 import { WeirError } from '../core/errors/weir-error.ts';
+import { checkCloneable } from './check-cloneable.ts';
 import type { KeyWriter } from './lmdb-key-codec.ts';
+import { newStoreFolder, releaseStoreFolder, restoreFileMoved, stateDirError } from './lmdb-working-folder.ts';
 
 /** What the disk backend uses of an lmdb database (lmdb-js's `Database`, loaded lazily). */
 export interface LmdbDatabase {
@@ -156,6 +157,16 @@ export class LmdbTable {
     this.#store.written();
   }
 
+  /** Writes `value` under `key` at once: only inside {@link LmdbStore.writeThrough} (lmdb copies the key). */
+  putNow(key: Uint8Array, value: unknown): void {
+    this.db.putSync(key, value);
+  }
+
+  /** Deletes `key` at once: only inside {@link LmdbStore.writeThrough}. */
+  removeNow(key: Uint8Array): void {
+    this.db.removeSync(key);
+  }
+
   /** Entries of `[start, end)` as lmdb holds them (flush first for the live view). */
   range(start: Uint8Array, end: Uint8Array, limit?: number, transaction?: LmdbTransaction): Iterable<{ key: Buffer; value: unknown }> {
     return this.db.getRange({ start, end, snapshot: false, ...(limit === undefined ? {} : { limit }), ...(transaction === undefined ? {} : { transaction }) });
@@ -192,17 +203,15 @@ export class LmdbStore {
    * a restore brings it) instead of an empty one.
    */
   constructor(folder: string, settings: LmdbStoreSettings = {}, base?: LmdbStoreBase) {
-    const dir = join(folder, `${process.pid}-${threadId}-${nextInstance++}`);
+    const dir = newStoreFolder(folder);
     this.dir = dir;
     this.#writeBufferEntries = settings.writeBufferEntries ?? DEFAULT_WRITE_BUFFER_ENTRIES;
-    prepareFolder(folder, dir);
-    openDirs.add(dir);
     if (base !== undefined) {
       try {
         if (base.file instanceof Uint8Array) writeFileSync(join(dir, 'data.mdb'), base.file);
         else {
           renameSync(base.file.path, join(dir, 'data.mdb'));
-          openDirs.delete(base.file.path);
+          restoreFileMoved(base.file.path);
         }
       } catch (error) {
         throw stateDirError(dir, error);
@@ -341,6 +350,21 @@ export class LmdbStore {
     this.#root.transactionSync(action);
   }
 
+  /**
+   * Runs `action` in one write transaction whose writes ({@link LmdbTable.putNow},
+   * {@link LmdbTable.removeNow}) go straight into lmdb, past the write buffer: a restore's bulk
+   * writes, without a buffered copy of each key and value. The buffer is flushed first, so a
+   * buffered write of the same key cannot land after them.
+   */
+  writeThrough(action: () => void): void {
+    this.flush();
+    try {
+      this.#root.transactionSync(action);
+    } catch (error) {
+      throw error instanceof WeirError ? error : stateDirError(this.dir, error);
+    }
+  }
+
   /** How many entries `table` holds in lmdb (flushed first): lmdb's own count, O(1). */
   entryCount(table: LmdbTable): number {
     this.flush();
@@ -355,122 +379,7 @@ export class LmdbStore {
     try {
       await this.#root.close();
     } finally {
-      rmSync(this.dir, { recursive: true, force: true });
-      openDirs.delete(this.dir);
+      releaseStoreFolder(this.dir);
     }
   }
-}
-
-/** Nesting below which {@link checkCloneable} walks without remembering objects (a cycle is found once it goes deeper). */
-const CYCLE_CHECK_DEPTH = 32;
-
-/**
- * Throws for what structured clone (the heap backend's snapshot, node:v8) refuses and msgpackr
- * would write silently: functions and symbols, anywhere in the value. Cycles are allowed: deeper
- * than {@link CYCLE_CHECK_DEPTH}, `seen` holds the objects on the way down (no allocation for
- * the usual shallow value).
- */
-function checkCloneable(value: unknown, depth = 0, seen?: Set<object>): void {
-  switch (typeof value) {
-    case 'function':
-      throw new Error('a function cannot be cloned');
-    case 'symbol':
-      throw new Error('a symbol cannot be cloned');
-    case 'object':
-      break;
-    default:
-      return;
-  }
-  if (value === null || ArrayBuffer.isView(value) || value instanceof Date) return;
-  const path = seen ?? (depth >= CYCLE_CHECK_DEPTH ? new Set<object>() : undefined);
-  if (path !== undefined) {
-    if (path.has(value)) return;
-    path.add(value);
-  }
-  const next = depth + 1;
-  if (Array.isArray(value)) {
-    for (const element of value)
-      if (typeof element === 'object' || typeof element === 'function' || typeof element === 'symbol') checkCloneable(element, next, path);
-  } else if (value instanceof Map) {
-    for (const [key, entry] of value) {
-      checkCloneable(key, next, path);
-      checkCloneable(entry, next, path);
-    }
-  } else if (value instanceof Set) {
-    for (const element of value) checkCloneable(element, next, path);
-  } else {
-    for (const key in value as object) checkCloneable((value as Record<string, unknown>)[key], next, path);
-  }
-  path?.delete(value);
-}
-
-let nextInstance = 0;
-/** The working folders of this thread's open stores, and the files restores stream bases into. */
-const openDirs = new Set<string>();
-
-/**
- * A file in the working folder `folder` a restore streams a base's lmdb file into, before the store
- * that opens it exists (LmdbStoreBase's `file.path`): named after this process, so one a crash left
- * goes with the next store made there, and kept from that cleanup while it is in use. The caller
- * deletes it ({@link releaseRestoreFile}) when the store is not made.
- */
-export function reserveRestoreFile(folder: string): string {
-  try {
-    mkdirSync(folder, { recursive: true });
-  } catch (error) {
-    throw stateDirError(folder, error);
-  }
-  const path = join(folder, `${process.pid}-${threadId}-${nextInstance++}.restore`);
-  openDirs.add(path);
-  return path;
-}
-
-/** Deletes a file {@link reserveRestoreFile} gave (best effort). */
-export function releaseRestoreFile(path: string): void {
-  openDirs.delete(path);
-  rmSync(path, { force: true });
-}
-
-/**
- * Makes the instance's folder `dir` in `folder`, first deleting what processes no longer running
- * left in `folder` (a SIGKILL leaves its lmdb files). An unusable folder is the user's
- * configuration to fix.
- */
-function prepareFolder(folder: string, dir: string): void {
-  try {
-    mkdirSync(folder, { recursive: true });
-    for (const entry of readdirSync(folder)) {
-      const pid = Number(entry.split('-')[0]);
-      const path = join(folder, entry);
-      // Left by a process that is gone (SIGKILL), or by an earlier attempt of this task in this
-      // process (a restart terminates the old attempt's workers before it starts the new one, so
-      // their backends were never disposed); never a backend open in this thread.
-      const stale = pid === process.pid ? !openDirs.has(path) : Number.isInteger(pid) && pid > 0 && !isRunning(pid);
-      if (stale) rmSync(path, { recursive: true, force: true });
-    }
-    rmSync(dir, { recursive: true, force: true });
-    mkdirSync(dir, { recursive: true });
-    accessSync(dir, constants.W_OK);
-  } catch (error) {
-    throw stateDirError(folder, error);
-  }
-}
-
-function isRunning(pid: number): boolean {
-  try {
-    process.kill(pid, 0);
-    return true;
-  } catch (error) {
-    return (error as NodeJS.ErrnoException).code === 'EPERM';
-  }
-}
-
-function stateDirError(dir: string, error: unknown): WeirError {
-  const code = (error as NodeJS.ErrnoException).code;
-  const why =
-    code === 'ENOSPC' ? 'the disk is full' : code === 'EACCES' || code === 'EPERM' || code === 'EROFS' ? 'it is not writable' : (error as Error).message;
-  return new WeirError('INVALID_CONFIG', `stateDir: the disk state backend cannot use its working folder ${dir}: ${why}`, {
-    hint: 'set stateDir to a writable folder on a local disk with room for the state (or run the job with stateBackend: heap)',
-    cause: error,
-  });
 }

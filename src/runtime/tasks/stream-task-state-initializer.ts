@@ -10,7 +10,7 @@ import { computeKeyGroupRangeForOperatorIndex } from '../../state/key-group-rang
 import { restoreKeyedStateBackend } from '../../state/keyed-state-backend-restore.ts';
 import type { LmdbBase } from '../../state/lmdb-base-format.ts';
 import { readKeyedFullSnapshot } from '../../state/lmdb-base-reader.ts';
-import { releaseRestoreFile, reserveRestoreFile } from '../../state/lmdb-store.ts';
+import { releaseRestoreFile, reserveRestoreFile } from '../../state/lmdb-working-folder.ts';
 import { OperatorStateBackend } from '../../state/operator-state-backend.ts';
 import type { RestoreInfo } from '../deployment/restore-info.ts';
 

@@ -7,7 +7,7 @@ import { valueState } from '../../../src/core/state/state-descriptors.ts';
 import { keyGroupRange } from '../../../src/state/key-group-range.ts';
 import { readKeyedFullSnapshot } from '../../../src/state/lmdb-base-reader.ts';
 import { LmdbKeyedStateBackend } from '../../../src/state/lmdb-keyed-state-backend.ts';
-import { releaseRestoreFile, reserveRestoreFile } from '../../../src/state/lmdb-store.ts';
+import { releaseRestoreFile, reserveRestoreFile } from '../../../src/state/lmdb-working-folder.ts';
 
 /**
  * A restore streams a disk backend's base into its working folder as the storage reads it (never
