@@ -83,7 +83,18 @@ async function streamBase(layout: LmdbBaseLayout, held: Uint8Array[], iterator: 
     };
     for (const piece of held) await take(piece);
     held.length = 0;
-    for (let next = await iterator.next(); next.done !== true; next = await iterator.next()) await take(next.value);
+    // The next piece is read (and hashed) while this one is written. Its failure is seen when it is
+    // awaited, or not at all when a write failed first (marked handled at once, not left unhandled).
+    const readAhead = () => {
+      const next = iterator.next();
+      next.catch(() => {});
+      return next;
+    };
+    let ahead = readAhead();
+    for (let next = await ahead; next.done !== true; next = await ahead) {
+      ahead = readAhead();
+      await take(next.value);
+    }
   } catch (error) {
     await file?.close().catch(() => {});
     throw error instanceof WeirError
