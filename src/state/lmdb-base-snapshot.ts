@@ -2,11 +2,12 @@ import { close, fstatSync, openSync, read, rmSync } from 'node:fs';
 import { join } from 'node:path';
 import { WeirError } from '../core/errors/weir-error.ts';
 import type { AsyncKeyedStateSnapshot } from '../core/state/keyed-state-backend.ts';
-import type { IncrementalTracker } from './incremental-tracker.ts';
+import { ChangedKeys } from './dirty-keys.ts';
+import type { DeltaKeys, IncrementalTracker } from './incremental-tracker.ts';
 import type { KeyGroupRange } from './key-group-range.ts';
 import { type LmdbBaseHeader, writeLmdbBaseHeader } from './lmdb-base-format.ts';
 import { LmdbSnapshotWriter, type SnapshotState } from './lmdb-snapshot-writer.ts';
-import type { LmdbStore, LmdbTransaction } from './lmdb-store.ts';
+import type { LmdbCopy, LmdbStore, LmdbTransaction } from './lmdb-store.ts';
 import { SnapshotPieces } from './snapshot-pieces.ts';
 
 /** Bytes of lmdb's file per piece. */
@@ -32,10 +33,13 @@ export interface LmdbBaseSnapshotOptions {
  * then a correction read from the barrier's read transaction. The synchronous part (the
  * constructor) flushes the write buffer, takes that read transaction, keeps the incremental
  * tracker's changes from the barrier on, and starts the copy. The copy reads lmdb from a
- * transaction of its own that starts a little later, so it may hold writes made after the barrier;
- * every key written between the barrier and the end of the copy is in the tracker, and the
- * correction (a canonical incremental snapshot of those keys, their values at the barrier) puts
- * them back. Then the steps hand out the header, the file in 4 MiB pieces and the correction.
+ * transaction of its own that starts a little later. Until it has, the store's write buffer holds
+ * the task's writes (LmdbStore.startCopy), so the copy usually holds the barrier's state exactly:
+ * the correction is then empty and the tracker lets go of the keys at once. When a write could not
+ * wait, the copy may hold writes made after the barrier; every key written between the barrier and
+ * the end of the copy is in the tracker, and the correction (a canonical incremental snapshot of
+ * those keys, their values at the barrier) puts them back. Then the steps hand out the header, the
+ * file in 4 MiB pieces and the correction.
  * So the task never reads the whole state, and a restore at the same key-group range opens the
  * file instead of re-inserting every key.
  */
@@ -60,6 +64,10 @@ export class LmdbBaseSnapshot implements AsyncKeyedStateSnapshot {
   #correction: LmdbSnapshotWriter | undefined;
   readonly #out: SnapshotPieces;
   #ended = false;
+  /** lmdb's copy: whether it holds the barrier's state exactly (then the correction is empty). */
+  #lmdbCopy: LmdbCopy | undefined;
+  /** The tracker keeps the keys written since the barrier for the correction. */
+  #pinned = true;
 
   constructor(options: LmdbBaseSnapshotOptions) {
     this.#options = options;
@@ -76,7 +84,12 @@ export class LmdbBaseSnapshot implements AsyncKeyedStateSnapshot {
       structures: store.valueStructures(),
       timerSequences: options.timerSequences,
     };
-    this.copied = this.#copy = store.copyTo(this.#folder).then(
+    this.#lmdbCopy = store.startCopy(this.#folder, () => {
+      // The copy's read transaction began before any write after the barrier: no correction will
+      // be needed, so the tracker need not keep the keys written since for it.
+      if (this.#lmdbCopy?.exact === true) this.#unpin();
+    });
+    this.copied = this.#copy = this.#lmdbCopy.done.then(
       () => {
         this.#copy = undefined;
       },
@@ -161,7 +174,7 @@ export class LmdbBaseSnapshot implements AsyncKeyedStateSnapshot {
     else void copy.finally(() => rmSync(folder, { recursive: true, force: true }));
     this.#transaction?.done();
     this.#transaction = undefined;
-    this.#options.tracker.unpin(this.#options.checkpointId);
+    this.#unpin();
     this.#options.onEnd();
   }
 
@@ -196,10 +209,24 @@ export class LmdbBaseSnapshot implements AsyncKeyedStateSnapshot {
     );
   }
 
-  /** The correction: every key written since the barrier (up to now, so past the copy's start), its value at the barrier. */
+  /** The tracker lets go of the keys written since the barrier (once: the correction needs none, or the snapshot ended). */
+  #unpin(): void {
+    if (!this.#pinned) return;
+    this.#pinned = false;
+    this.#options.tracker.unpin(this.#options.checkpointId);
+  }
+
+  /**
+   * The correction: every key written since the barrier (up to now, so past the copy's start), its
+   * value at the barrier; none when the copy holds the barrier's state exactly (its read
+   * transaction began before any write after the barrier reached lmdb).
+   */
   #startCorrection(): void {
     const { store, tracker, checkpointId, states, maxParallelism, keyGroupRange, operatorName, now } = this.#options;
-    const changed = tracker.changedSince(checkpointId);
+    const changed: DeltaKeys =
+      this.#lmdbCopy?.exact === true
+        ? { base: checkpointId, tables: new Map(), timers: [new ChangedKeys([]), new ChangedKeys([])] }
+        : tracker.changedSince(checkpointId);
     this.#correction = new LmdbSnapshotWriter(store, states, maxParallelism, keyGroupRange, operatorName, now, () => {}, changed, this.#transaction);
   }
 

@@ -1,4 +1,4 @@
-import { mkdirSync, renameSync, writeFileSync } from 'node:fs';
+import { mkdirSync, renameSync, statSync, writeFileSync } from 'node:fs';
 import { createRequire } from 'node:module';
 import { join } from 'node:path';
 import { WeirError } from '../core/errors/weir-error.ts';
@@ -99,6 +99,24 @@ function newValueCodec(structures: string[][] = []): ValueCodec & { structures: 
   return new msgpackr.Packr({ structuredClone: true, moreTypes: true, structures: structures.map((fields) => [...fields]), copyBuffers: true });
 }
 
+/** A copy of a store's lmdb (LmdbStore.startCopy). */
+export interface LmdbCopy {
+  /** Settles when lmdb's copy has ended. */
+  done: Promise<void>;
+  /** Whether the copy holds lmdb exactly as it was when the copy was started: no write reached lmdb before the copy's read transaction began. */
+  exact: boolean;
+}
+
+/** A copy whose read transaction may not have begun: its file (empty until it has), and who to tell once it has. */
+interface StartingCopy {
+  file: string;
+  copy: LmdbCopy;
+  onBegun: (() => void) | undefined;
+}
+
+/** While a copy is starting, the write buffer holds up to this many times `writeBufferEntries`. */
+const STARTING_COPY_BUFFER_FACTOR = 8;
+
 /**
  * An lmdb file (a base's) a store opens instead of an empty one: its bytes, or a file a restore
  * streamed it into ({@link reserveRestoreFile}), moved in; and the record structures its values
@@ -192,6 +210,8 @@ export class LmdbStore {
   /** The key of the write being flushed (lmdb copies it at once). */
   #flushKey = Buffer.allocUnsafe(4096);
   #buffered = 0;
+  /** Copies whose read transaction may not have begun yet (startCopy). */
+  readonly #starting = new Set<StartingCopy>();
   /** Names what an encoding failure was about (the state of a key). */
   describeKey: (key: Buffer) => string = () => 'a state';
   #closed = false;
@@ -257,14 +277,24 @@ export class LmdbStore {
     return names;
   }
 
-  /** A write went to a buffer: the buffers go to lmdb once they hold `writeBufferEntries`. */
+  /**
+   * A write went to a buffer: the buffers go to lmdb once they hold `writeBufferEntries`, or, while
+   * a copy's read transaction has not begun (startCopy), once it has (looked at every 256 writes)
+   * or they hold 8 times that.
+   */
   written(): void {
-    if (++this.#buffered >= this.#writeBufferEntries) this.flush();
+    const buffered = ++this.#buffered;
+    if (buffered < this.#writeBufferEntries) return;
+    if (this.#starting.size > 0 && buffered < this.#writeBufferEntries * STARTING_COPY_BUFFER_FACTOR) {
+      if (buffered % 256 !== 0 || !this.#copiesBegun()) return;
+    }
+    this.flush();
   }
 
   /** Writes every buffered write to lmdb in one transaction. */
   flush(): void {
     if (this.#buffered === 0) return;
+    this.#beforeStateWrite();
     const tables = this.#tables;
     this.#root.transactionSync(() => {
       for (const table of tables) {
@@ -315,17 +345,51 @@ export class LmdbStore {
   }
 
   /**
-   * A copy of lmdb as it is when the copy's own read transaction starts (at some moment after this
-   * call; the caller corrects what was written since), as `<folder>/data.mdb`, written in a thread
-   * of libuv's pool: the task goes on meanwhile. Buffered writes go to lmdb first. lmdb's
-   * compacting copy (MDB_CP_COMPACT): the pages in use, renumbered, without the free ones a store
-   * gathers as it is rewritten. (A compacted file has no free pages at all: with the write map, its
-   * first transaction that frees pages it dirtied killed the process; see useWritemap.)
+   * Starts a copy of lmdb into `<folder>/data.mdb`, written in a thread of libuv's pool: the task
+   * goes on meanwhile. Buffered writes go to lmdb first. lmdb's compacting copy (MDB_CP_COMPACT):
+   * the pages in use, renumbered, without the free ones a store gathers as it is rewritten. (A
+   * compacted file has no free pages at all: with the write map, its first transaction that frees
+   * pages it dirtied killed the process; see useWritemap.)
+   *
+   * The copy holds lmdb as it is when its own read transaction begins, in that thread, a moment
+   * after this call. Until it has begun, the write buffer holds the writes (up to 8 times its
+   * size) instead of flushing them, so the copy holds the state as of this call: then
+   * {@link LmdbCopy.exact} stays true. A write that cannot wait (the buffer at that limit, a range
+   * read that needs the live view, a range delete) makes it false: the copy may hold writes made
+   * after this call, and its reader corrects them. The copy has begun once its file has bytes:
+   * lmdb writes them only from inside that transaction.
    */
-  async copyTo(folder: string): Promise<void> {
+  startCopy(folder: string, onBegun?: () => void): LmdbCopy {
     this.flush();
     mkdirSync(folder, { recursive: true });
-    await this.#root.backup(folder, true);
+    const copy: LmdbCopy = { done: Promise.resolve(), exact: true };
+    const starting: StartingCopy = { file: join(folder, 'data.mdb'), copy, onBegun };
+    this.#starting.add(starting);
+    copy.done = this.#root.backup(folder, true).finally(() => {
+      // Ended (or failed): it had begun, if it ever did; nothing more to wait for.
+      if (this.#starting.delete(starting)) starting.onBegun?.();
+    });
+    return copy;
+  }
+
+  /** Whether every copy still starting has begun now (those that have stop being watched). */
+  #copiesBegun(): boolean {
+    for (const starting of this.#starting) {
+      if ((statSync(starting.file, { throwIfNoEntry: false })?.size ?? 0) === 0) return false;
+      this.#starting.delete(starting);
+      starting.onBegun?.();
+    }
+    return true;
+  }
+
+  /** A write to the state is about to reach lmdb: a copy that has not begun yet may see it (no longer exact). */
+  #beforeStateWrite(): void {
+    if (this.#starting.size === 0 || this.#copiesBegun()) return;
+    for (const starting of this.#starting) {
+      starting.copy.exact = false;
+      this.#starting.delete(starting);
+      starting.onBegun?.();
+    }
   }
 
   /** Deletes the entries of `[start, end)` from `table` (flushed first). */
@@ -334,6 +398,7 @@ export class LmdbStore {
     const keys: Buffer[] = [];
     for (const { key } of table.db.getRange({ start, end, snapshot: false })) keys.push(Buffer.from(key));
     if (keys.length === 0) return;
+    this.#beforeStateWrite();
     const db = table.db;
     this.#root.transactionSync(() => {
       for (const key of keys) db.removeSync(key);
@@ -358,6 +423,7 @@ export class LmdbStore {
    */
   writeThrough(action: () => void): void {
     this.flush();
+    this.#beforeStateWrite();
     try {
       this.#root.transactionSync(action);
     } catch (error) {

@@ -140,6 +140,47 @@ test('a base written while writes of every kind reach lmdb before its copy start
   }
 });
 
+test('writes after the barrier wait in the write buffer until the copy has begun: the base holds the barrier exactly, with an empty correction', async () => {
+  const backend = diskBackend();
+  fillAll(backend as unknown as HeapKeyedStateBackend);
+  const next = random(12);
+  for (let i = 0; i < 500; i++) mutate(backend as unknown as HeapKeyedStateBackend, next);
+  const atBarrier = decode(backend.snapshot());
+  const held = holdThreadPool(400_000);
+  const writer = backend.snapshotAsync({ checkpointId: 1, base: undefined });
+  // Fewer writes than 8 write buffers (64 entries here) while the copy cannot start: they wait.
+  for (let i = 0; i < 300; i++) mutate(backend as unknown as HeapKeyedStateBackend, next);
+  await held;
+  while (!writer.step(Number.POSITIVE_INFINITY)) await writer.waiting?.();
+  const bytes = writer.result();
+  const afterWrites = decode(backend.snapshot()); // the live view (a snapshot flushes the buffer: the copy is done)
+  const base = readLmdbBase(bytes, 'the test base');
+  const restored = await restoreKeyedStateBackend(
+    {
+      stateBackend: 'disk',
+      maxParallelism: MAX_PARALLELISM,
+      keyGroupRange: range,
+      operatorName: 'exact',
+      reinterpreted: false,
+      dir: mkdtempSync(join(root, 'e-')),
+    },
+    [[bytes]],
+  );
+  disposers.push(async () => await restored.dispose?.());
+  assertSameState(decode(restored.snapshot()), atBarrier, 'restored at the same range');
+  // The correction names no key: the same base without it restores the same state.
+  const uncorrected = new LmdbKeyedStateBackend({
+    maxParallelism: MAX_PARALLELISM,
+    keyGroupRange: range,
+    operatorName: 'raw',
+    dir: mkdtempSync(join(root, 'u-')),
+    base: { ...base, correction: new Uint8Array(0) },
+  });
+  disposers.push(() => uncorrected.dispose());
+  assertSameState(decode(uncorrected.snapshot()), atBarrier, 'the copy alone holds the barrier');
+  assert.throws(() => assertSameState(afterWrites, atBarrier, 'the writes after the barrier'), /differences/, 'the writes did change the state');
+});
+
 test('a base refuses a header it does not know: another magic, a newer version, a damaged header', () => {
   const header = writeLmdbBaseHeader(
     {
