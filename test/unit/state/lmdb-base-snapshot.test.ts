@@ -4,13 +4,14 @@ import { mkdtempSync, readdirSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { after, test } from 'node:test';
+import type { CheckpointableKeyedStateBackend } from '../../../src/core/state/keyed-state-backend.ts';
 import { mapState, valueState } from '../../../src/core/state/state-descriptors.ts';
 import type { StateKey } from '../../../src/core/state/state-key.ts';
 import type { HeapKeyedStateBackend } from '../../../src/state/heap-keyed-state-backend.ts';
 import { keyGroupRange } from '../../../src/state/key-group-range.ts';
 import { assignToKeyGroup } from '../../../src/state/key-group-range-assignment.ts';
 import { restoreKeyedStateBackend } from '../../../src/state/keyed-state-backend-restore.ts';
-import { isLmdbBase, LMDB_BASE_MAGIC, readLmdbBase, writeLmdbBaseHeader } from '../../../src/state/lmdb-base-format.ts';
+import { isLmdbBase, LMDB_BASE_MAGIC, type LmdbBase, readLmdbBase, writeLmdbBaseHeader } from '../../../src/state/lmdb-base-format.ts';
 import type { LmdbBaseSnapshot } from '../../../src/state/lmdb-base-snapshot.ts';
 import { LmdbKeyedStateBackend } from '../../../src/state/lmdb-keyed-state-backend.ts';
 import { LmdbStore } from '../../../src/state/lmdb-store.ts';
@@ -55,14 +56,53 @@ async function holdThreadPool(iterations: number): Promise<void> {
   await Promise.all(busy);
 }
 
-test('a base written while writes of every kind reach lmdb before its copy starts restores the state at the barrier, at the same range and at another', async () => {
+/** A disk backend of the whole range restored from `bytes` (a base: its lmdb file opened). */
+async function restoredAtSameRange(bytes: Uint8Array, name: string): Promise<CheckpointableKeyedStateBackend> {
+  const restored = await restoreKeyedStateBackend(
+    {
+      stateBackend: 'disk',
+      maxParallelism: MAX_PARALLELISM,
+      keyGroupRange: range,
+      operatorName: name,
+      reinterpreted: false,
+      dir: mkdtempSync(join(root, 'r-')),
+    },
+    [[bytes]],
+  );
+  disposers.push(async () => await restored.dispose?.());
+  return restored;
+}
+
+/** A disk backend opened on the lmdb file of `base` with its correction left out. */
+function uncorrectedBackend(base: LmdbBase): LmdbKeyedStateBackend {
+  const backend = new LmdbKeyedStateBackend({
+    maxParallelism: MAX_PARALLELISM,
+    keyGroupRange: range,
+    operatorName: 'raw',
+    dir: mkdtempSync(join(root, 'u-')),
+    base: { ...base, correction: new Uint8Array(0) },
+  });
+  disposers.push(() => backend.dispose());
+  return backend;
+}
+
+/**
+ * A filled and changed disk backend (random changes of `seed`) whose base (checkpoint 1) is started
+ * while libuv's pool is held for `iterations` of pbkdf2: its state at the barrier, the pool's hold.
+ */
+function baseWhileThreadPoolHeld(seed: number, iterations: number) {
   const backend = diskBackend();
   fillAll(backend as unknown as HeapKeyedStateBackend);
-  const next = random(11);
+  const next = random(seed);
   for (let i = 0; i < 500; i++) mutate(backend as unknown as HeapKeyedStateBackend, next);
   const atBarrier = decode(backend.snapshot());
-  const held = holdThreadPool(800_000);
+  const held = holdThreadPool(iterations);
   const writer = backend.snapshotAsync({ checkpointId: 1, base: undefined });
+  return { backend, next, atBarrier, held, writer };
+}
+
+test('a base written while writes of every kind reach lmdb before its copy starts restores the state at the barrier, at the same range and at another', async () => {
+  const { backend, next, atBarrier, held, writer } = baseWhileThreadPoolHeld(11, 800_000);
   assert.equal(writer.delta, undefined, 'a base is a full snapshot of its chain');
   // After the barrier, before the copy can start: every kind of write, flushed to lmdb.
   for (let i = 0; i < 3000; i++) mutate(backend as unknown as HeapKeyedStateBackend, next);
@@ -87,30 +127,12 @@ test('a base written while writes of every kind reach lmdb before its copy start
   );
   assert.ok(base.correction.length > 100, 'the copy held writes after the barrier: the correction is not empty');
 
-  const same = await restoreKeyedStateBackend(
-    {
-      stateBackend: 'disk',
-      maxParallelism: MAX_PARALLELISM,
-      keyGroupRange: range,
-      operatorName: 'same',
-      reinterpreted: false,
-      dir: mkdtempSync(join(root, 'r-')),
-    },
-    [[bytes]],
-  );
-  disposers.push(async () => await same.dispose?.());
+  const same = await restoredAtSameRange(bytes, 'same');
   assertSameState(decode(same.snapshot()), atBarrier, 'restored at the same range (lmdb file opened)');
   assert.equal(same.numTimers('event'), atBarrier.timers.filter(([domain]) => domain === 'event').length, 'the timers counted again');
 
   // Without the correction, the file alone holds the writes after the barrier.
-  const uncorrected = new LmdbKeyedStateBackend({
-    maxParallelism: MAX_PARALLELISM,
-    keyGroupRange: range,
-    operatorName: 'raw',
-    dir: mkdtempSync(join(root, 'u-')),
-    base: { ...base, correction: new Uint8Array(0) },
-  });
-  disposers.push(() => uncorrected.dispose());
+  const uncorrected = uncorrectedBackend(base);
   assert.throws(() => assertSameState(decode(uncorrected.snapshot()), atBarrier, 'uncorrected'), /differences/);
 
   for (const [index, kind] of [
@@ -141,13 +163,7 @@ test('a base written while writes of every kind reach lmdb before its copy start
 });
 
 test('writes after the barrier wait in the write buffer until the copy has begun: the base holds the barrier exactly, with an empty correction', async () => {
-  const backend = diskBackend();
-  fillAll(backend as unknown as HeapKeyedStateBackend);
-  const next = random(12);
-  for (let i = 0; i < 500; i++) mutate(backend as unknown as HeapKeyedStateBackend, next);
-  const atBarrier = decode(backend.snapshot());
-  const held = holdThreadPool(400_000);
-  const writer = backend.snapshotAsync({ checkpointId: 1, base: undefined });
+  const { backend, next, atBarrier, held, writer } = baseWhileThreadPoolHeld(12, 400_000);
   // Fewer writes than 8 write buffers (64 entries here) while the copy cannot start: they wait.
   for (let i = 0; i < 300; i++) mutate(backend as unknown as HeapKeyedStateBackend, next);
   await held;
@@ -155,28 +171,10 @@ test('writes after the barrier wait in the write buffer until the copy has begun
   const bytes = writer.result();
   const afterWrites = decode(backend.snapshot()); // the live view (a snapshot flushes the buffer: the copy is done)
   const base = readLmdbBase(bytes, 'the test base');
-  const restored = await restoreKeyedStateBackend(
-    {
-      stateBackend: 'disk',
-      maxParallelism: MAX_PARALLELISM,
-      keyGroupRange: range,
-      operatorName: 'exact',
-      reinterpreted: false,
-      dir: mkdtempSync(join(root, 'e-')),
-    },
-    [[bytes]],
-  );
-  disposers.push(async () => await restored.dispose?.());
+  const restored = await restoredAtSameRange(bytes, 'exact');
   assertSameState(decode(restored.snapshot()), atBarrier, 'restored at the same range');
   // The correction names no key: the same base without it restores the same state.
-  const uncorrected = new LmdbKeyedStateBackend({
-    maxParallelism: MAX_PARALLELISM,
-    keyGroupRange: range,
-    operatorName: 'raw',
-    dir: mkdtempSync(join(root, 'u-')),
-    base: { ...base, correction: new Uint8Array(0) },
-  });
-  disposers.push(() => uncorrected.dispose());
+  const uncorrected = uncorrectedBackend(base);
   assertSameState(decode(uncorrected.snapshot()), atBarrier, 'the copy alone holds the barrier');
   assert.throws(() => assertSameState(afterWrites, atBarrier, 'the writes after the barrier'), /differences/, 'the writes did change the state');
 });
