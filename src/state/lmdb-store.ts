@@ -114,6 +114,15 @@ interface StartingCopy {
   onBegun: (() => void) | undefined;
 }
 
+/** The size of `file`; 0 when it cannot be told (missing: a copy not begun yet). */
+function fileSize(file: string): number {
+  try {
+    return statSync(file, { throwIfNoEntry: false })?.size ?? 0;
+  } catch {
+    return 0;
+  }
+}
+
 /** While a copy is starting, the write buffer holds up to this many times `writeBufferEntries`. */
 const STARTING_COPY_BUFFER_FACTOR = 8;
 
@@ -375,7 +384,7 @@ export class LmdbStore {
   /** Whether every copy still starting has begun now (those that have stop being watched). */
   #copiesBegun(): boolean {
     for (const starting of this.#starting) {
-      if ((statSync(starting.file, { throwIfNoEntry: false })?.size ?? 0) === 0) return false;
+      if (fileSize(starting.file) === 0) return false;
       this.#starting.delete(starting);
       starting.onBegun?.();
     }
