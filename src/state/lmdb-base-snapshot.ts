@@ -6,8 +6,9 @@ import { ChangedKeys } from './dirty-keys.ts';
 import type { DeltaKeys, IncrementalTracker } from './incremental-tracker.ts';
 import type { KeyGroupRange } from './key-group-range.ts';
 import { type LmdbBaseHeader, writeLmdbBaseHeader } from './lmdb-base-format.ts';
+import type { LmdbCopy } from './lmdb-copy-starts.ts';
 import { LmdbSnapshotWriter, type SnapshotState } from './lmdb-snapshot-writer.ts';
-import type { LmdbCopy, LmdbStore, LmdbTransaction } from './lmdb-store.ts';
+import type { LmdbStore, LmdbTransaction } from './lmdb-store.ts';
 import { SnapshotPieces } from './snapshot-pieces.ts';
 
 /** Bytes of lmdb's file per piece. */

@@ -1,8 +1,9 @@
-import { mkdirSync, renameSync, statSync, writeFileSync } from 'node:fs';
+import { mkdirSync, renameSync, writeFileSync } from 'node:fs';
 import { createRequire } from 'node:module';
 import { join } from 'node:path';
 import { WeirError } from '../core/errors/weir-error.ts';
 import { checkCloneable } from './check-cloneable.ts';
+import { type LmdbCopy, LmdbCopyStarts, STARTING_COPY_BUFFER_FACTOR } from './lmdb-copy-starts.ts';
 import type { KeyWriter } from './lmdb-key-codec.ts';
 import { newStoreFolder, releaseStoreFolder, restoreFileMoved, stateDirError } from './lmdb-working-folder.ts';
 
@@ -99,33 +100,6 @@ function newValueCodec(structures: string[][] = []): ValueCodec & { structures: 
   return new msgpackr.Packr({ structuredClone: true, moreTypes: true, structures: structures.map((fields) => [...fields]), copyBuffers: true });
 }
 
-/** A copy of a store's lmdb (LmdbStore.startCopy). */
-export interface LmdbCopy {
-  /** Settles when lmdb's copy has ended. */
-  done: Promise<void>;
-  /** Whether the copy holds lmdb exactly as it was when the copy was started: no write reached lmdb before the copy's read transaction began. */
-  exact: boolean;
-}
-
-/** A copy whose read transaction may not have begun: its file (empty until it has), and who to tell once it has. */
-interface StartingCopy {
-  file: string;
-  copy: LmdbCopy;
-  onBegun: (() => void) | undefined;
-}
-
-/** The size of `file`; 0 when it cannot be told (missing: a copy not begun yet). */
-function fileSize(file: string): number {
-  try {
-    return statSync(file, { throwIfNoEntry: false })?.size ?? 0;
-  } catch {
-    return 0;
-  }
-}
-
-/** While a copy is starting, the write buffer holds up to this many times `writeBufferEntries`. */
-const STARTING_COPY_BUFFER_FACTOR = 8;
-
 /**
  * An lmdb file (a base's) a store opens instead of an empty one: its bytes, or a file a restore
  * streamed it into ({@link reserveRestoreFile}), moved in; and the record structures its values
@@ -220,7 +194,7 @@ export class LmdbStore {
   #flushKey = Buffer.allocUnsafe(4096);
   #buffered = 0;
   /** Copies whose read transaction may not have begun yet (startCopy). */
-  readonly #starting = new Set<StartingCopy>();
+  readonly #starting = new LmdbCopyStarts();
   /** Names what an encoding failure was about (the state of a key). */
   describeKey: (key: Buffer) => string = () => 'a state';
   #closed = false;
@@ -295,7 +269,7 @@ export class LmdbStore {
     const buffered = ++this.#buffered;
     if (buffered < this.#writeBufferEntries) return;
     if (this.#starting.size > 0 && buffered < this.#writeBufferEntries * STARTING_COPY_BUFFER_FACTOR) {
-      if (buffered % 256 !== 0 || !this.#copiesBegun()) return;
+      if (buffered % 256 !== 0 || !this.#starting.allBegun()) return;
     }
     this.flush();
   }
@@ -303,7 +277,7 @@ export class LmdbStore {
   /** Writes every buffered write to lmdb in one transaction. */
   flush(): void {
     if (this.#buffered === 0) return;
-    this.#beforeStateWrite();
+    this.#starting.beforeStateWrite();
     const tables = this.#tables;
     this.#root.transactionSync(() => {
       for (const table of tables) {
@@ -371,34 +345,9 @@ export class LmdbStore {
   startCopy(folder: string, onBegun?: () => void): LmdbCopy {
     this.flush();
     mkdirSync(folder, { recursive: true });
-    const copy: LmdbCopy = { done: Promise.resolve(), exact: true };
-    const starting: StartingCopy = { file: join(folder, 'data.mdb'), copy, onBegun };
-    this.#starting.add(starting);
-    copy.done = this.#root.backup(folder, true).finally(() => {
-      // Ended (or failed): it had begun, if it ever did; nothing more to wait for.
-      if (this.#starting.delete(starting)) starting.onBegun?.();
-    });
+    const copy = this.#starting.add(join(folder, 'data.mdb'), onBegun);
+    copy.done = this.#root.backup(folder, true).finally(() => this.#starting.ended(copy));
     return copy;
-  }
-
-  /** Whether every copy still starting has begun now (those that have stop being watched). */
-  #copiesBegun(): boolean {
-    for (const starting of this.#starting) {
-      if (fileSize(starting.file) === 0) return false;
-      this.#starting.delete(starting);
-      starting.onBegun?.();
-    }
-    return true;
-  }
-
-  /** A write to the state is about to reach lmdb: a copy that has not begun yet may see it (no longer exact). */
-  #beforeStateWrite(): void {
-    if (this.#starting.size === 0 || this.#copiesBegun()) return;
-    for (const starting of this.#starting) {
-      starting.copy.exact = false;
-      this.#starting.delete(starting);
-      starting.onBegun?.();
-    }
   }
 
   /** Deletes the entries of `[start, end)` from `table` (flushed first). */
@@ -407,7 +356,7 @@ export class LmdbStore {
     const keys: Buffer[] = [];
     for (const { key } of table.db.getRange({ start, end, snapshot: false })) keys.push(Buffer.from(key));
     if (keys.length === 0) return;
-    this.#beforeStateWrite();
+    this.#starting.beforeStateWrite();
     const db = table.db;
     this.#root.transactionSync(() => {
       for (const key of keys) db.removeSync(key);
@@ -432,7 +381,7 @@ export class LmdbStore {
    */
   writeThrough(action: () => void): void {
     this.flush();
-    this.#beforeStateWrite();
+    this.#starting.beforeStateWrite();
     try {
       this.#root.transactionSync(action);
     } catch (error) {
