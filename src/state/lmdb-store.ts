@@ -337,10 +337,11 @@ export class LmdbStore {
    * The copy holds lmdb as it is when its own read transaction begins, in that thread, a moment
    * after this call. Until it has begun, the write buffer holds the writes (up to 8 times its
    * size) instead of flushing them, so the copy holds the state as of this call: then
-   * {@link LmdbCopy.exact} stays true. A write that cannot wait (the buffer at that limit, a range
-   * read that needs the live view, a range delete) makes it false: the copy may hold writes made
-   * after this call, and its reader corrects them. The copy has begun once its file has bytes:
-   * lmdb writes them only from inside that transaction.
+   * {@link LmdbCopy.exact} stays true. A write that cannot wait makes it false (the buffer at that
+   * limit; any flush: a range read that needs the live view, as timers firing or a map state's
+   * entries, a range delete, the next barrier): the copy may hold writes made after this call, and
+   * its reader corrects them. The copy has begun once its file has bytes: lmdb writes them only
+   * from inside that transaction (usually within milliseconds, before such a read comes).
    */
   startCopy(folder: string, onBegun?: () => void): LmdbCopy {
     this.flush();
@@ -385,7 +386,13 @@ export class LmdbStore {
     try {
       this.#root.transactionSync(action);
     } catch (error) {
-      throw error instanceof WeirError ? error : stateDirError(this.dir, error);
+      if (error instanceof WeirError) throw error;
+      // The disk (full, not writable) is the folder's; anything else is a value or key lmdb refused.
+      if (typeof (error as NodeJS.ErrnoException).code === 'string') throw stateDirError(this.dir, error);
+      throw new WeirError('STATE_NOT_SERIALIZABLE', `the disk state backend cannot write restored state: ${(error as Error).message}`, {
+        hint: 'the checkpoint holds a value or key lmdb does not take (a key over 1978 bytes, a value msgpackr cannot encode); restore it with stateBackend: heap',
+        cause: error,
+      });
     }
   }
 
