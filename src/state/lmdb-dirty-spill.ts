@@ -1,18 +1,20 @@
 import type { StateKey } from '../core/state/state-key.ts';
 import type { DirtyKeysSpill } from './dirty-keys.ts';
 import { KeyReader, KeyWriter, prefixEnd } from './lmdb-key-codec.ts';
-import { type LmdbDatabase, type LmdbStore, SPILL_DATABASE_PREFIX } from './lmdb-store.ts';
+import type { LmdbScratch } from './lmdb-scratch.ts';
+import type { LmdbStore } from './lmdb-store.ts';
 
 const EMPTY = Buffer.alloc(0);
 
 /**
- * The disk backend's incremental tracker keeps changed keys past its memory budget here: one lmdb
- * database per epoch (`changes-<epoch>`, so an epoch goes with one drop, whatever it held), its keys
- * `structure (2 BE) | key group index (2 BE) | key`, no values.
+ * The disk backend's incremental tracker keeps changed keys past its memory budget here: one
+ * scratch lmdb environment per epoch beside the state's (`spill-<epoch>` in the store's folder, so
+ * an epoch goes whole, whatever it held, and no base copies it), its keys `structure (2 BE) | key
+ * group index (2 BE) | key`, no values.
  */
 export class LmdbDirtySpill implements DirtyKeysSpill {
   readonly #store: LmdbStore;
-  readonly #databases = new Map<number, LmdbDatabase>();
+  readonly #epochs = new Map<number, LmdbScratch>();
   readonly #writer = new KeyWriter();
   readonly #reader = new KeyReader();
 
@@ -21,14 +23,14 @@ export class LmdbDirtySpill implements DirtyKeysSpill {
   }
 
   write(epoch: number, structure: number, index: number, keys: Iterable<StateKey>): void {
-    let database = this.#databases.get(epoch);
-    if (database === undefined) {
-      database = this.#store.openDatabase(`${SPILL_DATABASE_PREFIX}${epoch}`);
-      this.#databases.set(epoch, database);
+    let scratch = this.#epochs.get(epoch);
+    if (scratch === undefined) {
+      scratch = this.#store.openScratch(`spill-${epoch}`);
+      this.#epochs.set(epoch, scratch);
     }
-    const db = database;
+    const db = scratch.db;
     const writer = this.#writer;
-    this.#store.transaction(() => {
+    scratch.transaction(() => {
       for (const key of keys)
         db.putSync(
           writer
@@ -43,7 +45,7 @@ export class LmdbDirtySpill implements DirtyKeysSpill {
   }
 
   read(epoch: number, structure: number, index: number): StateKey[] {
-    const db = this.#databases.get(epoch);
+    const db = this.#epochs.get(epoch)?.db;
     if (db === undefined) return [];
     const prefix = this.#writer.reset().uint16(structure).uint16(index).copy();
     const keys: StateKey[] = [];
@@ -52,9 +54,10 @@ export class LmdbDirtySpill implements DirtyKeysSpill {
   }
 
   drop(epoch: number): void {
-    const db = this.#databases.get(epoch);
-    if (db === undefined) return;
-    this.#databases.delete(epoch);
-    db.dropSync();
+    const scratch = this.#epochs.get(epoch);
+    if (scratch === undefined) return;
+    this.#epochs.delete(epoch);
+    // Closed once lmdb is done with it (its folder deleted then); a failure leaves the folder to the store's own deletion.
+    scratch.close().catch(() => {});
   }
 }

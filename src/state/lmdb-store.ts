@@ -5,6 +5,7 @@ import { WeirError } from '../core/errors/weir-error.ts';
 import { checkCloneable } from './check-cloneable.ts';
 import { type LmdbCopy, LmdbCopyStarts, STARTING_COPY_BUFFER_FACTOR } from './lmdb-copy-starts.ts';
 import type { KeyWriter } from './lmdb-key-codec.ts';
+import { type LmdbScratch, openLmdbScratch } from './lmdb-scratch.ts';
 import { newStoreFolder, releaseStoreFolder, restoreFileMoved, stateDirError } from './lmdb-working-folder.ts';
 
 /** What the disk backend uses of an lmdb database (lmdb-js's `Database`, loaded lazily). */
@@ -61,7 +62,7 @@ export interface LmdbStoreSettings {
 const DEFAULT_MAP_SIZE = 64 * 1024 * 1024;
 const DEFAULT_WRITE_BUFFER_ENTRIES = 8192;
 
-/** Names of the databases the incremental tracker spills changed keys into (lmdb-dirty-spill.ts): `changes-<epoch>`. */
+/** Names of the databases a base of an older Weir holds its incremental tracker's spilled keys in (`changes-<epoch>`; dropped on open). */
 export const SPILL_DATABASE_PREFIX = 'changes-';
 
 /** A deleted key in a write buffer. */
@@ -195,6 +196,8 @@ export class LmdbStore {
   #buffered = 0;
   /** Copies whose read transaction may not have begun yet (startCopy). */
   readonly #starting = new LmdbCopyStarts();
+  /** Scratch environments open beside the state's (openScratch). */
+  readonly #scratches = new Set<LmdbScratch>();
   /** Names what an encoding failure was about (the state of a key). */
   describeKey: (key: Buffer) => string = () => 'a state';
   #closed = false;
@@ -224,7 +227,7 @@ export class LmdbStore {
     try {
       this.#root = lmdb.open({
         path: dir,
-        // The state, two timer indexes, and the incremental tracker's spilled keys (one database per epoch).
+        // The state and two timer indexes (a base of an older Weir also holds its tracker's spilled keys, one database per epoch).
         maxDbs: 128,
         mapSize: settings.mapSizeBytes ?? DEFAULT_MAP_SIZE,
         noSync: true,
@@ -244,13 +247,14 @@ export class LmdbStore {
     this.processingTimers = new LmdbTable(this.#root.openDB('timers-processing', index), this, false);
     this.eventTimers = new LmdbTable(this.#root.openDB('timers-event', index), this, false);
     this.#tables = [this.state, this.processingTimers, this.eventTimers];
-    // A base's file holds the databases its incremental tracker had spilled keys into: they are not state.
+    // A base of an older Weir holds the databases its incremental tracker had spilled keys into: they are not state.
     if (base !== undefined) this.#dropDatabases(SPILL_DATABASE_PREFIX);
   }
 
   /** Drops the named databases whose names start with `prefix`. */
   #dropDatabases(prefix: string): void {
-    for (const name of this.databaseNames()) if (name.startsWith(prefix)) this.openDatabase(name).dropSync();
+    for (const name of this.databaseNames())
+      if (name.startsWith(prefix)) this.#root.openDB(name, { keyEncoding: 'binary', encoding: 'binary', cache: false }).dropSync();
   }
 
   /** The names of the environment's databases (the state, the timer indexes, spilled changed keys). */
@@ -364,14 +368,14 @@ export class LmdbStore {
     });
   }
 
-  /** A database beside the state (binary keys and values, made when new): the incremental tracker's spilled keys. */
-  openDatabase(name: string): LmdbDatabase {
-    return this.#root.openDB(name, { keyEncoding: 'binary', encoding: 'binary', cache: false });
-  }
-
-  /** Runs `action` in one write transaction (writes to databases of {@link openDatabase}). */
-  transaction(action: () => void): void {
-    this.#root.transactionSync(action);
+  /**
+   * A database of its own lmdb environment in `<dir>/<name>`, beside the state's: scratch data such
+   * as the incremental tracker's spilled keys (lmdb-scratch.ts), closed with the store at the latest.
+   */
+  openScratch(name: string): LmdbScratch {
+    const scratch = openLmdbScratch(join(this.dir, name), loadLmdb(), () => this.#scratches.delete(scratch));
+    this.#scratches.add(scratch);
+    return scratch;
   }
 
   /**
@@ -402,10 +406,11 @@ export class LmdbStore {
     return table.db.getStats().entryCount;
   }
 
-  /** Closes lmdb and deletes the working folder. */
+  /** Closes lmdb (and the scratch environments) and deletes the working folder. */
   async close(): Promise<void> {
     if (this.#closed) return;
     this.#closed = true;
+    await Promise.allSettled([...this.#scratches].map((scratch) => scratch.close()));
     for (const table of this.#tables) table.pending.clear();
     try {
       await this.#root.close();
