@@ -3,6 +3,7 @@ import { createRequire } from 'node:module';
 import { join } from 'node:path';
 import { WeirError } from '../core/errors/weir-error.ts';
 import { checkCloneable } from './check-cloneable.ts';
+import { loadLmdbBase } from './lmdb-base-load.ts';
 import { type LmdbCopy, LmdbCopyStarts, STARTING_COPY_BUFFER_FACTOR } from './lmdb-copy-starts.ts';
 import type { KeyWriter } from './lmdb-key-codec.ts';
 import { type LmdbScratch, openLmdbScratch } from './lmdb-scratch.ts';
@@ -62,8 +63,8 @@ export interface LmdbStoreSettings {
 const DEFAULT_MAP_SIZE = 64 * 1024 * 1024;
 const DEFAULT_WRITE_BUFFER_ENTRIES = 8192;
 
-/** Names of the databases a base of an older Weir holds its incremental tracker's spilled keys in (`changes-<epoch>`; dropped on open). */
-export const SPILL_DATABASE_PREFIX = 'changes-';
+/** The databases of a store: the state and the two timer indexes (what a base's load copies). */
+const STATE_DATABASES = ['state', 'timers-processing', 'timers-event'] as const;
 
 /** A deleted key in a write buffer. */
 export const TOMBSTONE: unique symbol = Symbol('deleted');
@@ -212,11 +213,15 @@ export class LmdbStore {
     const dir = newStoreFolder(folder);
     this.dir = dir;
     this.#writeBufferEntries = settings.writeBufferEntries ?? DEFAULT_WRITE_BUFFER_ENTRIES;
+    // A base's file is a compacted copy, which lmdb-js's lmdb cannot take writes into: it is loaded
+    // into the new environment (lmdb-base-load.ts), from `<dir>/base`.
+    const baseDir = join(dir, 'base');
     if (base !== undefined) {
       try {
-        if (base.file instanceof Uint8Array) writeFileSync(join(dir, 'data.mdb'), base.file);
+        mkdirSync(baseDir, { recursive: true });
+        if (base.file instanceof Uint8Array) writeFileSync(join(baseDir, 'data.mdb'), base.file);
         else {
-          renameSync(base.file.path, join(dir, 'data.mdb'));
+          renameSync(base.file.path, join(baseDir, 'data.mdb'));
           restoreFileMoved(base.file.path);
         }
       } catch (error) {
@@ -227,8 +232,8 @@ export class LmdbStore {
     try {
       this.#root = lmdb.open({
         path: dir,
-        // The state and two timer indexes (a base of an older Weir also holds its tracker's spilled keys, one database per epoch).
-        maxDbs: 128,
+        // The state and two timer indexes.
+        maxDbs: 16,
         mapSize: settings.mapSizeBytes ?? DEFAULT_MAP_SIZE,
         noSync: true,
         noMetaSync: true,
@@ -237,8 +242,9 @@ export class LmdbStore {
         keyEncoding: 'binary',
         encoding: 'binary',
       });
+      if (base !== undefined) loadLmdbBase(lmdb, this.#root, baseDir, STATE_DATABASES);
     } catch (error) {
-      throw stateDirError(dir, error);
+      throw error instanceof WeirError ? error : stateDirError(dir, error);
     }
     this.#codec = newValueCodec(base?.structures);
     const values = { keyEncoding: 'binary', encoder: this.#codec, cache: false };
@@ -247,14 +253,6 @@ export class LmdbStore {
     this.processingTimers = new LmdbTable(this.#root.openDB('timers-processing', index), this, false);
     this.eventTimers = new LmdbTable(this.#root.openDB('timers-event', index), this, false);
     this.#tables = [this.state, this.processingTimers, this.eventTimers];
-    // A base of an older Weir holds the databases its incremental tracker had spilled keys into: they are not state.
-    if (base !== undefined) this.#dropDatabases(SPILL_DATABASE_PREFIX);
-  }
-
-  /** Drops the named databases whose names start with `prefix`. */
-  #dropDatabases(prefix: string): void {
-    for (const name of this.databaseNames())
-      if (name.startsWith(prefix)) this.#root.openDB(name, { keyEncoding: 'binary', encoding: 'binary', cache: false }).dropSync();
   }
 
   /** The names of the environment's databases (the state, the timer indexes, spilled changed keys). */
