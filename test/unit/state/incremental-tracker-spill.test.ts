@@ -1,8 +1,13 @@
 import assert from 'node:assert/strict';
+import { existsSync, mkdtempSync, readdirSync, rmSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
 import { test } from 'node:test';
 import type { StateKey } from '../../../src/core/state/state-key.ts';
 import type { DirtyKeysSpill } from '../../../src/state/dirty-keys.ts';
 import { type DirtyTracking, IncrementalTracker, type NamedDirtyTracking } from '../../../src/state/incremental-tracker.ts';
+import { LmdbDirtySpill } from '../../../src/state/lmdb-dirty-spill.ts';
+import { LmdbStore } from '../../../src/state/lmdb-store.ts';
 
 /** A spill in memory that records what it is asked. */
 class RecordingSpill implements DirtyKeysSpill {
@@ -40,4 +45,37 @@ test("past its limit the tracker moves changed keys to its spill, reads them bac
   assert.deepEqual(spill.dropped, [], 'nothing dropped before the next barrier (a snapshot may still read it)');
   tracker.barrier(3, 2, [table], timers);
   assert.deepEqual(spill.dropped, [0], "the confirmed epoch's keys go at the next barrier");
+});
+
+test("the disk backend's spill keeps an epoch's keys in a scratch lmdb environment of its own, read back by key group, deleted whole when dropped and when the store closes", async () => {
+  const folder = mkdtempSync(join(tmpdir(), 'weir-spill-'));
+  const store = new LmdbStore(folder);
+  try {
+    const spill = new LmdbDirtySpill(store);
+    spill.write(1, 0, 3, ['a', 'b', 7]);
+    spill.write(1, 0, 4, ['c']);
+    spill.write(2, 0, 3, ['d']);
+    assert.deepEqual(spill.read(1, 0, 3).toSorted(), [7, 'a', 'b'].toSorted());
+    assert.deepEqual(spill.read(1, 0, 4), ['c']);
+    assert.deepEqual(
+      readdirSync(store.dir)
+        .filter((name) => name.startsWith('spill-'))
+        .sort(),
+      ['spill-1', 'spill-2'],
+    );
+    assert.deepEqual(
+      store.databaseNames().sort(),
+      ['state', 'timers-event', 'timers-processing'],
+      'nothing of the spill in the state environment (a base copies it)',
+    );
+    spill.drop(1);
+    assert.deepEqual(spill.read(1, 0, 3), []);
+    for (let i = 0; i < 50 && existsSync(join(store.dir, 'spill-1')); i++) await new Promise((resolve) => setTimeout(resolve, 20));
+    assert.equal(existsSync(join(store.dir, 'spill-1')), false, "a dropped epoch's environment is deleted");
+    assert.deepEqual(spill.read(2, 0, 3), ['d']);
+  } finally {
+    await store.close();
+  }
+  assert.deepEqual(readdirSync(folder), [], 'the store closed its scratch environments and deleted its folder');
+  rmSync(folder, { recursive: true, force: true });
 });
