@@ -4,6 +4,7 @@ import { join } from 'node:path';
 import { WeirError } from '../core/errors/weir-error.ts';
 import { checkCloneable } from './check-cloneable.ts';
 import { loadLmdbBase } from './lmdb-base-load.ts';
+import { repairCompactedCopy } from './lmdb-compacted-meta.ts';
 import { type LmdbCopy, LmdbCopyStarts, STARTING_COPY_BUFFER_FACTOR } from './lmdb-copy-starts.ts';
 import type { KeyWriter } from './lmdb-key-codec.ts';
 import { type LmdbScratch, openLmdbScratch } from './lmdb-scratch.ts';
@@ -65,6 +66,9 @@ const DEFAULT_WRITE_BUFFER_ENTRIES = 8192;
 
 /** The databases of a store: the state and the two timer indexes (what a base's load copies). */
 const STATE_DATABASES = ['state', 'timers-processing', 'timers-event'] as const;
+
+/** Names of the databases a base of an older Weir holds its tracker's spilled keys in (`changes-<epoch>`; dropped on open). */
+const SPILL_DATABASE_PREFIX = 'changes-';
 
 /** A deleted key in a write buffer. */
 export const TOMBSTONE: unique symbol = Symbol('deleted');
@@ -213,16 +217,21 @@ export class LmdbStore {
     const dir = newStoreFolder(folder);
     this.dir = dir;
     this.#writeBufferEntries = settings.writeBufferEntries ?? DEFAULT_WRITE_BUFFER_ENTRIES;
-    // A base's file is a compacted copy, which lmdb-js's lmdb cannot take writes into: it is loaded
-    // into the new environment (lmdb-base-load.ts), from `<dir>/base`.
-    const baseDir = join(dir, 'base');
+    // A base's file is lmdb's compacted copy: opened once made writable (lmdb-compacted-meta.ts),
+    // else loaded into a new environment in key order (lmdb-base-load.ts) from `<dir>/base`.
+    let load: string | undefined;
     if (base !== undefined) {
       try {
-        mkdirSync(baseDir, { recursive: true });
-        if (base.file instanceof Uint8Array) writeFileSync(join(baseDir, 'data.mdb'), base.file);
+        const file = join(dir, 'data.mdb');
+        if (base.file instanceof Uint8Array) writeFileSync(file, base.file);
         else {
-          renameSync(base.file.path, join(baseDir, 'data.mdb'));
+          renameSync(base.file.path, file);
           restoreFileMoved(base.file.path);
+        }
+        if (!repairCompactedCopy(file)) {
+          load = join(dir, 'base');
+          mkdirSync(load, { recursive: true });
+          renameSync(file, join(load, 'data.mdb'));
         }
       } catch (error) {
         throw stateDirError(dir, error);
@@ -232,8 +241,8 @@ export class LmdbStore {
     try {
       this.#root = lmdb.open({
         path: dir,
-        // The state and two timer indexes.
-        maxDbs: 16,
+        // The state and two timer indexes (a base of an older Weir also holds its tracker's spilled keys, one database per epoch).
+        maxDbs: 128,
         mapSize: settings.mapSizeBytes ?? DEFAULT_MAP_SIZE,
         noSync: true,
         noMetaSync: true,
@@ -242,7 +251,9 @@ export class LmdbStore {
         keyEncoding: 'binary',
         encoding: 'binary',
       });
-      if (base !== undefined) loadLmdbBase(lmdb, this.#root, baseDir, STATE_DATABASES);
+      if (load !== undefined) loadLmdbBase(lmdb, this.#root, load, STATE_DATABASES);
+      // A base of an older Weir holds the databases its tracker spilled keys into: not state.
+      else if (base !== undefined) this.#dropDatabases(SPILL_DATABASE_PREFIX);
     } catch (error) {
       throw error instanceof WeirError ? error : stateDirError(dir, error);
     }
@@ -253,6 +264,12 @@ export class LmdbStore {
     this.processingTimers = new LmdbTable(this.#root.openDB('timers-processing', index), this, false);
     this.eventTimers = new LmdbTable(this.#root.openDB('timers-event', index), this, false);
     this.#tables = [this.state, this.processingTimers, this.eventTimers];
+  }
+
+  /** Drops the named databases whose names start with `prefix`. */
+  #dropDatabases(prefix: string): void {
+    for (const name of this.databaseNames())
+      if (name.startsWith(prefix)) this.#root.openDB(name, { keyEncoding: 'binary', encoding: 'binary', cache: false }).dropSync();
   }
 
   /** The names of the environment's databases (the state, the timer indexes, spilled changed keys). */
