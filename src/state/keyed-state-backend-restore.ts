@@ -22,9 +22,9 @@ export type KeyedChain = readonly (Uint8Array | LmdbBase)[];
 /**
  * A keyed backend of `spec` with the state of `chains` (each old subtask's whose key groups overlap
  * the backend's: its full snapshot, then the changes on it, oldest first). A disk backend at the key
- * groups of one old subtask whose full snapshot is a disk backend's base (lmdb's file) loads that
- * file into its store in key order (lmdb-base-load.ts: no key decoded or searched for) and applies
- * the changes; otherwise (a
+ * groups of one old subtask whose full snapshot is a disk backend's base (lmdb's file) opens that
+ * file (made writable: lmdb-compacted-meta.ts; else loaded in key order, lmdb-base-load.ts) and
+ * applies the changes, as Flink's RocksDB backend opens its SST files; otherwise (a
  * rescale, the heap backend, canonical snapshots) bases are converted to the canonical format and
  * every chain is read by key group.
  */

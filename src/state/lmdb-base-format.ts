@@ -6,8 +6,8 @@ import { checksum, readSnapshotHeader, stateKindCode, stateKindOfCode, TTL_FLAG 
 
 /*
  * The disk backend's own checkpoint of its whole state (an "lmdb base"): lmdb's file as lmdb's
- * compacting copy wrote it (LmdbStore.startCopy), so a restore at the same key-group range loads it in
- * key order (lmdb-base-load.ts) instead of decoding and re-inserting every key. Only
+ * compacting copy wrote it (LmdbStore.startCopy), so a restore at the same key-group range opens it
+ * (lmdb-compacted-meta.ts makes it writable) instead of decoding and re-inserting every key. Only
  * incremental checkpoints of the disk backend write it, as the full snapshot their changes add to;
  * savepoints and the heap backend stay canonical (keyed-state-snapshot.ts), and a restore at
  * another range, or into the heap backend, converts a base into the canonical format first

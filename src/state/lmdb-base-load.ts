@@ -20,12 +20,11 @@ interface LoadDatabase {
  * Loads a base's lmdb file (lmdb's compacting copy, as `<baseDir>/data.mdb`) into `root`, a new,
  * empty environment: the databases `names` are copied entry by entry, in key order, with
  * MDB_APPEND (each page filled once, no search), their values as bytes (no decoding). The copy is
- * opened read-only and `baseDir` deleted after. A compacted file is never written
- * to: lmdb-js 3.5's lmdb crashes the process (a segmentation fault, or `Assertion 'key.mv_size > 0'
- * failed in mdb_page_alloc()`) on writes into a reopened compacted copy once they reuse freed pages
- * (100k keys and a few hundred thousand random writes were enough), while an environment filled by
- * writes is sound. Databases the base holds beyond `names` (an older Weir's spilled keys) are left
- * behind with the copy.
+ * opened read-only and `baseDir` deleted after. For a base's file that lmdb-compacted-meta.ts
+ * does not recognize as a compacting copy it could make writable: such a file is never written to
+ * (lmdb-js 3.5's lmdb crashed the process on writes into a reopened compacted copy), while an
+ * environment filled by writes is sound. About 1.8 us an entry. Databases the base holds beyond
+ * `names` (an older Weir's spilled keys) are left behind with the copy.
  */
 export function loadLmdbBase(lmdb: { open(options: object): unknown }, root: unknown, baseDir: string, names: readonly string[]): void {
   const into = root as LoadDatabase;
