@@ -1,4 +1,4 @@
-import { closeSync, openSync, readSync, writeSync } from 'node:fs';
+import { closeSync, fstatSync, openSync, readSync, writeSync } from 'node:fs';
 
 /** lmdb's MDB_MAGIC, the first field of a meta page's MDB_meta. */
 const MDB_MAGIC = 0xbeefc0de;
@@ -6,6 +6,7 @@ const MDB_MAGIC = 0xbeefc0de;
 const PAGE_HEADER_BYTES = 24;
 /** Offsets in MDB_meta (64-bit): the page size (the free database's md_pad) and the txnid that committed it. */
 const META_PSIZE = 24;
+const META_LAST_PAGE = 120;
 const META_TXNID = 128;
 
 /**
@@ -17,9 +18,10 @@ const META_TXNID = 128;
  * large database, lmdb-js issue 317). With meta page 1's txnid set to 1, as upstream LMDB writes it,
  * the same copies took a million random writes and deletions and read back exactly.
  *
- * Returns whether the file is such a copy, now writable: meta page 0 of txnid 0 (a compacting copy
- * writes it so) and meta page 1 of a txnid of 1 or more, both with lmdb's magic. Otherwise the file
- * is left as it is and false returned (the caller loads it instead of writing into it).
+ * Returns whether the file is such a copy, now writable: both meta pages with lmdb's magic, meta
+ * page 0 as a compacting copy writes it (txnid 0, last page 1), meta page 1 with an odd txnid and a
+ * last page inside the file. Otherwise the file is left as it is and false returned (the caller
+ * loads it instead of writing into it).
  */
 export function repairCompactedCopy(file: string): boolean {
   const fd = openSync(file, 'r+');
@@ -28,11 +30,14 @@ export function repairCompactedCopy(file: string): boolean {
     if (readSync(fd, head, 0, head.length, 0) !== head.length || head.readUInt32LE(PAGE_HEADER_BYTES) !== MDB_MAGIC) return false;
     const pageSize = head.readUInt32LE(PAGE_HEADER_BYTES + META_PSIZE);
     if (pageSize < 512 || pageSize > 65536 || (pageSize & (pageSize - 1)) !== 0) return false;
-    if (head.readBigUInt64LE(PAGE_HEADER_BYTES + META_TXNID) !== 0n) return false;
+    // Meta page 0 as a compacting copy leaves it: txnid 0, last page 1 (the two meta pages).
+    if (head.readBigUInt64LE(PAGE_HEADER_BYTES + META_TXNID) !== 0n || head.readBigUInt64LE(PAGE_HEADER_BYTES + META_LAST_PAGE) !== 1n) return false;
     const meta = Buffer.alloc(head.length);
     if (readSync(fd, meta, 0, meta.length, pageSize) !== meta.length || meta.readUInt32LE(PAGE_HEADER_BYTES) !== MDB_MAGIC) return false;
+    // Meta page 1: an odd txnid (the copy's, made odd; 1 once repaired) and a last page inside the file.
     const txnid = meta.readBigUInt64LE(PAGE_HEADER_BYTES + META_TXNID);
-    if (txnid < 1n) return false;
+    const lastPage = meta.readBigUInt64LE(PAGE_HEADER_BYTES + META_LAST_PAGE);
+    if (txnid % 2n !== 1n || lastPage < 1n || (lastPage + 1n) * BigInt(pageSize) > BigInt(fstatSync(fd).size)) return false;
     if (txnid === 1n) return true;
     const field = Buffer.alloc(8);
     field.writeBigUInt64LE(1n);
