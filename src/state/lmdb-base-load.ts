@@ -1,11 +1,9 @@
 import { rmSync } from 'node:fs';
 import { WeirError } from '../core/errors/weir-error.ts';
+import { FIRST_KEY } from './lmdb-key-codec.ts';
 
 /** Entries copied per write transaction. */
 const ENTRIES_PER_TRANSACTION = 65_536;
-
-/** The first key of every range (lmdb-js's ranges start at byte 5 unless told). */
-const FIRST_KEY = Buffer.alloc(1);
 
 /** What a load takes of an lmdb-js environment or database. */
 interface LoadDatabase {

@@ -1,6 +1,9 @@
 import { WeirError } from '../core/errors/weir-error.ts';
 import type { StateKey } from '../core/state/state-key.ts';
 
+/** The first key of every range (lmdb-js's ranges start at byte 5 unless told). */
+export const FIRST_KEY = Buffer.alloc(1);
+
 /**
  * The byte layout of the disk backend's lmdb keys (Flink's RocksDB key layout, on lmdb):
  *

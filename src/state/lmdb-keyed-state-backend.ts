@@ -13,12 +13,12 @@ import type { LmdbBase } from './lmdb-base-format.ts';
 import { LmdbBaseSnapshot } from './lmdb-base-snapshot.ts';
 import { applyDeltasToLmdb, openLmdbBase } from './lmdb-delta-restore.ts';
 import { LmdbDirtySpill } from './lmdb-dirty-spill.ts';
-import { KeyWriter, MAX_KEY_BYTES, MAX_STATE_ID } from './lmdb-key-codec.ts';
+import { FIRST_KEY, KeyWriter, MAX_KEY_BYTES, MAX_STATE_ID } from './lmdb-key-codec.ts';
 import { type LmdbRestoreTarget, restoreIntoLmdb } from './lmdb-restore.ts';
 import { LmdbSnapshotWriter, type SnapshotState } from './lmdb-snapshot-writer.ts';
 import { createLmdbState, type LmdbKeyedState } from './lmdb-state-factory.ts';
 import { LmdbKeyContext, LmdbStateTable } from './lmdb-state-table.ts';
-import { FIRST_KEY, LmdbStore, type LmdbStoreSettings } from './lmdb-store.ts';
+import { LmdbStore, type LmdbStoreSettings } from './lmdb-store.ts';
 import { type LmdbTimer, LmdbTimerService } from './lmdb-timer-service.ts';
 
 export interface LmdbKeyedStateBackendOptions {

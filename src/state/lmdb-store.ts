@@ -6,7 +6,7 @@ import { checkCloneable } from './check-cloneable.ts';
 import { loadLmdbBase } from './lmdb-base-load.ts';
 import { repairCompactedCopy } from './lmdb-compacted-meta.ts';
 import { type LmdbCopy, LmdbCopyStarts, STARTING_COPY_BUFFER_FACTOR } from './lmdb-copy-starts.ts';
-import type { KeyWriter } from './lmdb-key-codec.ts';
+import { FIRST_KEY, type KeyWriter } from './lmdb-key-codec.ts';
 import { type LmdbScratch, openLmdbScratch } from './lmdb-scratch.ts';
 import { newStoreFolder, releaseStoreFolder, restoreFileMoved, stateDirError } from './lmdb-working-folder.ts';
 
@@ -72,9 +72,6 @@ const SPILL_DATABASE_PREFIX = 'changes-';
 
 /** A deleted key in a write buffer. */
 export const TOMBSTONE: unique symbol = Symbol('deleted');
-
-/** The first key of every range (lmdb-js's ranges start at byte 5 unless told). */
-export const FIRST_KEY = Buffer.alloc(1);
 
 /** Loads lmdb on first use: a job on the heap backend never loads the native module. */
 let lmdbModule: { open(options: object): LmdbDatabase } | undefined;

@@ -2,9 +2,9 @@ import { WeirError } from '../core/errors/weir-error.ts';
 import type { StateKey } from '../core/state/state-key.ts';
 import type { TimeDomain } from '../core/time/time-domain.ts';
 import type { DirtyKeys } from './dirty-keys.ts';
-import { EVENT_TIMERS_ID, KeyReader, KeyWriter, PROCESSING_TIMERS_ID, prefixEnd, readOrderedDouble, writeOrderedDouble } from './lmdb-key-codec.ts';
+import { EVENT_TIMERS_ID, FIRST_KEY, KeyReader, KeyWriter, PROCESSING_TIMERS_ID, prefixEnd, readOrderedDouble, writeOrderedDouble } from './lmdb-key-codec.ts';
 import type { LmdbKeyContext } from './lmdb-state-table.ts';
-import { FIRST_KEY, type LmdbStore, type LmdbTable } from './lmdb-store.ts';
+import type { LmdbStore, LmdbTable } from './lmdb-store.ts';
 
 /** Timers read from the index per range scan while firing. */
 const POLL_BATCH = 256;
