@@ -8,7 +8,7 @@ import type { KeyGroupRange } from './key-group-range.ts';
 import { type LmdbBaseHeader, writeLmdbBaseHeader } from './lmdb-base-format.ts';
 import type { LmdbCopy } from './lmdb-copy-starts.ts';
 import { LmdbSnapshotWriter, type SnapshotState } from './lmdb-snapshot-writer.ts';
-import type { LmdbStore, LmdbTransaction } from './lmdb-store.ts';
+import type { LmdbBarrier, LmdbStore } from './lmdb-store.ts';
 import { SnapshotPieces } from './snapshot-pieces.ts';
 
 /** Bytes of lmdb's file per piece. */
@@ -32,9 +32,10 @@ export interface LmdbBaseSnapshotOptions {
  * The disk backend's full snapshot for incremental checkpoints (format in lmdb-base-format.ts):
  * lmdb's own file, copied by lmdb (its compacting copy) in a thread of libuv's pool while the task goes on,
  * then a correction read from the barrier's read transaction. The synchronous part (the
- * constructor) flushes the write buffer, takes that read transaction, keeps the incremental
- * tracker's changes from the barrier on, and starts the copy. The copy reads lmdb from a
- * transaction of its own that starts a little later. Until it has, the store's write buffer holds
+ * constructor) sends the write buffer to the flush thread and sets a barrier (LmdbStore.barrier),
+ * keeps the incremental tracker's changes from the barrier on, and asks for the copy, which starts
+ * once the barrier's writes are in lmdb. The copy reads lmdb from a transaction of its own that
+ * begins a little later. Until it has, the store's write buffer holds
  * the task's writes (LmdbStore.startCopy), so the copy usually holds the barrier's state exactly:
  * the correction is then empty and the tracker lets go of the keys at once. When a write could not
  * wait, the copy may hold writes made after the barrier; every key written between the barrier and
@@ -51,7 +52,8 @@ export class LmdbBaseSnapshot implements AsyncKeyedStateSnapshot {
   readonly #options: LmdbBaseSnapshotOptions;
   readonly #header: LmdbBaseHeader;
   readonly #folder: string;
-  #transaction: LmdbTransaction | undefined;
+  /** The barrier: its read transaction is what the correction reads. */
+  readonly #barrier: LmdbBarrier;
   #copy: Promise<void> | undefined;
   /** Settles when lmdb's copy ended, whether the snapshot is still wanted or not (never rejects). */
   readonly copied: Promise<void>;
@@ -76,7 +78,7 @@ export class LmdbBaseSnapshot implements AsyncKeyedStateSnapshot {
     this.#out = new SnapshotPieces(options.operatorName);
     const { store, tracker, checkpointId } = options;
     this.#folder = join(store.dir, `base-${checkpointId}`);
-    this.#transaction = store.snapshot();
+    this.#barrier = store.barrier();
     tracker.pin(checkpointId);
     this.#header = {
       maxParallelism: options.maxParallelism,
@@ -85,7 +87,7 @@ export class LmdbBaseSnapshot implements AsyncKeyedStateSnapshot {
       structures: store.valueStructures(),
       timerSequences: options.timerSequences,
     };
-    this.#lmdbCopy = store.startCopy(this.#folder, () => {
+    this.#lmdbCopy = store.startCopy(this.#folder, this.#barrier, () => {
       // The copy's read transaction began before any write after the barrier: no correction will
       // be needed, so the tracker need not keep the keys written since for it.
       if (this.#lmdbCopy?.exact === true) this.#unpin();
@@ -173,8 +175,7 @@ export class LmdbBaseSnapshot implements AsyncKeyedStateSnapshot {
     // A copy still running writes into its folder: delete it once lmdb is done with it.
     if (copy === undefined) rmSync(folder, { recursive: true, force: true });
     else void copy.finally(() => rmSync(folder, { recursive: true, force: true }));
-    this.#transaction?.done();
-    this.#transaction = undefined;
+    this.#barrier.release();
     this.#unpin();
     this.#options.onEnd();
   }
@@ -228,7 +229,11 @@ export class LmdbBaseSnapshot implements AsyncKeyedStateSnapshot {
       this.#lmdbCopy?.exact === true
         ? { base: checkpointId, tables: new Map(), timers: [new ChangedKeys([]), new ChangedKeys([])] }
         : tracker.changedSince(checkpointId);
-    this.#correction = new LmdbSnapshotWriter(store, states, maxParallelism, keyGroupRange, operatorName, now, () => {}, changed, this.#transaction);
+    // The copy started once the barrier's transaction was taken: it is there (a new barrier would be the wrong state).
+    const transaction = this.#barrier.transaction;
+    if (transaction === undefined)
+      throw new WeirError('CHECKPOINT_NOT_COMPLETED', `operator "${operatorName}": the base's barrier was given up`, { fault: 'internal' });
+    this.#correction = new LmdbSnapshotWriter(store, states, maxParallelism, keyGroupRange, operatorName, now, () => {}, changed, transaction);
   }
 
   #copyError(error: unknown): WeirError {

@@ -6,7 +6,7 @@ import type { ChangedKeys } from './dirty-keys.ts';
 import type { DeltaKeys } from './incremental-tracker.ts';
 import type { KeyGroupRange } from './key-group-range.ts';
 import { EVENT_TIMERS_ID, KeyReader, KeyWriter, PROCESSING_TIMERS_ID, prefixEnd, readOrderedDouble } from './lmdb-key-codec.ts';
-import type { LmdbStore, LmdbTransaction } from './lmdb-store.ts';
+import type { LmdbBarrier, LmdbStore, LmdbTransaction } from './lmdb-store.ts';
 import { readGroupTimer } from './lmdb-timer-service.ts';
 import { SlicedSnapshot, sectionPieces, type TableSection } from './sliced-snapshot.ts';
 import { KEYED_STATE_FORMAT_VERSION, KEYED_STATE_MAGIC, SNAPSHOT_FLAG_DELTA, serializeStateValue, stateKindCode, TTL_FLAG } from './state-snapshot-format.ts';
@@ -37,15 +37,16 @@ interface DeltaState {
 /**
  * Writes the keyed state snapshot of a disk backend in the canonical format (the heap's, read by
  * keyed-state-snapshot.ts: a heap backend restores it, and the other way round), asynchronously:
- * the constructor is the synchronous part (buffered writes go to lmdb, then a read transaction
- * fixes lmdb as it is: MVCC, so later writes do not show in it), each {@link step} reads key
- * groups from that transaction (each one contiguous range: its states, then its timers) until its
- * time budget is spent; the task processes records between steps.
+ * the constructor is the synchronous part (the write buffer goes to the flush thread and a
+ * barrier is set: LmdbStore.barrier), then, once the barrier's read transaction is taken (its
+ * writes in lmdb; MVCC, so later writes do not show in it; {@link waiting} until then), each
+ * {@link step} reads key groups from that transaction (each one contiguous range: its states, then
+ * its timers) until its time budget is spent; the task processes records between steps.
  *
  * With `delta` (an incremental snapshot, the same layout as the heap's, flag 0x01) it reads only
  * the changed keys from that transaction, each key's value at the barrier (a point read; a map key's
  * entries and a key's timers a range of their own), a key with nothing left as its deletion.
- * `transaction`: read that one (a caller's, which it ends) instead of one taken now.
+ * `transaction`: read that one (a caller's, which the caller ends) instead of a barrier's.
  */
 export class LmdbSnapshotWriter extends SlicedSnapshot {
   readonly #store: LmdbStore;
@@ -56,8 +57,8 @@ export class LmdbSnapshotWriter extends SlicedSnapshot {
   readonly #onEnd: () => void;
   readonly #reader = new KeyReader();
   #transaction: LmdbTransaction | undefined;
-  /** Whether the read transaction is this writer's (else a caller's, which ends it). */
-  readonly #ownsTransaction: boolean;
+  /** The barrier whose transaction this writer reads (its own); undefined when reading a caller's, which the caller ends. */
+  readonly #barrier: LmdbBarrier | undefined;
   /** The options of a point read in the transaction (one object: no allocation per key). */
   #inTransaction: { transaction: LmdbTransaction } | undefined;
   #keyGroup: number;
@@ -116,9 +117,42 @@ export class LmdbSnapshotWriter extends SlicedSnapshot {
       if (changed !== undefined) this.#deltaStates.push({ index, state, changed });
     });
     this.begin(header);
-    this.#ownsTransaction = transaction === undefined;
-    this.#transaction = transaction ?? store.snapshot();
-    this.#inTransaction = { transaction: this.#transaction };
+    if (transaction !== undefined) this.#read(transaction);
+    else this.#barrier = store.barrier();
+  }
+
+  /** Reads nothing until the barrier's transaction is taken ({@link waiting} until then). */
+  override step(budgetMs: number): boolean {
+    if (!this.done && !this.#ready()) return false;
+    return super.step(budgetMs);
+  }
+
+  /** Writes what is left at once: the task first waits for the barrier's writes to be in lmdb. */
+  override runToEnd(): void {
+    if (!this.done && !this.#ready()) {
+      this.#store.settle();
+      this.#ready();
+    }
+    super.runToEnd();
+  }
+
+  /** While the barrier's writes are being written by the flush thread: its transaction, once taken. */
+  waiting(): Promise<void> | undefined {
+    return this.done || this.#transaction !== undefined ? undefined : this.#barrier?.taken;
+  }
+
+  /** Whether the transaction to read is there (the barrier's, once taken). */
+  #ready(): boolean {
+    if (this.#transaction !== undefined) return true;
+    const transaction = this.#barrier?.transaction;
+    if (transaction === undefined) return false;
+    this.#read(transaction);
+    return true;
+  }
+
+  #read(transaction: LmdbTransaction): void {
+    this.#transaction = transaction;
+    this.#inTransaction = { transaction };
   }
 
   protected advance(): boolean {
@@ -130,7 +164,7 @@ export class LmdbSnapshotWriter extends SlicedSnapshot {
 
   /** The snapshot is written or given up: the read transaction ends, so lmdb may reuse its pages. */
   protected free(): void {
-    if (this.#ownsTransaction) this.#transaction?.done();
+    this.#barrier?.release();
     this.#transaction = undefined;
     this.#inTransaction = undefined;
     this.#onEnd();

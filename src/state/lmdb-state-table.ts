@@ -198,7 +198,7 @@ export class LmdbStateTable {
         seen++;
         this.#cleanupAfter = Buffer.from(key);
         const text = key.toString('latin1');
-        const buffered = state.pending.get(text);
+        const buffered = state.buffered(text);
         if (buffered === TOMBSTONE) continue;
         const current = buffered === undefined ? value : buffered;
         const live = this.kind === 'map' ? (isExpired(current as TtlValue<unknown>, ttl, now) ? undefined : current) : liveValue(this.kind, current, ttl, now);

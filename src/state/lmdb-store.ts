@@ -2,41 +2,18 @@ import { mkdirSync, renameSync, writeFileSync } from 'node:fs';
 import { createRequire } from 'node:module';
 import { join } from 'node:path';
 import { WeirError } from '../core/errors/weir-error.ts';
-import { checkCloneable } from './check-cloneable.ts';
+import type { LmdbBarrier, LmdbTransaction } from './lmdb-barrier.ts';
 import { loadLmdbBase } from './lmdb-base-load.ts';
 import { repairCompactedCopy } from './lmdb-compacted-meta.ts';
 import { type LmdbCopy, LmdbCopyStarts, STARTING_COPY_BUFFER_FACTOR } from './lmdb-copy-starts.ts';
-import { FIRST_KEY, type KeyWriter } from './lmdb-key-codec.ts';
+import { FIRST_KEY } from './lmdb-key-codec.ts';
 import { type LmdbScratch, openLmdbScratch } from './lmdb-scratch.ts';
+import { type LmdbDatabase, LmdbTable } from './lmdb-table.ts';
 import { newStoreFolder, releaseStoreFolder, restoreFileMoved, stateDirError } from './lmdb-working-folder.ts';
+import { LmdbWriteBehind, TOMBSTONE } from './lmdb-write-behind.ts';
 
-/** What the disk backend uses of an lmdb database (lmdb-js's `Database`, loaded lazily). */
-export interface LmdbDatabase {
-  get(key: Uint8Array, options?: { transaction?: LmdbTransaction }): unknown;
-  putSync(key: Uint8Array, value: unknown): void;
-  removeSync(key: Uint8Array): boolean;
-  getRange(options: {
-    start: Uint8Array;
-    end?: Uint8Array;
-    limit?: number;
-    exclusiveStart?: boolean;
-    transaction?: LmdbTransaction;
-    snapshot?: boolean;
-    values?: boolean;
-  }): Iterable<{ key: Buffer; value: unknown }>;
-  transactionSync<T>(action: () => T): T;
-  useReadTransaction(): LmdbTransaction;
-  openDB(name: string, options: object): LmdbDatabase;
-  close(): Promise<void>;
-  /** lmdb's copy of the environment into folder `path` (MDB_CP_COMPACT when `compact`), in a thread of libuv's pool, from a read transaction of its own. */
-  backup(path: string, compact: boolean): Promise<void>;
-  getStats(): { entryCount: number };
-  dropSync(): void;
-}
-
-export interface LmdbTransaction {
-  done(): void;
-}
+export type { LmdbBarrier, LmdbDatabase, LmdbTransaction };
+export { LmdbTable };
 
 /** Memory settings of the disk backend (the defaults fit a 2-core, 4 GB machine). */
 export interface LmdbStoreSettings {
@@ -70,8 +47,7 @@ const STATE_DATABASES = ['state', 'timers-processing', 'timers-event'] as const;
 /** Names of the databases a base of an older Weir holds its tracker's spilled keys in (`changes-<epoch>`; dropped on open). */
 const SPILL_DATABASE_PREFIX = 'changes-';
 
-/** A deleted key in a write buffer. */
-export const TOMBSTONE: unique symbol = Symbol('deleted');
+export { TOMBSTONE };
 
 /** Loads lmdb on first use: a job on the heap backend never loads the native module. */
 let lmdbModule: { open(options: object): LmdbDatabase } | undefined;
@@ -114,70 +90,6 @@ export interface LmdbStoreBase {
 }
 
 /**
- * One lmdb database and the writes not yet in it: a write buffer keyed by the key's bytes (as a
- * latin1 string), holding the value as JavaScript (or {@link TOMBSTONE}), so reads see their
- * own writes at once and writes reach lmdb in batches (one write transaction per
- * `writeBufferEntries`, or before anything reads lmdb directly: a range, a snapshot).
- */
-export class LmdbTable {
-  readonly db: LmdbDatabase;
-  readonly pending = new Map<string, unknown>();
-  /** Whether values are JavaScript values (checked before they are written), not bytes (the timer indexes). */
-  readonly encoded: boolean;
-  readonly #store: LmdbStore;
-
-  constructor(db: LmdbDatabase, store: LmdbStore, encoded: boolean) {
-    this.db = db;
-    this.#store = store;
-    this.encoded = encoded;
-  }
-
-  /** The value under the key `key` holds (undefined when none). */
-  get(key: KeyWriter): unknown {
-    return this.lookup(key.text(), key.view());
-  }
-
-  /** The value under the key whose bytes are `bytes` and, as a latin1 string, `text` (undefined when none). */
-  lookup(text: string, bytes: Uint8Array): unknown {
-    if (this.pending.size > 0) {
-      const value = this.pending.get(text);
-      if (value !== undefined) return value === TOMBSTONE ? undefined : value;
-    }
-    return this.db.get(bytes);
-  }
-
-  put(key: KeyWriter, value: unknown): void {
-    this.set(key.text(), value);
-  }
-
-  /** Buffers a write under the key whose bytes, as a latin1 string, are `text`. */
-  set(text: string, value: unknown): void {
-    this.pending.set(text, value);
-    this.#store.written();
-  }
-
-  remove(key: KeyWriter): void {
-    this.pending.set(key.text(), TOMBSTONE);
-    this.#store.written();
-  }
-
-  /** Writes `value` under `key` at once: only inside {@link LmdbStore.writeThrough} (lmdb copies the key). */
-  putNow(key: Uint8Array, value: unknown): void {
-    this.db.putSync(key, value);
-  }
-
-  /** Deletes `key` at once: only inside {@link LmdbStore.writeThrough}. */
-  removeNow(key: Uint8Array): void {
-    this.db.removeSync(key);
-  }
-
-  /** Entries of `[start, end)` as lmdb holds them (flush first for the live view). */
-  range(start: Uint8Array, end: Uint8Array, limit?: number, transaction?: LmdbTransaction): Iterable<{ key: Buffer; value: unknown }> {
-    return this.db.getRange({ start, end, snapshot: false, ...(limit === undefined ? {} : { limit }), ...(transaction === undefined ? {} : { transaction }) });
-  }
-}
-
-/**
  * The lmdb environment of one keyed backend: a local working folder (cleared when opened: the
  * state comes back from the checkpoint, never from this folder), the state database and one timer
  * index per time domain. Durability comes from checkpoints, so lmdb never syncs to disk (noSync,
@@ -193,8 +105,7 @@ export class LmdbStore {
   readonly #tables: LmdbTable[];
   readonly #writeBufferEntries: number;
   readonly #codec: ValueCodec & { structures: string[][] };
-  /** The key of the write being flushed (lmdb copies it at once). */
-  #flushKey = Buffer.allocUnsafe(4096);
+  readonly #writeBehind: LmdbWriteBehind;
   #buffered = 0;
   /** Copies whose read transaction may not have begun yet (startCopy). */
   readonly #starting = new LmdbCopyStarts();
@@ -235,19 +146,20 @@ export class LmdbStore {
       }
     }
     const lmdb = loadLmdb();
+    const environment = {
+      path: dir,
+      // The state and two timer indexes (a base of an older Weir also holds its tracker's spilled keys, one database per epoch).
+      maxDbs: 128,
+      mapSize: settings.mapSizeBytes ?? DEFAULT_MAP_SIZE,
+      noSync: true,
+      noMetaSync: true,
+      useWritemap: settings.useWritemap ?? false,
+      cache: false,
+      keyEncoding: 'binary',
+      encoding: 'binary',
+    };
     try {
-      this.#root = lmdb.open({
-        path: dir,
-        // The state and two timer indexes (a base of an older Weir also holds its tracker's spilled keys, one database per epoch).
-        maxDbs: 128,
-        mapSize: settings.mapSizeBytes ?? DEFAULT_MAP_SIZE,
-        noSync: true,
-        noMetaSync: true,
-        useWritemap: settings.useWritemap ?? false,
-        cache: false,
-        keyEncoding: 'binary',
-        encoding: 'binary',
-      });
+      this.#root = lmdb.open(environment);
       if (load !== undefined) loadLmdbBase(lmdb, this.#root, load, STATE_DATABASES);
       // A base of an older Weir holds the databases its tracker spilled keys into: not state.
       else if (base !== undefined) this.#dropDatabases(SPILL_DATABASE_PREFIX);
@@ -261,6 +173,23 @@ export class LmdbStore {
     this.processingTimers = new LmdbTable(this.#root.openDB('timers-processing', index), this, false);
     this.eventTimers = new LmdbTable(this.#root.openDB('timers-event', index), this, false);
     this.#tables = [this.state, this.processingTimers, this.eventTimers];
+    const root = this.#root;
+    const codec = this.#codec;
+    this.#writeBehind = new LmdbWriteBehind(
+      {
+        tables: this.#tables,
+        encode: (value) => codec.encode(value),
+        readTransaction: () => {
+          root.resetReadTxn();
+          return root.useReadTransaction();
+        },
+        renewReads: () => root.resetReadTxn(),
+        describeKey: (key) => this.describeKey(key),
+        writeFailed: (error) => stateDirError(dir, error),
+      },
+      environment,
+      STATE_DATABASES,
+    );
   }
 
   /** Drops the named databases whose names start with `prefix`. */
@@ -277,64 +206,59 @@ export class LmdbStore {
   }
 
   /**
-   * A write went to a buffer: the buffers go to lmdb once they hold `writeBufferEntries`, or, while
-   * a copy's read transaction has not begun (startCopy), once it has (looked at every 256 writes)
-   * or they hold 8 times that.
+   * A write went to a buffer: the buffer is sent to the flush thread once it holds
+   * `writeBufferEntries`, unless writes must wait: a barrier's transaction not taken yet, a copy's
+   * read transaction not begun yet (startCopy), or the flush thread has as many layers as it takes. Then it is looked at
+   * again every 256 writes, and sent at the latest at 8 times that size (a barrier then is taken,
+   * a copy is no longer exact: see startCopy).
    */
   written(): void {
     const buffered = ++this.#buffered;
     if (buffered < this.#writeBufferEntries) return;
-    if (this.#starting.size > 0 && buffered < this.#writeBufferEntries * STARTING_COPY_BUFFER_FACTOR) {
-      if (buffered % 256 !== 0 || !this.#starting.allBegun()) return;
+    if (buffered < this.#writeBufferEntries * STARTING_COPY_BUFFER_FACTOR) {
+      if (buffered !== this.#writeBufferEntries && buffered % 256 !== 0) return;
+      const behind = this.#writeBehind;
+      behind.reap();
+      if (behind.holding || behind.full || !this.#starting.allBegun()) return;
     }
-    this.flush();
+    this.#send();
   }
 
-  /** Writes every buffered write to lmdb in one transaction. */
-  flush(): void {
+  /** Sends the buffered writes to the flush thread (after the layers before them, the barriers they wait for taken). */
+  #send(): void {
     if (this.#buffered === 0) return;
+    const behind = this.#writeBehind;
+    // A barrier waiting for the layers before it is taken before anything after it goes.
+    if (behind.holding) behind.settle();
     this.#starting.beforeStateWrite();
-    const tables = this.#tables;
-    this.#root.transactionSync(() => {
-      for (const table of tables) {
-        if (table.pending.size === 0) continue;
-        const db = table.db;
-        const encoded = table.encoded;
-        for (const [text, value] of table.pending) {
-          const key = this.#keyOf(text);
-          if (value === TOMBSTONE) db.removeSync(key);
-          else {
-            try {
-              if (encoded) checkCloneable(value);
-              db.putSync(key, value);
-            } catch (error) {
-              throw new WeirError(
-                'STATE_NOT_SERIALIZABLE',
-                `${this.describeKey(Buffer.from(key))} holds a value the disk state backend cannot write: ${(error as Error).message}`,
-                {
-                  hint: 'state values must be structured-cloneable: primitives, plain objects, arrays, Map, Set, Date, typed arrays; no functions, symbols or class instances with behaviour',
-                  cause: error,
-                },
-              );
-            }
-          }
-        }
-      }
-    });
-    for (const table of tables) table.pending.clear();
+    behind.send();
     this.#buffered = 0;
   }
 
-  /** The bytes of a write buffer key, in a buffer reused write after write. */
-  #keyOf(text: string): Buffer {
-    if (text.length > this.#flushKey.length) this.#flushKey = Buffer.allocUnsafe(text.length);
-    const key = this.#flushKey;
-    return key.subarray(0, key.write(text, 0, 'latin1'));
+  /** Every buffered write is in lmdb when this returns (the task waits for the flush thread), and every barrier is taken. */
+  flush(): void {
+    this.#send();
+    this.#writeBehind.settle();
   }
 
-  /** A read transaction over lmdb as it is now (flushed first): the snapshot a checkpoint writes from. */
+  /** Every barrier is taken when this returns (the task waits for the layers before them). */
+  settle(): void {
+    this.#writeBehind.settle();
+  }
+
+  /**
+   * A checkpoint barrier: the buffered writes go to the flush thread and the barrier's read
+   * transaction is taken once they are written, before any later write reaches lmdb (LmdbBarrier).
+   */
+  barrier(): LmdbBarrier {
+    this.#send();
+    return this.#writeBehind.barrier();
+  }
+
+  /** A read transaction over lmdb as it is now, every buffered write in it (the task waits): a snapshot taken at once. */
   snapshot(): LmdbTransaction {
     this.flush();
+    this.#root.resetReadTxn();
     return this.#root.useReadTransaction();
   }
 
@@ -344,26 +268,30 @@ export class LmdbStore {
   }
 
   /**
-   * Starts a copy of lmdb into `<folder>/data.mdb`, written in a thread of libuv's pool: the task
-   * goes on meanwhile. Buffered writes go to lmdb first. lmdb's compacting copy (MDB_CP_COMPACT):
-   * the pages in use, renumbered, without the free ones a store gathers as it is rewritten. (A
-   * compacted file has no free pages at all: with the write map, its first transaction that frees
-   * pages it dirtied killed the process; see useWritemap.)
+   * Starts a copy of lmdb into `<folder>/data.mdb` holding the state at `barrier` (taken from
+   * {@link barrier} just before), written in a thread of libuv's pool: the task goes on meanwhile.
+   * The copy starts once the barrier's transaction is taken (its writes are in lmdb). lmdb's
+   * compacting copy (MDB_CP_COMPACT): the pages in use, renumbered, without the free ones a store
+   * gathers as it is rewritten. (A compacted file has no free pages at all: with the write map, its
+   * first transaction that frees pages it dirtied killed the process; see useWritemap.)
    *
    * The copy holds lmdb as it is when its own read transaction begins, in that thread, a moment
-   * after this call. Until it has begun, the write buffer holds the writes (up to 8 times its
-   * size) instead of flushing them, so the copy holds the state as of this call: then
+   * after it starts. Until it has begun, the write buffer holds the writes (up to 8 times its
+   * size) instead of sending them, so the copy holds the state at the barrier: then
    * {@link LmdbCopy.exact} stays true. A write that cannot wait makes it false (the buffer at that
    * limit; any flush: a range read that needs the live view, as timers firing or a map state's
-   * entries, a range delete, the next barrier): the copy may hold writes made after this call, and
-   * its reader corrects them. The copy has begun once its file has bytes: lmdb writes them only
+   * entries, a range delete, the next barrier): the copy may hold writes made after the barrier,
+   * and its reader corrects them. The copy has begun once its file has bytes: lmdb writes them only
    * from inside that transaction (usually within milliseconds, before such a read comes).
    */
-  startCopy(folder: string, onBegun?: () => void): LmdbCopy {
-    this.flush();
+  startCopy(folder: string, barrier: LmdbBarrier, onBegun?: () => void): LmdbCopy {
     mkdirSync(folder, { recursive: true });
     const copy = this.#starting.add(join(folder, 'data.mdb'), onBegun);
-    copy.done = this.#root.backup(folder, true).finally(() => this.#starting.ended(copy));
+    let started: Promise<void> | undefined;
+    barrier.whenTaken(() => {
+      started = this.#root.backup(folder, true);
+    });
+    copy.done = barrier.taken.then(() => started).finally(() => this.#starting.ended(copy));
     return copy;
   }
 
@@ -423,8 +351,12 @@ export class LmdbStore {
     if (this.#closed) return;
     this.#closed = true;
     await Promise.allSettled([...this.#scratches].map((scratch) => scratch.close()));
-    for (const table of this.#tables) table.pending.clear();
     try {
+      await this.#writeBehind.close();
+      for (const table of this.#tables) {
+        table.pending.clear();
+        table.flushing.length = 0;
+      }
       await this.#root.close();
     } finally {
       releaseStoreFolder(this.dir);

@@ -32,6 +32,11 @@ function disk(writeBufferEntries: number): LmdbKeyedStateBackend {
   });
 }
 
+/** Every buffered write is in lmdb after this (isEmpty reads lmdb directly): reads then decode what lmdb holds. */
+function written(backend: LmdbKeyedStateBackend): void {
+  backend.isEmpty();
+}
+
 /** A value of shape `i % 50` (50 shapes: more than the 32 msgpackr shares) with structured types in it. */
 function sampleValue(i: number): Record<string, unknown> {
   const value: Record<string, unknown> = {
@@ -64,6 +69,7 @@ test('values of many shapes and structured types read back from lmdb as written,
   for (let i = 0; i < 400; i++) {
     backend.setCurrentKey(`key-${i}`);
     state.update(sampleValue(i));
+    written(backend);
     // Read back an earlier key (now only in lmdb) between writes of new shapes.
     const earlier = (i * 7) % (i + 1);
     backend.setCurrentKey(`key-${earlier}`);
@@ -83,6 +89,7 @@ test('a value read is a copy: its binary data does not change when lmdb reads th
   state.update({ bytes: new Uint8Array([1, 2, 3]), n: 1 });
   backend.setCurrentKey('b');
   state.update({ bytes: new Uint8Array([9, 9, 9]), n: 2 });
+  written(backend);
   backend.setCurrentKey('a');
   const first = state.value();
   backend.setCurrentKey('b');
