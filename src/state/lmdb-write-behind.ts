@@ -1,8 +1,8 @@
 import { WeirError } from '../core/errors/weir-error.ts';
 import { checkCloneable } from './check-cloneable.ts';
 import { LmdbBarrier, type LmdbTransaction } from './lmdb-barrier.ts';
-import { LmdbFlushThread } from './lmdb-flush-thread.ts';
 import { LAYER_PUT, LAYER_REMOVE } from './lmdb-flush-protocol.ts';
+import { LmdbFlushThread } from './lmdb-flush-thread.ts';
 
 /** A deleted key in a write buffer. */
 export const TOMBSTONE: unique symbol = Symbol('deleted');
