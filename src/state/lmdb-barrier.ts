@@ -13,9 +13,10 @@ export interface LmdbTransaction {
 export class LmdbBarrier {
   #transaction: LmdbTransaction | undefined;
   #released = false;
+  #failure: Error | undefined;
   #resolve: () => void = () => {};
   readonly #onTaken: (() => void)[] = [];
-  /** Settles once the transaction is taken (or the barrier released before). */
+  /** Settles once the transaction is taken (or the barrier released before, or failed). */
   readonly taken: Promise<void>;
 
   constructor() {
@@ -27,6 +28,11 @@ export class LmdbBarrier {
   /** The barrier's read transaction; undefined until taken (and after release). */
   get transaction(): LmdbTransaction | undefined {
     return this.#transaction;
+  }
+
+  /** Why the transaction can never be taken (the flush thread failed to write what came before it). */
+  get failure(): Error | undefined {
+    return this.#failure;
   }
 
   /** Whether the barrier is given up: nothing is taken for it any more. */
@@ -48,6 +54,14 @@ export class LmdbBarrier {
     }
     this.#transaction = transaction;
     for (const action of this.#onTaken.splice(0)) action();
+    this.#resolve();
+  }
+
+  /** The writes before the barrier could not be written: {@link taken} settles, with {@link failure} set. */
+  fail(error: Error): void {
+    if (this.#released || this.#transaction !== undefined) return;
+    this.#failure = error;
+    this.#onTaken.length = 0;
     this.#resolve();
   }
 

@@ -123,7 +123,14 @@ export class LmdbSnapshotWriter extends SlicedSnapshot {
 
   /** Reads nothing until the barrier's transaction is taken ({@link waiting} until then). */
   override step(budgetMs: number): boolean {
-    if (!this.done && !this.#ready()) return false;
+    if (!this.done) {
+      try {
+        if (!this.#ready()) return false;
+      } catch (error) {
+        this.release();
+        throw error;
+      }
+    }
     return super.step(budgetMs);
   }
 
@@ -144,6 +151,7 @@ export class LmdbSnapshotWriter extends SlicedSnapshot {
   /** Whether the transaction to read is there (the barrier's, once taken). */
   #ready(): boolean {
     if (this.#transaction !== undefined) return true;
+    if (this.#barrier?.failure !== undefined) throw this.#barrier.failure;
     const transaction = this.#barrier?.transaction;
     if (transaction === undefined) return false;
     this.#read(transaction);

@@ -291,7 +291,12 @@ export class LmdbStore {
     barrier.whenTaken(() => {
       started = this.#root.backup(folder, true);
     });
-    copy.done = barrier.taken.then(() => started).finally(() => this.#starting.ended(copy));
+    copy.done = barrier.taken
+      .then(() => {
+        if (barrier.failure !== undefined) throw barrier.failure;
+        return started;
+      })
+      .finally(() => this.#starting.ended(copy));
     return copy;
   }
 

@@ -65,8 +65,9 @@ export class LmdbWriteBehind {
     this.#thread.onWritten = () => {
       try {
         this.reap();
-      } catch {
-        // The failure is thrown to the task at its next write, flush or snapshot.
+      } catch (error) {
+        // Thrown to the task at its next write or flush; a snapshot waiting for a barrier fails with it.
+        for (const barrier of this.#barriers.splice(0)) barrier.fail(error as Error);
       }
     };
   }
@@ -137,6 +138,7 @@ export class LmdbWriteBehind {
 
   /** A barrier: taken now when nothing is in flight, else once the layers sent so far are written. */
   barrier(): LmdbBarrier {
+    this.reap(); // a failed write fails the barrier's checkpoint now
     const barrier = new LmdbBarrier();
     this.#barriers.push(barrier);
     if (this.#layers.length === 0) this.#takeBarriers();
