@@ -8,7 +8,9 @@ let shared: Worker | undefined;
 
 function flushWorker(): Worker {
   if (shared !== undefined) return shared;
-  const worker = new Worker(ENTRY, { execArgv: [], resourceLimits: { maxYoungGenerationSizeMb: 8, maxOldGenerationSizeMb: 64 } });
+  // No heap limits of its own: a layer's bytes (external memory, up to 8 buffers of large values) must
+  // never make it run out of memory and end while a store waits for it (a waiting thread cannot see it end).
+  const worker = new Worker(ENTRY, { execArgv: [] });
   worker.unref();
   // A thread that ended (it never should: it answers every failure on the store's port) is started again for the next store.
   worker.once('exit', () => {
