@@ -275,9 +275,15 @@ export class LmdbKeyedStateBackend implements CheckpointableKeyedStateBackend {
     });
   }
 
+  /**
+   * Whether no key has a value (a checkpoint then writes no keyed state). Asked at every barrier, so
+   * it does not wait for the flush thread: a buffered value means not empty; else lmdb as written so
+   * far decides (a buffered deletion not yet written may make this say "not empty" of a store about
+   * to be: a snapshot of nothing, never state left out).
+   */
   isEmpty(): boolean {
     const store = this.#store;
-    store.flush();
+    if (store.state.buffersAValue()) return false;
     for (const _ of store.state.range(FIRST_KEY, LAST_KEY, 1)) return false;
     return true;
   }

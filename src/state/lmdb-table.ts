@@ -75,6 +75,13 @@ export class LmdbTable implements BufferedTable {
     return undefined;
   }
 
+  /** Whether a write buffer (pending or in flight) holds a value, not only deletions. */
+  buffersAValue(): boolean {
+    for (const value of this.pending.values()) if (value !== TOMBSTONE) return true;
+    for (const layer of this.flushing) for (const value of layer.values()) if (value !== TOMBSTONE) return true;
+    return false;
+  }
+
   put(key: KeyWriter, value: unknown): void {
     this.set(key.text(), value);
   }

@@ -32,9 +32,9 @@ function disk(writeBufferEntries: number): LmdbKeyedStateBackend {
   });
 }
 
-/** Every buffered write is in lmdb after this (isEmpty reads lmdb directly): reads then decode what lmdb holds. */
+/** Every buffered write is in lmdb after this (a snapshot at once reads lmdb at a barrier): reads then decode what lmdb holds. */
 function written(backend: LmdbKeyedStateBackend): void {
-  backend.isEmpty();
+  backend.snapshot();
 }
 
 /** A value of shape `i % 50` (50 shapes: more than the 32 msgpackr shares) with structured types in it. */

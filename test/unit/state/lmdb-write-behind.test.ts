@@ -56,7 +56,7 @@ test('writes in flight stay readable; the barrier transaction holds the state at
     writeRound(store, 0, KEYS);
     for (let i = 0; i < KEYS; i++) assert.deepEqual(read(store, i), { i, round: 0 });
     const barrier = store.barrier();
-    assert.equal(barrier.transaction, undefined, 'the barrier waits for its writes to be written');
+    // Usually not taken yet: its layer is in flight (the flush thread may be quicker; then the writes after it just go).
     writeRound(store, 1, 5000); // fewer than the 8 buffers writes wait in
     await barrier.taken;
     const transaction = transactionOf(barrier);
@@ -75,7 +75,7 @@ test('writes that cannot wait take the barrier first: its transaction still hold
   try {
     writeRound(store, 0, KEYS);
     const barrier = store.barrier();
-    assert.equal(barrier.transaction, undefined, 'the barrier waits for its writes to be written');
+    // Usually not taken yet: its layer is in flight (the flush thread may be quicker; then the writes after it just go).
     writeRound(store, 1, KEYS); // past 8 buffers: the later writes go, after the barrier is taken
     const transaction = transactionOf(barrier);
     for (let i = 0; i < KEYS; i++) assert.deepEqual(readAt(store, transaction, i), { i, round: 0 }, `key ${i} at the barrier`);
