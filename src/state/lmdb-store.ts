@@ -19,7 +19,7 @@ export { LmdbTable };
 export interface LmdbStoreSettings {
   /** The initial memory map (address space, not memory); lmdb-js grows it as the file grows. Default 64 MiB. */
   mapSizeBytes?: number;
-  /** Writes buffered on the JavaScript side before they go to the flush thread as one layer (one lmdb transaction). Default 4096. */
+  /** Writes buffered on the JavaScript side before they go to lmdb in one transaction. Default 8192. */
   writeBufferEntries?: number;
   /**
    * lmdb writes pages in place in its memory map (MDB_WRITEMAP) instead of copying them to the
@@ -39,11 +39,7 @@ export interface LmdbStoreSettings {
 }
 
 const DEFAULT_MAP_SIZE = 64 * 1024 * 1024;
-/**
- * A layer's size: encoding one is the task's own cost when it goes to the flush thread (about 1-4 us
- * an entry), so smaller layers make shorter pauses (8192 encoded in up to 87 ms at 50M keys).
- */
-const DEFAULT_WRITE_BUFFER_ENTRIES = 4096;
+const DEFAULT_WRITE_BUFFER_ENTRIES = 8192;
 
 /** The databases of a store: the state and the two timer indexes (what a base's load copies). */
 const STATE_DATABASES = ['state', 'timers-processing', 'timers-event'] as const;

@@ -11,7 +11,7 @@ export const TOMBSTONE: unique symbol = Symbol('deleted');
 const MAX_KEY_BYTES = 1978;
 
 /** Layers sent to the flush thread and not yet written, at most: a third waits for the first. */
-const MAX_LAYERS_IN_FLIGHT = 4;
+const MAX_LAYERS_IN_FLIGHT = 2;
 
 /** A table's write buffers as the write-behind sees them (LmdbTable). */
 export interface BufferedTable {

@@ -215,7 +215,7 @@ export const environmentConfigSchema = z
       .enum(['heap', 'disk'])
       .default('heap')
       .describe(
-        "Where keyed state and timers live (Flink's state backends). `heap`: JavaScript values in each worker's V8 heap (fastest; state must fit in memory). `disk`: an embedded lmdb store per keyed subtask in a local working folder under `stateDir` (Flink's EmbeddedRocksDBStateBackend), so state is bounded by the disk, not the heap; memory per subtask is a write buffer of 4096 entries (up to 4 more being written into lmdb by a flush thread) plus the OS page cache. Both take asynchronous snapshots in one canonical format: a job moves between them through any checkpoint or savepoint.",
+        "Where keyed state and timers live (Flink's state backends). `heap`: JavaScript values in each worker's V8 heap (fastest; state must fit in memory). `disk`: an embedded lmdb store per keyed subtask in a local working folder under `stateDir` (Flink's EmbeddedRocksDBStateBackend), so state is bounded by the disk, not the heap; memory per subtask is a write buffer of 8192 entries plus the OS page cache. Both take asynchronous snapshots in one canonical format: a job moves between them through any checkpoint or savepoint.",
       ),
     stateDir: z.string().min(1).optional().meta({
       defaultText: 'the OS temp folder (`os.tmpdir()`) + `/weir-state`',
