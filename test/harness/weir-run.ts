@@ -33,12 +33,6 @@ export function startWeirRun(args: string[], env: NodeJS.ProcessEnv = {}, wrap: 
   const child = spawn(command[0] as string, command.slice(1), {
     env: { ...process.env, ...env },
     stdio: ['ignore', 'pipe', 'pipe'],
-    // A run that stops itself (WEIR_FAULT=...:stop) leads a process group of its own, whose parent (this
-    // process) is in another group of the same session: never an orphaned group. In the test's own group,
-    // orphaned once the shell that started the tests has gone (a CI script run in the background), any
-    // process of the group that exits makes the kernel send a stopped member SIGHUP and SIGCONT: one way
-    // (with SIGHUP ignored) a paused zombie could wake before the test's SIGCONT, as zombie-sweep.test.ts saw once.
-    detached: /:stop$/.test(env.WEIR_FAULT ?? ''),
   });
   let stderr = '';
   let stdout = '';
