@@ -2,9 +2,10 @@
  * The thread that writes the disk backend's write buffers into lmdb (lmdb-flush-thread.ts starts
  * it: one per thread that hosts disk backends). Each store opens its lmdb environment here too
  * (lmdb-js shares one environment per file within a process) and sends its buffers through a port
- * of its own, encoded (lmdb-flush-thread.ts, `encodeLayer`); each is written in one write
- * transaction, in the order sent, and its sequence number then stored in the store's shared flag
- * (index 0; index 1 the number of one that failed, whose error follows as a message), and posted.
+ * of its own, encoded (lmdb-write-behind.ts; the layout in lmdb-flush-protocol.ts); each is written
+ * in one write transaction, in the order sent, and its sequence number then stored in the store's
+ * shared flag (index 0; index 1 the number of one that failed, whose error was posted just before),
+ * and posted.
  * The task thread meanwhile goes on with records: lmdb's page reads and writes (a large file read
  * from disk, writes throttled while the kernel writes a copy back) are this thread's wait.
  */
