@@ -161,11 +161,8 @@ export class LmdbStateTable {
     const store = this.store;
     store.flush();
     const prefix = this.#entryKey().copy();
-    const pending = store.state.pending;
-    for (const { key } of store.state.range(prefix, prefixEnd(prefix))) {
-      pending.set(key.toString('latin1'), TOMBSTONE);
-      store.written();
-    }
+    // Each through set (the write buffer is a new map after each send to the flush thread: never hold it).
+    for (const { key } of store.state.range(prefix, prefixEnd(prefix))) store.state.set(key.toString('latin1'), TOMBSTONE);
     this.#markCurrent();
   }
 

@@ -3,7 +3,10 @@ import { mkdtempSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { after, test } from 'node:test';
+import { mapState } from '../../../src/core/state/state-descriptors.ts';
+import { keyGroupRange } from '../../../src/state/key-group-range.ts';
 import { LmdbFlushThread } from '../../../src/state/lmdb-flush-thread.ts';
+import { LmdbKeyedStateBackend } from '../../../src/state/lmdb-keyed-state-backend.ts';
 import { type LmdbBarrier, LmdbStore, type LmdbTransaction, TOMBSTONE } from '../../../src/state/lmdb-store.ts';
 
 /**
@@ -140,5 +143,28 @@ test("a layer the flush thread could not write fails the next wait by the store'
     thread.idle();
     await thread.close();
     await store.close();
+  }
+});
+
+test('clearing a map state with more entries than the write buffer deletes them all (the buffer is a new map after each send)', async () => {
+  const backend = new LmdbKeyedStateBackend({
+    maxParallelism: 4,
+    keyGroupRange: keyGroupRange(0, 3),
+    operatorName: 'clear',
+    dir: join(root, `s${folders++}`),
+    settings: { writeBufferEntries: 100 },
+  });
+  try {
+    const map = backend.getState(mapState<number, number>('m'));
+    backend.setCurrentKey('k');
+    for (let i = 0; i < 2000; i++) map.put(i, i);
+    assert.equal([...map.entries()].length, 2000);
+    map.clear();
+    assert.deepEqual([...map.entries()], []);
+    backend.snapshot(); // every write in lmdb
+    assert.deepEqual([...map.entries()], []);
+    assert.equal(backend.isEmpty(), true);
+  } finally {
+    await backend.dispose();
   }
 });
