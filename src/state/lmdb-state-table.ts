@@ -161,8 +161,11 @@ export class LmdbStateTable {
     const store = this.store;
     store.flush();
     const prefix = this.#entryKey().copy();
-    // Each through set (the write buffer is a new map after each send to the flush thread: never hold it).
-    for (const { key } of store.state.range(prefix, prefixEnd(prefix))) store.state.set(key.toString('latin1'), TOMBSTONE);
+    // The keys first, then the deletions: a cursor renewed while the flush thread deletes in its range
+    // skipped entries. Each through set (the write buffer is a new map after each send: never hold it).
+    const keys: string[] = [];
+    for (const { key } of store.state.range(prefix, prefixEnd(prefix))) keys.push(key.toString('latin1'));
+    for (const key of keys) store.state.set(key, TOMBSTONE);
     this.#markCurrent();
   }
 
