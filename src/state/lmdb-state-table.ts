@@ -228,7 +228,8 @@ export class LmdbStateTable {
       const prefix = Buffer.allocUnsafe(4);
       prefix.writeUInt16BE(this.#keyGroupStart + index, 0);
       prefix.writeUInt16BE(this.id, 2);
-      for (const { key, value } of state.range(prefix, prefixEnd(prefix))) {
+      // The entries first, then the writes (a cursor renewed while the flush thread writes in its range skips entries).
+      for (const { key, value } of [...state.range(prefix, prefixEnd(prefix))].map(({ key, value }) => ({ key: Buffer.from(key), value }))) {
         const live = this.kind === 'map' ? (isExpired(value as TtlValue<unknown>, ttl, now) ? undefined : value) : liveValue(this.kind, value, ttl, now);
         if (live === value) continue;
         state.pending.set(key.toString('latin1'), live === undefined ? TOMBSTONE : live);
