@@ -16,6 +16,12 @@ import { isExpired, liveValue, type TtlValue } from './state-table.ts';
 const CHUNK_ENTRIES = 2048;
 /** lmdb entries read per range call. */
 const READ_BATCH = 512;
+/**
+ * Changed keys read between two looks at the clock: each is a point read that may fault a page in
+ * from disk (a state larger than memory), so 512 of them took up to 100 ms at 50M keys, past the
+ * slice's budget, the task standing still meanwhile.
+ */
+const DELTA_CLOCK_EVERY = 16;
 
 /** A state as it was at the barrier. */
 export interface SnapshotState {
@@ -163,10 +169,10 @@ export class LmdbSnapshotWriter extends SlicedSnapshot {
     this.#inTransaction = { transaction };
   }
 
-  protected advance(): boolean {
+  protected advance(until: number): boolean {
     if (this.#keyGroup > this.#range.end) return true;
     if (this.delta === undefined) this.#readBatch();
-    else this.#readChanges();
+    else this.#readChanges(until);
     return false;
   }
 
@@ -201,9 +207,10 @@ export class LmdbSnapshotWriter extends SlicedSnapshot {
 
   /**
    * An incremental snapshot: reads up to {@link READ_BATCH} changed keys of the current delta state
-   * in the current key group; after the last state, the changed keys' timers, and the group's section.
+   * in the current key group, fewer when the slice's time (`until`) is up; after the last state, the
+   * changed keys' timers, and the group's section.
    */
-  #readChanges(): void {
+  #readChanges(until: number): void {
     const index = this.#keyGroup - this.#range.start;
     const states = this.#deltaStates;
     while (this.#deltaState < states.length) {
@@ -222,9 +229,14 @@ export class LmdbSnapshotWriter extends SlicedSnapshot {
       const keys = this.#deltaKeys;
       const end = Math.min(keys.length, this.#deltaPosition + READ_BATCH);
       // A key with no value at the barrier is written as its deletion (undefined).
-      for (let i = this.#deltaPosition; i < end; i++) this.#push(keys[i], this.#valueAtBarrier(state, keys[i] as StateKey));
-      this.#deltaPosition = end;
-      if (end < keys.length) return;
+      let i = this.#deltaPosition;
+      while (i < end) {
+        this.#push(keys[i], this.#valueAtBarrier(state, keys[i] as StateKey));
+        i++;
+        if (i % DELTA_CLOCK_EVERY === 0 && performance.now() >= until) break;
+      }
+      this.#deltaPosition = i;
+      if (i < keys.length) return;
       this.#endSection();
       this.#deltaKeys = undefined;
       this.#deltaState++;
