@@ -5,7 +5,8 @@ import type { OperatorContext } from '../../core/operator/stream-operator.ts';
 import { dataLoss, type RecoveryContext, type TwoPhaseCommitLogic } from '../two-phase-commit-sink.ts';
 import { connectPostgres, type PostgresQuery, sendInOrder, settleWrites } from './postgres-connection.ts';
 import { postgresFailure, SQLSTATE, sqlStateOf } from './postgres-errors.ts';
-import { defaultGidPrefix, gidLiteral, parseGid, preparedTransactionGid, sinkSessionName } from './postgres-gid.ts';
+import { defaultGidPrefix, gidLiteral, newRunToken, parseGid, preparedTransactionGid, sinkSessionName } from './postgres-gid.ts';
+import { PostgresLockWatch } from './postgres-lock-watch.ts';
 import type { ParsedPostgresSinkOptions, PostgresRow } from './postgres-sink-options.ts';
 import { InsertStatements } from './postgres-statements.ts';
 import { postgresTestDelay } from './postgres-test-delays.ts';
@@ -39,7 +40,7 @@ export function xid32(xid8: string | undefined): string | undefined {
 /**
  * The PostgreSQL sink's two-phase-commit logic (run by TwoPhaseCommitSinkOperator): one database
  * transaction per subtask per checkpoint on the subtask's writing connection, rows written with
- * multi-row INSERTs, `PREPARE TRANSACTION '<prefix>-<subtask>-<checkpoint>'` at the barrier (the
+ * multi-row INSERTs, `PREPARE TRANSACTION '<prefix>-<subtask>-<checkpoint>-o<run>'` at the barrier (the
  * rows durable, invisible, the connection free for the next transaction), `COMMIT PREPARED` on a
  * second connection when the checkpoint completes (COMMIT PREPARED cannot run inside the next
  * transaction).
@@ -59,13 +60,16 @@ export function xid32(xid8: string | undefined): string | undefined {
  *
  * A commit is idempotent: a gid no longer prepared was committed before, unless its transaction
  * id says it was rolled back (then the data is gone: DATA_LOSS, never skipped). A gid names
- * (prefix, subtask, checkpoint), not the run: in cluster mode a task's fenced owner that has not
- * stopped yet (a zombie) prepares under the names its successor uses, and may take one whose
- * transaction committed already; so a commit commits the gid only while the committable's own
- * transaction (its xid) is the one prepared under it, never another. After a restore every other
- * prepared transaction of this sink's prefix that this subtask is responsible for (a gid the
- * checkpoint holds included, when another transaction holds it) is a crashed run's or a zombie's:
- * rolled back.
+ * (prefix, subtask, checkpoint) and the run (a random token per open), so no two runs prepare
+ * under the same name: in cluster mode a task's fenced owner that has not stopped yet (a zombie)
+ * and its successor read the same input and reach the same checkpoint ids, and a recovery that
+ * stalled after listing what lingers (a long GC, SIGSTOP) must roll back only what it listed, never
+ * the transaction the task's next owner prepared since for the same checkpoint. A checkpoint of a
+ * Weir before run tokens holds gids without one, which a zombie of that Weir may take again: so a
+ * commit still commits the gid only while the committable's own transaction (its xid) is the one
+ * prepared under it, never another. After a restore every other prepared transaction of this
+ * sink's prefix that this subtask is responsible for (a gid the checkpoint holds included, when
+ * another transaction holds it) is a crashed run's or a zombie's: rolled back.
  */
 export class ExactlyOncePostgresWriter<T, R extends PostgresRow> implements TwoPhaseCommitLogic<T, PostgresTransaction, PostgresCommittable> {
   readonly #options: ParsedPostgresSinkOptions<T, R>;
@@ -74,6 +78,8 @@ export class ExactlyOncePostgresWriter<T, R extends PostgresRow> implements TwoP
   #committer: pg.Client | undefined;
   #prefix = '';
   #subtaskIndex = 0;
+  /** This run's token, in every gid it prepares (postgres-gid.ts): a name is never used twice. */
+  #run = '';
   #where = 'postgres sink';
   /** The gids this subtask prepared and has not committed yet, and the rows held back behind them. */
   readonly #prepared = new Set<string>();
@@ -87,6 +93,8 @@ export class ExactlyOncePostgresWriter<T, R extends PostgresRow> implements TwoP
   #openSince: number | undefined;
   /** The statements of the latest batch, still running while the task goes on (handled: awaited by the next write and the barrier). */
   #inFlight: Promise<unknown> | undefined;
+  /** Cancels a write that waits on another run's prepared transaction (postgres-lock-watch.ts). */
+  #lockWatch: PostgresLockWatch | undefined;
 
   readonly #connectTo: typeof connectPostgres;
 
@@ -100,10 +108,14 @@ export class ExactlyOncePostgresWriter<T, R extends PostgresRow> implements TwoP
   async open(context: OperatorContext): Promise<void> {
     this.#prefix = this.#options.gidPrefix ?? defaultGidPrefix(context.jobName, context.uid);
     this.#subtaskIndex = context.subtaskIndex;
+    this.#run = newRunToken();
     this.#where = `postgres sink "${context.uid}" (subtask ${context.subtaskIndex})`;
     // The sessions name the prefix: another job's preflight sees it in use (postgres-prefix-in-use.ts).
     this.#writer = await this.#connect(sinkSessionName(this.#prefix, context.subtaskIndex, 'write'));
     this.#committer = await this.#connect(sinkSessionName(this.#prefix, context.subtaskIndex, 'commit'));
+    const { subtaskIndex, parallelism } = context;
+    const connect = () => this.#connect(`${sinkSessionName(this.#prefix, subtaskIndex, 'commit')} watch`);
+    this.#lockWatch = PostgresLockWatch.of(this.#writer, { connect, prefix: this.#prefix, subtaskIndex, parallelism, run: this.#run, where: this.#where });
     context.metrics.gauge(`transactionAge/${context.subtaskIndex}/oldestMs`, () => (this.#openSince === undefined ? 0 : Date.now() - this.#openSince));
   }
 
@@ -155,12 +167,18 @@ export class ExactlyOncePostgresWriter<T, R extends PostgresRow> implements TwoP
     const inFlight = sendInOrder(writer, queries);
     inFlight.catch(() => {});
     this.#inFlight = inFlight;
+    this.#lockWatch?.watch(inFlight);
   }
 
   async #settle(what: string): Promise<void> {
     const inFlight = this.#inFlight;
     this.#inFlight = undefined;
-    await settleWrites(inFlight, this.#where, what);
+    try {
+      await settleWrites(inFlight, this.#where, what);
+    } catch (error) {
+      throw this.#lockWatch?.takeFailure() ?? error;
+    }
+    this.#lockWatch?.takeFailure(); // a statement it cancelled had ended first
   }
 
   async preCommit(transaction: PostgresTransaction, checkpointId: number): Promise<PostgresCommittable | null> {
@@ -181,7 +199,7 @@ export class ExactlyOncePostgresWriter<T, R extends PostgresRow> implements TwoP
     }
     await this.#settle('writing rows');
     if (!transaction.began) return null; // never checkpoint an empty transaction
-    const gid = preparedTransactionGid(this.#prefix, this.#subtaskIndex, checkpointId);
+    const gid = preparedTransactionGid(this.#prefix, this.#subtaskIndex, checkpointId, this.#run);
     try {
       // One round trip: the transaction's id (to tell committed from lost later), then PREPARE.
       const results = (await (this.#writer as pg.Client).query(
@@ -207,7 +225,7 @@ export class ExactlyOncePostgresWriter<T, R extends PostgresRow> implements TwoP
    * on), and its committable carries the rows into the checkpoint.
    */
   async #carry(checkpointId: number): Promise<PostgresCommittable> {
-    const gid = preparedTransactionGid(this.#prefix, this.#subtaskIndex, checkpointId);
+    const gid = preparedTransactionGid(this.#prefix, this.#subtaskIndex, checkpointId, this.#run);
     let xid: string | undefined;
     try {
       const results = (await (this.#writer as pg.Client).query('BEGIN; SELECT pg_current_xact_id()::text AS xid')) as unknown as pg.QueryResult<{
@@ -243,9 +261,10 @@ export class ExactlyOncePostgresWriter<T, R extends PostgresRow> implements TwoP
   async commit(committable: PostgresCommittable): Promise<void> {
     if (this.#carrying !== undefined && this.#carrying.gid === committable.gid) await this.#prepareCarried(this.#carrying);
     const committer = this.#committer as pg.Client;
-    // A gid names (prefix, subtask, checkpoint), not the owner: once this transaction committed,
-    // an owner fenced in Kafka but not stopped yet (a zombie, a checkpoint behind) may prepare its
-    // own under the same gid. COMMIT PREPARED commits whatever holds the name: only this one is.
+    // A gid of a Weir before run tokens names (prefix, subtask, checkpoint), not the run: once this
+    // transaction committed, an owner fenced in Kafka but not stopped yet (a zombie, a checkpoint
+    // behind) may prepare its own under the same gid. COMMIT PREPARED commits whatever holds the
+    // name: only this one is.
     const holder = await this.#preparedUnder(committable);
     const own = xid32(committable.xid);
     if (holder !== undefined && own !== undefined && holder !== own) {
@@ -381,6 +400,8 @@ export class ExactlyOncePostgresWriter<T, R extends PostgresRow> implements TwoP
       );
       this.#carriedAgain = 0;
     }
+    this.#lockWatch?.close();
+    this.#lockWatch = undefined;
     const clients = [this.#writer, this.#committer];
     this.#writer = undefined;
     this.#committer = undefined;

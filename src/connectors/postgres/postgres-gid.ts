@@ -1,20 +1,29 @@
-import { createHash } from 'node:crypto';
+import { createHash, randomBytes } from 'node:crypto';
 
 /**
  * The global ids (gids) of the PostgreSQL sink's prepared transactions:
- * `<prefix>-<subtask>-<checkpoint id>`, built here and parsed here, one way. The prefix is the
- * sink's `gidPrefix`, by default `weir-<job name>-<sink uid>`.
+ * `<prefix>-<subtask>-<checkpoint id>-o<run>`, built here and parsed here, one way. The prefix is
+ * the sink's `gidPrefix`, by default `weir-<job name>-<sink uid>`; the run is a random token of the
+ * subtask's run (its sink opened once: a start, a restart, a cluster task's owner), so a name is
+ * never used twice: a recovery that rolls back what it listed as lingering, however late, can only
+ * roll back that transaction, never one that another run (a task's next owner in cluster mode)
+ * prepared since for the same checkpoint. Gids of a Weir before the run token,
+ * `<prefix>-<subtask>-<checkpoint id>`, are read as well (a checkpoint of it holds them).
  *
- * A gid names its prefix exactly: it ends in `-<digits>-<digits>`, so what is left before those two
- * parts is the prefix; two sinks conflict only when their prefixes are equal. Gids are unique in the
- * whole PostgreSQL server (not per database) and at most {@link MAX_GID_LENGTH} bytes long.
+ * A gid names its prefix exactly: it ends in `-<digits>-<digits>` and maybe `-o<token>`, so what
+ * is left before those parts is the prefix; two sinks conflict only when their prefixes are equal.
+ * Gids are unique in the whole PostgreSQL server (not per database) and at most
+ * {@link MAX_GID_LENGTH} bytes long.
  */
 
 /** PostgreSQL's longest gid: GIDSIZE (200 bytes) less its terminating zero byte. */
 export const MAX_GID_LENGTH = 199;
 
-/** The longest prefix: room is left for `-<subtask>-<checkpoint id>` at their largest. */
+/** The longest prefix: room is left for `-<subtask>-<checkpoint id>` at their largest (17 characters each) and `-o<run>` (10). */
 export const MAX_GID_PREFIX_LENGTH = 150;
+
+/** Characters of a run's token (base 36): 36^8 runs, about 2.8e12. */
+const RUN_TOKEN_LENGTH = 8;
 
 /** How much of the job name and of the sink uid a default prefix shows (a hash tells longer names apart). */
 const NAME_PART_LENGTH = 60;
@@ -22,29 +31,35 @@ const NAME_PART_LENGTH = 60;
 /** The characters of a prefix: gids are written into SQL as literals, so nothing that needs quoting. */
 export const GID_PREFIX_PATTERN = /^[A-Za-z0-9._-]+$/;
 
-/** Where a gid of a sink belongs: the subtask that prepared it and the checkpoint whose barrier did. */
+/** Where a gid of a sink belongs: the subtask that prepared it, the checkpoint whose barrier did, and the run (undefined in a gid of a Weir before run tokens). */
 export interface GidParts {
   subtask: number;
   checkpointId: number;
+  run: string | undefined;
 }
 
-/** The gid of a subtask's transaction of one checkpoint: `<prefix>-<subtask>-<checkpoint id>`. */
-export function preparedTransactionGid(prefix: string, subtask: number, checkpointId: number): string {
-  return `${prefix}-${subtask}-${checkpointId}`;
+/** A new run's token: {@link RUN_TOKEN_LENGTH} random base-36 characters. */
+export function newRunToken(): string {
+  return (randomBytes(6).readUIntBE(0, 6) % 36 ** RUN_TOKEN_LENGTH).toString(36).padStart(RUN_TOKEN_LENGTH, '0');
+}
+
+/** The gid of a subtask's transaction of one checkpoint in one run: `<prefix>-<subtask>-<checkpoint id>-o<run>`. */
+export function preparedTransactionGid(prefix: string, subtask: number, checkpointId: number, run: string): string {
+  return `${prefix}-${subtask}-${checkpointId}-o${run}`;
 }
 
 /**
- * The subtask and checkpoint of a gid of this prefix, or undefined when the gid does not follow
- * `<prefix>-<subtask>-<checkpoint id>` exactly: a gid of another sink whose prefix merely starts
- * with this one (`<prefix>-x-0-3`, `<prefix>-1-0-3`) is not one of ours.
+ * The subtask, checkpoint and run of a gid of this prefix, or undefined when the gid does not
+ * follow `<prefix>-<subtask>-<checkpoint id>[-o<run>]` exactly: a gid of another sink whose prefix
+ * merely starts with this one (`<prefix>-x-0-3`, `<prefix>-1-0-3`) is not one of ours.
  */
 export function parseGid(prefix: string, gid: string): GidParts | undefined {
   if (!gid.startsWith(`${prefix}-`)) return undefined;
-  const match = /^(\d+)-(\d+)$/.exec(gid.slice(prefix.length + 1));
+  const match = /^(\d+)-(\d+)(?:-o([0-9a-z]+))?$/.exec(gid.slice(prefix.length + 1));
   if (match === null) return undefined;
   const subtask = Number(match[1]);
   const checkpointId = Number(match[2]);
-  return Number.isSafeInteger(subtask) && Number.isSafeInteger(checkpointId) ? { subtask, checkpointId } : undefined;
+  return Number.isSafeInteger(subtask) && Number.isSafeInteger(checkpointId) ? { subtask, checkpointId, run: match[3] } : undefined;
 }
 
 /**

@@ -12,7 +12,7 @@ import { type PostgresRow, type PostgresSinkOptions, parsePostgresSinkOptions } 
  * PostgreSQL sink, exactly-once through PostgreSQL's two-phase commit (Flink's JDBC exactly-once
  * sink, without XA): each subtask writes a checkpoint's rows in one database transaction, in
  * multi-row INSERTs (append, or upsert with ON CONFLICT (key) DO UPDATE); at the barrier the
- * transaction is prepared (`PREPARE TRANSACTION '<prefix>-<subtask>-<checkpoint id>'`) and its gid
+ * transaction is prepared (`PREPARE TRANSACTION '<prefix>-<subtask>-<checkpoint id>-o<run>'`) and its gid
  * kept in the checkpoint; `COMMIT PREPARED` when the checkpoint completes. A restore commits what
  * the checkpoint holds and rolls back every other prepared transaction of the sink's prefix; so
  * does the job's end, however it ends (exactly-once-postgres-writer.ts).

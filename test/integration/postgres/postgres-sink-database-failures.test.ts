@@ -81,7 +81,7 @@ describe('postgresSink: the database fails while the job writes', () => {
     const checkpoint = Number(/pausing the process at after-checkpoint-metadata of checkpoint (\d+)/.exec(run.stderr)?.[1]);
     const before = await prepared();
     assert.equal(
-      before.filter((gid) => gid.endsWith(`-${checkpoint}`)).length,
+      before.filter((gid) => new RegExp(`-${checkpoint}-o[0-9a-z]+$`).test(gid)).length,
       4,
       `checkpoint ${checkpoint} prepared by 2 sinks x 2 subtasks: ${before.join(', ')}`,
     );

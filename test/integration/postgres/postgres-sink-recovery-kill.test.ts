@@ -55,7 +55,7 @@ describe('postgresSink: SIGKILL of the job during its recovery', () => {
       WEIR_TEST_STORAGE_DELAY: 'metadata:>=1:300',
       WEIR_TEST_POSTGRES_DELAY: 'carried-prepare:20000',
     });
-    const holding = /holding before PREPARE TRANSACTION (\S+-(\d+)) \(carried\)/;
+    const holding = /holding before PREPARE TRANSACTION (\S+-(\d+)-o[0-9a-z]+) \(carried\)/;
     await waitFor('a carried transaction held before its PREPARE', () => holding.test(first.stderr) || first.child.exitCode !== null, 60_000);
     assert.match(first.stderr, holding, `the run ended before a transaction was carried:\n${first.stderr}`);
     const [, gid, checkpoint] = holding.exec(first.stderr) as RegExpExecArray;

@@ -10,6 +10,7 @@
 import assert from 'node:assert/strict';
 import { after, before, test } from 'node:test';
 import { ExactlyOncePostgresWriter, type PostgresCommittable } from '../../../src/connectors/postgres/exactly-once-postgres-writer.ts';
+import { connectPostgres } from '../../../src/connectors/postgres/postgres-connection.ts';
 import { parsePostgresSinkOptions } from '../../../src/connectors/postgres/postgres-sink-options.ts';
 import type { OperatorContext } from '../../../src/core/operator/stream-operator.ts';
 import { type PostgresTestServer, startPostgres } from '../../harness/postgres-server.ts';
@@ -28,16 +29,20 @@ const TASK = 9;
 const TASKS = 12;
 const context = { jobName: 'stale-owner', uid: 'totals-sink', subtaskIndex: TASK, parallelism: TASKS, metrics: { gauge() {} } } as unknown as OperatorContext;
 
-/** One owner's run of the task's sink: the writer, opened as a restore opens it (its recovery done by the caller). */
-async function owner(table: string): Promise<ExactlyOncePostgresWriter<Total, Total>> {
+/** One owner's run of the task's sink: the writer, opened as a restore opens it (its recovery done by the caller); `connect` wraps its connections. */
+async function owner(
+  table: string,
+  connect: typeof connectPostgres = connectPostgres,
+  mode: 'append' | 'upsert' = 'append',
+): Promise<ExactlyOncePostgresWriter<Total, Total>> {
   const options = parsePostgresSinkOptions<Total, Total>({
     connectionString: server.connectionString,
     table,
     columns: ['seq', 'account', 'total'],
-    mode: 'append',
+    ...(mode === 'upsert' ? { mode, key: ['account'] } : { mode }),
     toRow: (record) => record,
   });
-  const writer = new ExactlyOncePostgresWriter(options, undefined);
+  const writer = new ExactlyOncePostgresWriter(options, connect);
   await writer.open(context);
   return writer;
 }
@@ -153,6 +158,116 @@ test("a zombie's transaction prepared under the name the new owner's next checkp
     [
       [7, 1],
       [19, 1],
+    ],
+  );
+  assert.deepEqual(await preparedGids(), []);
+});
+
+test("a recovery that stalls between listing the lingering transactions and rolling them back never rolls back the next owner's, prepared for the same checkpoint meanwhile", async () => {
+  const table = 'stale_owner_late_rollback';
+  await server.query(`CREATE TABLE ${table} (seq bigint NOT NULL, account text NOT NULL, total bigint NOT NULL)`);
+  // An earlier owner prepared checkpoint 2 and was fenced before its Kafka commit: its transaction lingers.
+  const earlier = await owner(table);
+  const lost = earlier.beginTransaction();
+  await earlier.write(lost, rows);
+  await earlier.preCommit(lost, 2);
+  await earlier.close();
+
+  // The task's owner B restores checkpoint 1: it lists that transaction as lingering, then stands
+  // still (a long GC, SIGSTOP) before its ROLLBACK PREPARED goes out.
+  let reached!: () => void;
+  const listed = new Promise<void>((resolve) => {
+    reached = resolve;
+  });
+  let wake!: () => void;
+  const woken = new Promise<void>((resolve) => {
+    wake = resolve;
+  });
+  const stalling: typeof connectPostgres = async (connectionString, applicationName, where) => {
+    const client = await connectPostgres(connectionString, applicationName, where);
+    const query = client.query.bind(client) as (...args: unknown[]) => Promise<unknown>;
+    (client as unknown as { query: (...args: unknown[]) => Promise<unknown> }).query = (...args: unknown[]) => {
+      if (typeof args[0] !== 'string' || !args[0].startsWith('ROLLBACK PREPARED')) return query(...args);
+      reached();
+      return woken.then(() => query(...args));
+    };
+    return client;
+  };
+  const stalled = await owner(table, stalling);
+  const stalledRecovery = stalled.abortLingering({ subtaskIndex: TASK, parallelism: TASKS, restoredCheckpointId: 1, allRestoredCommittables: [] });
+  await listed;
+
+  // Meanwhile the task moved: its next owner fenced B, restored checkpoint 1 (rolling the lingering
+  // transaction back itself), read the same input and prepared its checkpoint 2; its record 2
+  // committed in Kafka.
+  const next = await owner(table);
+  await recover(next, []);
+  const mine = next.beginTransaction();
+  await next.write(mine, rows);
+  const committable = (await next.preCommit(mine, 2)) as PostgresCommittable;
+
+  // B wakes and goes on with its rollback of what it listed; then it learns it was fenced and stops.
+  wake();
+  await stalledRecovery.catch(() => {});
+  await stalled.close();
+
+  // The next owner's sink commits what its record holds.
+  await next.commit(committable);
+  await next.notifyCheckpointComplete();
+  await next.close();
+  assert.deepEqual(
+    [...(await copies(table))],
+    [
+      [7, 1],
+      [19, 1],
+    ],
+    "the record's rows, once: the stalled recovery rolled back only what it listed",
+  );
+  assert.deepEqual(await preparedGids(), []);
+});
+
+test("upserts that wait on a zombie's transaction, prepared after the restore: the wait is cancelled and named, and the restart's recovery rolls it back", {
+  timeout: 120_000,
+}, async () => {
+  const table = 'stale_owner_locks';
+  await server.query(`CREATE TABLE ${table} (account text PRIMARY KEY, seq bigint NOT NULL, total bigint NOT NULL)`);
+  const upserting = (): Promise<ExactlyOncePostgresWriter<Total, Total>> => owner(table, connectPostgres, 'upsert');
+  const next = await upserting();
+  await recover(next, []);
+  // The zombie, paused mid-checkpoint while the task moved, wakes after the next owner's restore and
+  // prepares its checkpoint 2 (the same keys, its row locks held until someone ends it); its Kafka
+  // commit then fails (fenced) and it dies without ending it.
+  const zombie = await upserting();
+  const stale = zombie.beginTransaction();
+  await zombie.write(stale, rows);
+  await zombie.preCommit(stale, 2);
+  await zombie.close();
+
+  // The next owner upserts the same keys: its statements wait on the zombie's locks. The wait is
+  // named and cancelled (not waited out for ever), and the task fails.
+  const mine = next.beginTransaction();
+  await next.write(mine, rows);
+  await assert.rejects(next.preCommit(mine, 2), (error: Error) => {
+    assert.match(error.message, /wait on row locks of prepared transaction\(s\) \S+-9-2-o[0-9a-z]+ of this sink's subtask that this run did not prepare/);
+    return true;
+  });
+  await next.abort(mine);
+  await next.close();
+
+  // Its restart restores checkpoint 1: the recovery rolls the zombie's transaction back, and the
+  // input since is written again.
+  const restarted = await upserting();
+  await recover(restarted, []);
+  const again = restarted.beginTransaction();
+  await restarted.write(again, rows);
+  await restarted.commit((await restarted.preCommit(again, 2)) as PostgresCommittable);
+  await restarted.close();
+  const written = await server.query<{ account: string; seq: string }>(`SELECT account, seq FROM ${table} ORDER BY account`);
+  assert.deepEqual(
+    written.map((row) => [row.account, Number(row.seq)]),
+    [
+      ['a19', 19],
+      ['a7', 7],
     ],
   );
   assert.deepEqual(await preparedGids(), []);

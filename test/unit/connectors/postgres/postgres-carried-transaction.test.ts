@@ -16,12 +16,17 @@ type Total = { key: string; total: number };
 const options = parsePostgresSinkOptions<Total, Total>({ table: 'totals', columns: ['key', 'total'], key: ['key'], mode: 'upsert', toRow: (record) => record });
 const context = { jobName: 'j', uid: 's', subtaskIndex: 0, metrics: { gauge() {} } } as unknown as OperatorContext;
 
-/** A fake server: logs every statement (an INSERT as its values), answers what the writer asks. */
+/** A gid without its run's token (`-o<8 characters>`, random: postgres-gid.ts), as the log shows it. */
+function plain(text: string): string {
+  return text.replace(/-o[0-9a-z]{8}\b/g, '');
+}
+
+/** A fake server: logs every statement (an INSERT as its values; gids without their run's token), answers what the writer asks. */
 function fakeServer(gone: Set<string> = new Set(), status = 'committed') {
   const log: string[] = [];
   let xid = 100;
   const query = async (request: string | { text: string; values?: unknown[] }): Promise<unknown> => {
-    const text = typeof request === 'string' ? request : request.text;
+    const text = plain(typeof request === 'string' ? request : request.text);
     if (text.startsWith('INSERT')) {
       log.push(`INSERT ${JSON.stringify((request as { values: unknown[] }).values)}`);
       return {};
@@ -48,14 +53,14 @@ test('a barrier behind a still prepared transaction carries its rows; they are w
   const t1 = writer.beginTransaction();
   await writer.write(t1, [{ key: 'a', total: 1 }]);
   const c1 = (await writer.preCommit(t1, 1)) as PostgresCommittable;
-  assert.equal(c1.gid, 'weir-j-s-0-1');
+  assert.match(c1.gid, /^weir-j-s-0-1-o[0-9a-z]{8}$/);
   assert.equal(c1.carried, undefined);
 
   // Checkpoint 2's barrier before checkpoint 1's completion: its row waits behind 1's locks.
   const t2 = writer.beginTransaction();
   await writer.write(t2, [{ key: 'a', total: 2 }]);
   const c2 = (await writer.preCommit(t2, 2)) as PostgresCommittable;
-  assert.deepEqual(c2, { gid: 'weir-j-s-0-2', xid: '101', carried: [{ key: 'a', total: 2 }] });
+  assert.deepEqual({ ...c2, gid: plain(c2.gid) }, { gid: 'weir-j-s-0-2', xid: '101', carried: [{ key: 'a', total: 2 }] });
   const t3 = writer.beginTransaction();
   await writer.write(t3, [{ key: 'a', total: 3 }]);
   assert.deepEqual(server.log, [
@@ -110,7 +115,7 @@ test('a second barrier while the carried transaction still waits fails the task 
   await writer.write(t3, [{ key: 'a', total: 3 }]);
   await assert.rejects(writer.preCommit(t3, 3), {
     code: 'TASK_FAILED',
-    message: /checkpoint 3's barrier came while the transaction weir-j-s-0-1, weir-j-s-0-2 is still prepared/,
+    message: /checkpoint 3's barrier came while the transaction weir-j-s-0-1-o[0-9a-z]{8}, weir-j-s-0-2-o[0-9a-z]{8} is still prepared/,
   });
   await writer.close();
 });

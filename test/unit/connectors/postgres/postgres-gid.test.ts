@@ -5,17 +5,32 @@ import {
   GID_PREFIX_PATTERN,
   isSinkSessionOf,
   MAX_GID_LENGTH,
+  MAX_GID_PREFIX_LENGTH,
+  newRunToken,
   parseGid,
   preparedTransactionGid,
   sinkSessionName,
 } from '../../../../src/connectors/postgres/postgres-gid.ts';
 
-test('a gid names the job, the sink uid, the subtask and the checkpoint, and parses back one way', () => {
+test('a gid names the job, the sink uid, the subtask, the checkpoint and the run, and parses back one way', () => {
   const prefix = defaultGidPrefix('orders', 'totals-sink');
   assert.equal(prefix, 'weir-orders-totals-sink');
-  const gid = preparedTransactionGid(prefix, 3, 42);
-  assert.equal(gid, 'weir-orders-totals-sink-3-42');
-  assert.deepEqual(parseGid(prefix, gid), { subtask: 3, checkpointId: 42 });
+  const gid = preparedTransactionGid(prefix, 3, 42, 'k2x0a9zz');
+  assert.equal(gid, 'weir-orders-totals-sink-3-42-ok2x0a9zz');
+  assert.deepEqual(parseGid(prefix, gid), { subtask: 3, checkpointId: 42, run: 'k2x0a9zz' });
+  // A gid of a Weir before run tokens (a checkpoint of it holds such gids).
+  assert.deepEqual(parseGid(prefix, 'weir-orders-totals-sink-3-42'), { subtask: 3, checkpointId: 42, run: undefined });
+});
+
+test("each run's token is new: two runs of a subtask never prepare under the same name", () => {
+  const tokens = new Set<string>();
+  for (let i = 0; i < 1000; i++) {
+    const token = newRunToken();
+    assert.match(token, /^[0-9a-z]{8}$/);
+    tokens.add(token);
+  }
+  assert.equal(tokens.size, 1000);
+  assert.notEqual(preparedTransactionGid('p', 0, 2, newRunToken()), preparedTransactionGid('p', 0, 2, newRunToken()));
 });
 
 test("another sink's gid whose prefix merely starts with ours is not ours", () => {
@@ -25,6 +40,9 @@ test("another sink's gid whose prefix merely starts with ours is not ours", () =
   assert.equal(parseGid(prefix, 'weir-orders-sinkA-0-3'), undefined);
   assert.equal(parseGid(prefix, 'weir-orders-sink-0-3x'), undefined);
   assert.equal(parseGid(prefix, 'weir-orders-sink-0-'), undefined);
+  assert.equal(parseGid(prefix, 'weir-orders-sink-0-3-o'), undefined);
+  assert.equal(parseGid(prefix, 'weir-orders-sink-0-3-oAB'), undefined);
+  assert.equal(parseGid(prefix, 'weir-orders-sink-1-0-3-oab'), undefined);
 });
 
 test('names that could collide get a hash of the original names: unambiguous prefixes', () => {
@@ -47,9 +65,12 @@ test("long names are cut and hashed: the gid stays within PostgreSQL's 199 bytes
   const job = 'j'.repeat(500);
   const prefix = defaultGidPrefix(job, 'u'.repeat(300));
   assert.notEqual(prefix, defaultGidPrefix(`${job}x`, 'u'.repeat(300)));
-  const gid = preparedTransactionGid(prefix, 32767, Number.MAX_SAFE_INTEGER);
+  const gid = preparedTransactionGid(prefix, 32767, Number.MAX_SAFE_INTEGER, newRunToken());
   assert.ok(Buffer.byteLength(gid) <= MAX_GID_LENGTH, `${gid.length} bytes`);
-  assert.deepEqual(parseGid(prefix, gid), { subtask: 32767, checkpointId: Number.MAX_SAFE_INTEGER });
+  assert.deepEqual(parseGid(prefix, gid)?.checkpointId, Number.MAX_SAFE_INTEGER);
+  // The longest prefix a user may set, with the largest subtask and checkpoint id.
+  const longest = preparedTransactionGid('p'.repeat(MAX_GID_PREFIX_LENGTH), Number.MAX_SAFE_INTEGER, Number.MAX_SAFE_INTEGER, newRunToken());
+  assert.ok(Buffer.byteLength(longest) <= MAX_GID_LENGTH, `${longest.length} bytes`);
 });
 
 test("a subtask's session names carry its prefix (cut and hashed when long), and only that prefix's sessions match", () => {

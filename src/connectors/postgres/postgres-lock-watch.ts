@@ -1,0 +1,140 @@
+import type pg from 'pg';
+import { WeirError } from '../../core/errors/weir-error.ts';
+import { processLog } from '../../core/logging/pino-logger.ts';
+import { parseGid } from './postgres-gid.ts';
+
+/** How long a batch's statements may wait before the watch looks at what they wait for, and how often it looks again. */
+export const LOCK_WATCH_MS = 5000;
+
+/** What the watch needs of its sink subtask. */
+export interface LockWatchTarget {
+  /** A new connection of its own (the sink's two are busy: one waits, the other commits). */
+  connect(): Promise<pg.Client>;
+  /** The backend process of the writing connection. */
+  writerPid: number;
+  prefix: string;
+  subtaskIndex: number;
+  parallelism: number;
+  /** This run's token (its own prepared transactions never block its writes: it holds rows back behind them). */
+  run: string;
+  where: string;
+}
+
+/**
+ * Watches the exactly-once PostgreSQL sink's writes for one wait that never ends by itself: its
+ * statements waiting on row locks of a transaction prepared under its own prefix and subtask by
+ * another run. In cluster mode a task's fenced owner that has not stopped yet (a zombie) may
+ * prepare its checkpoint's transaction after the next owner's restore rolled back what lingered;
+ * nobody commits it (its Kafka commit fails), and the next owner's upserts of the same keys would
+ * wait on its locks for ever, the task standing still. After {@link LOCK_WATCH_MS} the watch asks
+ * PostgreSQL what the writer waits for (pg_blocking_pids: a prepared transaction shows as 0) and,
+ * when it is such a transaction, cancels the writer's statement: the task fails, naming the gids,
+ * and its restart's recovery rolls them back (the recovery's rule: every prepared transaction of
+ * the subtask that the restored checkpoint does not hold). The watch itself never ends another
+ * transaction: were this run the zombie, waiting on its successor's prepared transaction, its
+ * failure is what should happen. A wait on anything else (another application's locks) is waited
+ * out, and logged once.
+ */
+export class PostgresLockWatch {
+  readonly #target: LockWatchTarget;
+  readonly #timer: NodeJS.Timeout;
+  /** When the statements in flight were sent (undefined when none is). */
+  #since: number | undefined;
+  #looking = false;
+  #logged = false;
+  #failure: WeirError | undefined;
+
+  /** The watch of a sink's writing connection (none for a connection without a backend process: a unit test's fake). */
+  static of(writer: pg.Client, target: Omit<LockWatchTarget, 'writerPid'>): PostgresLockWatch | undefined {
+    const writerPid = (writer as unknown as { processID?: number | null }).processID;
+    return typeof writerPid === 'number' ? new PostgresLockWatch({ ...target, writerPid }) : undefined;
+  }
+
+  constructor(target: LockWatchTarget) {
+    this.#target = target;
+    this.#timer = setInterval(() => this.#tick(), LOCK_WATCH_MS);
+    this.#timer.unref();
+  }
+
+  /** Statements sent: watched until they settle. */
+  watch(inFlight: Promise<unknown>): void {
+    const since = Date.now();
+    this.#since = since;
+    const settled = () => {
+      if (this.#since === since) this.#since = undefined;
+    };
+    inFlight.then(settled, settled);
+  }
+
+  /** The failure the task fails with when the watch cancelled the writer's statement (else undefined); the watch looks again from then on. */
+  takeFailure(): WeirError | undefined {
+    const failure = this.#failure;
+    this.#failure = undefined;
+    return failure;
+  }
+
+  close(): void {
+    clearInterval(this.#timer);
+  }
+
+  #tick(): void {
+    const since = this.#since;
+    if (since === undefined || this.#looking || this.#failure !== undefined || Date.now() - since < LOCK_WATCH_MS) return;
+    this.#looking = true;
+    this.#look().then(
+      () => {
+        this.#looking = false;
+      },
+      (error: unknown) => {
+        this.#looking = false;
+        processLog().warn(`${this.#target.where}: could not look at what its statements wait for: ${(error as Error).message}`);
+      },
+    );
+  }
+
+  async #look(): Promise<void> {
+    const target = this.#target;
+    const client = await target.connect();
+    try {
+      const blocking = await client.query<{ prepared: boolean; others: boolean }>(
+        'SELECT 0 = ANY(pg_blocking_pids($1::int)) AS prepared, cardinality(pg_blocking_pids($1::int)) > 0 AS others',
+        [target.writerPid],
+      );
+      const row = blocking.rows[0];
+      if (row === undefined || !row.others) return;
+      const listed = row.prepared
+        ? await client.query<{ gid: string }>(
+            'SELECT gid FROM pg_prepared_xacts WHERE database = current_database() AND left(gid, length($1)) = $1 ORDER BY gid',
+            [`${target.prefix}-`],
+          )
+        : { rows: [] };
+      const stale = listed.rows
+        .map((prepared) => prepared.gid)
+        .filter((gid) => {
+          const parts = parseGid(target.prefix, gid);
+          return parts !== undefined && parts.subtask % target.parallelism === target.subtaskIndex && parts.run !== target.run;
+        });
+      if (stale.length === 0) {
+        if (!this.#logged) {
+          this.#logged = true;
+          processLog().warn(
+            `${target.where}: its statements have waited ${Math.round((Date.now() - (this.#since ?? Date.now())) / 1000)} s on locks of other sessions${row.prepared ? ' (a prepared transaction not of this sink among them)' : ''}: the checkpoint waits with them`,
+          );
+        }
+        return;
+      }
+      this.#failure = new WeirError(
+        'TASK_FAILED',
+        `${target.where}: its rows wait on row locks of prepared transaction(s) ${stale.join(', ')} of this sink's subtask that this run did not prepare (a fenced earlier owner of the task, a zombie, prepared them after this run's restore; nobody will commit them): the waiting statement is cancelled`,
+        {
+          fault: 'external',
+          retriable: true,
+          hint: 'the task restarts from its latest checkpoint, whose recovery rolls them back; if a run of this job is still alive elsewhere, stop it (two runs of a job must never share a gidPrefix)',
+        },
+      );
+      await client.query('SELECT pg_cancel_backend($1::int)', [target.writerPid]);
+    } finally {
+      await client.end().catch(() => {});
+    }
+  }
+}
