@@ -1,11 +1,12 @@
 /**
  * The exactly-once PostgreSQL sink when a task has two owners at once (cluster mode: an owner
  * fenced in Kafka that has not stopped yet, a zombie, and the task's next owner), against a real
- * PostgreSQL. A gid names (prefix, task, checkpoint), not the owner: both owners restored the same
- * checkpoint, read the same input and prepare under the same names. The zombie's Kafka commits
- * fail, so none of its prepared transactions may ever become visible; a recovery that commits the
- * committables a checkpoint record holds must commit the transaction the record names (its xid),
- * never another one prepared under its gid since.
+ * PostgreSQL. Both owners restored the same checkpoint, read the same input and reach the same
+ * checkpoint ids; a gid names its run too (postgres-gid.ts), so they never prepare under the same
+ * name. The zombie's Kafka commits fail, so none of its prepared transactions may ever become
+ * visible; a recovery that commits the committables a checkpoint record holds must commit the
+ * transaction the record names (its xid), never another; a recovery's late rollback must reach
+ * only what it listed; and the next owner's writes must not wait for ever on a zombie's locks.
  */
 import assert from 'node:assert/strict';
 import { after, before, test } from 'node:test';
