@@ -125,7 +125,7 @@ export class PostgresLockWatch {
       }
       this.#failure = new WeirError(
         'TASK_FAILED',
-        `${target.where}: its rows wait on row locks of prepared transaction(s) ${stale.join(', ')} of this sink's subtask that this run did not prepare (a fenced earlier owner of the task, a zombie, prepared them after this run's restore; nobody will commit them): the waiting statement is cancelled`,
+        `${target.where}: its rows wait on the locks of a prepared transaction, and prepared transaction(s) ${stale.join(', ')} of this sink's subtask that this run did not prepare are there (a fenced earlier owner of the task, a zombie, prepared them after this run's restore; nobody will commit them): the waiting statement is cancelled`,
         {
           fault: 'external',
           retriable: true,

@@ -249,7 +249,10 @@ test("upserts that wait on a zombie's transaction, prepared after the restore: t
   const mine = next.beginTransaction();
   await next.write(mine, rows);
   await assert.rejects(next.preCommit(mine, 2), (error: Error) => {
-    assert.match(error.message, /wait on row locks of prepared transaction\(s\) \S+-9-2-o[0-9a-z]+ of this sink's subtask that this run did not prepare/);
+    assert.match(
+      error.message,
+      /wait on the locks of a prepared transaction, and prepared transaction\(s\) \S+-9-2-o[0-9a-z]+ of this sink's subtask that this run did not prepare are there/,
+    );
     return true;
   });
   await next.abort(mine);
