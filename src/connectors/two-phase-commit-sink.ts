@@ -5,8 +5,13 @@ import type { MetricCounter } from '../core/metrics/metric-group.ts';
 import { type OperatorContext, StreamOperator } from '../core/operator/stream-operator.ts';
 import type { ListState } from '../core/state/state-types.ts';
 
-/** The version of the committable entries a two-phase-commit sink keeps in its checkpointed state. */
-export const COMMITTABLE_STATE_VERSION = 1;
+/**
+ * The newest version of the committable entries a two-phase-commit sink keeps in its checkpointed
+ * state that this Weir reads. A sink writes {@link TwoPhaseCommitLogic.committableVersion}: 1, or 2
+ * for the PostgreSQL sink's entries since its gids name their run (postgres-gid.ts: an older Weir
+ * would not recognize them as its sink's, so it must refuse such a checkpoint).
+ */
+export const COMMITTABLE_STATE_VERSION = 2;
 
 /** The union list state a two-phase-commit sink keeps its pre-committed, not yet committed, committables in. */
 export const PENDING_COMMITTABLES_STATE = 'pending-committables';
@@ -40,6 +45,8 @@ export interface RecoveryContext<C> {
  * carry a random part; the PostgreSQL sink checks the prepared transaction's id).
  */
 export interface TwoPhaseCommitLogic<IN, TXN, C> {
+  /** The version its committable entries are written with (default 1; at most {@link COMMITTABLE_STATE_VERSION}). */
+  readonly committableVersion?: number;
   /** Called first, with where the sink's subtask runs. */
   open?(context: OperatorContext): void | Promise<void>;
   beginTransaction(): TXN | Promise<TXN>;
@@ -186,7 +193,7 @@ export class TwoPhaseCommitSinkOperator<IN, TXN, C> extends StreamOperator<IN, n
   override async snapshotState(checkpointId: number): Promise<void> {
     const committable = await this.#logic.preCommit(this.#transaction as TXN, checkpointId);
     if (committable !== null) {
-      this.#pending.push({ version: COMMITTABLE_STATE_VERSION, checkpointId, subtaskIndex: this.#subtaskIndex, committable });
+      this.#pending.push({ version: this.#logic.committableVersion ?? 1, checkpointId, subtaskIndex: this.#subtaskIndex, committable });
       this.#preCommitted.inc();
     }
     this.#state.update(this.#pending);

@@ -97,6 +97,8 @@ export class ExactlyOncePostgresWriter<T, R extends PostgresRow> implements TwoP
   #lockWatch: PostgresLockWatch | undefined;
 
   readonly #connectTo: typeof connectPostgres;
+  /** Version 2: its gids name their run (an older Weir refuses the checkpoint: it would not recognize them). */
+  readonly committableVersion = 2;
 
   /** `connect`: how a connection is made (a unit test passes a fake). */
   constructor(options: ParsedPostgresSinkOptions<T, R>, connect: typeof connectPostgres = connectPostgres) {
@@ -252,9 +254,11 @@ export class ExactlyOncePostgresWriter<T, R extends PostgresRow> implements TwoP
         .statements(carrying.rows)
         .map((statement) => (statement.name === undefined ? { text: statement.text, values: statement.values } : statement));
       queries.push(`PREPARE TRANSACTION ${gidLiteral(carrying.gid)}`);
-      await sendInOrder(writer, queries);
+      const sending = sendInOrder(writer, queries);
+      this.#lockWatch?.watch(sending);
+      await sending;
     } catch (error) {
-      throw postgresFailure(this.#where, `writing the carried rows of ${carrying.gid} and preparing it`, error);
+      throw this.#lockWatch?.takeFailure() ?? postgresFailure(this.#where, `writing the carried rows of ${carrying.gid} and preparing it`, error);
     }
   }
 
@@ -400,7 +404,7 @@ export class ExactlyOncePostgresWriter<T, R extends PostgresRow> implements TwoP
       );
       this.#carriedAgain = 0;
     }
-    this.#lockWatch?.close();
+    await this.#lockWatch?.close();
     this.#lockWatch = undefined;
     const clients = [this.#writer, this.#committer];
     this.#writer = undefined;

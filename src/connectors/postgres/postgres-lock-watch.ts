@@ -40,8 +40,12 @@ export class PostgresLockWatch {
   readonly #timer: NodeJS.Timeout;
   /** When the statements in flight were sent (undefined when none is). */
   #since: number | undefined;
-  #looking = false;
-  #logged = false;
+  /** The statements in flight (each watch its own token). */
+  #watched: object | undefined;
+  /** The look under way (close waits for it: its cancel names the writer's process). */
+  #looking: Promise<void> | undefined;
+  /** A wait already logged (once per wait). */
+  #logged: number | undefined;
   #failure: WeirError | undefined;
 
   /** The watch of a sink's writing connection (none for a connection without a backend process: a unit test's fake). */
@@ -58,10 +62,13 @@ export class PostgresLockWatch {
 
   /** Statements sent: watched until they settle. */
   watch(inFlight: Promise<unknown>): void {
-    const since = Date.now();
-    this.#since = since;
+    const watched = {};
+    this.#watched = watched;
+    this.#since = Date.now();
     const settled = () => {
-      if (this.#since === since) this.#since = undefined;
+      if (this.#watched !== watched) return;
+      this.#watched = undefined;
+      this.#since = undefined;
     };
     inFlight.then(settled, settled);
   }
@@ -73,26 +80,31 @@ export class PostgresLockWatch {
     return failure;
   }
 
-  close(): void {
+  /** Stops watching (once a look under way is done: its cancel names the writer's process, which must still be the writer's). */
+  async close(): Promise<void> {
     clearInterval(this.#timer);
+    await this.#looking;
   }
 
   #tick(): void {
     const since = this.#since;
-    if (since === undefined || this.#looking || this.#failure !== undefined || Date.now() - since < LOCK_WATCH_MS) return;
-    this.#looking = true;
-    this.#look().then(
-      () => {
-        this.#looking = false;
-      },
-      (error: unknown) => {
-        this.#looking = false;
-        processLog().warn(`${this.#target.where}: could not look at what its statements wait for: ${(error as Error).message}`);
-      },
-    );
+    if (since === undefined || this.#looking !== undefined || this.#failure !== undefined || Date.now() - since < LOCK_WATCH_MS) return;
+    this.#looking = this.#look(since)
+      .catch((error: unknown) => {
+        this.#logOnce(since, `could not look at what its statements wait for: ${(error as Error).message}`);
+      })
+      .finally(() => {
+        this.#looking = undefined;
+      });
   }
 
-  async #look(): Promise<void> {
+  #logOnce(since: number, message: string): void {
+    if (this.#logged === since) return;
+    this.#logged = since;
+    processLog().warn(`${this.#target.where}: ${message}`);
+  }
+
+  async #look(since: number): Promise<void> {
     const target = this.#target;
     const client = await target.connect();
     try {
@@ -115,15 +127,13 @@ export class PostgresLockWatch {
           return parts !== undefined && parts.subtask % target.parallelism === target.subtaskIndex && parts.run !== target.run;
         });
       if (stale.length === 0) {
-        if (!this.#logged) {
-          this.#logged = true;
-          processLog().warn(
-            `${target.where}: its statements have waited ${Math.round((Date.now() - (this.#since ?? Date.now())) / 1000)} s on locks of other sessions${row.prepared ? ' (a prepared transaction not of this sink among them)' : ''}: the checkpoint waits with them`,
-          );
-        }
+        this.#logOnce(
+          since,
+          `its statements have waited ${Math.round((Date.now() - since) / 1000)} s on locks of other sessions${row.prepared ? " (a prepared transaction among them, none of this subtask's other runs)" : ''}: the checkpoint waits with them`,
+        );
         return;
       }
-      this.#failure = new WeirError(
+      const failure = new WeirError(
         'TASK_FAILED',
         `${target.where}: its rows wait on the locks of a prepared transaction, and prepared transaction(s) ${stale.join(', ')} of this sink's subtask that this run did not prepare are there (a fenced earlier owner of the task, a zombie, prepared them after this run's restore; nobody will commit them): the waiting statement is cancelled`,
         {
@@ -132,7 +142,14 @@ export class PostgresLockWatch {
           hint: 'the task restarts from its latest checkpoint, whose recovery rolls them back; if a run of this job is still alive elsewhere, stop it (two runs of a job must never share a gidPrefix)',
         },
       );
-      await client.query('SELECT pg_cancel_backend($1::int)', [target.writerPid]);
+      // Named before the cancel: the writer's statement fails at once with it (a cancel that fails names nothing).
+      this.#failure = failure;
+      try {
+        await client.query('SELECT pg_cancel_backend($1::int)', [target.writerPid]);
+      } catch (error) {
+        if (this.#failure === failure) this.#failure = undefined;
+        throw error;
+      }
     } finally {
       await client.end().catch(() => {});
     }
