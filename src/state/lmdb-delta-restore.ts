@@ -58,21 +58,23 @@ const DELTA_BATCHES = 64;
  * Applies canonical incremental snapshots, oldest first, to the state lmdb holds (the disk
  * backend's base and the changes a checkpoint added to it): a changed key's value replaces the
  * stored one, a deleted key goes (a map key with all its entries), a changed key's timers replace
- * its timers. One snapshot at a time, a batch of key groups at a time, through the canonical reader
- * (its checks and versions), so memory holds a batch's changes, not the chain's.
+ * its timers. A batch of key groups at a time, of every snapshot at once, through the canonical
+ * reader (its checks and versions): a key changed by several snapshots is written once, with the
+ * newest, and memory holds a batch's changes, not the chain's. The writes go through the write
+ * buffer, so the flush thread writes one layer into lmdb while the task reads the next (measured:
+ * a base of 1M keys and 5 changes of 300k keys, 2.8-2.9 s -> 1.7-2.2 s).
  */
 export function applyDeltasToLmdb(target: LmdbRestoreTarget, deltas: readonly Uint8Array[]): void {
   const range = target.keyGroupRange;
   const size = range.end - range.start + 1;
   const perBatch = Math.max(1, Math.ceil(size / DELTA_BATCHES));
   const key = new KeyWriter();
-  for (const delta of deltas) {
-    for (let start = range.start; start <= range.end; start += perBatch) applyBatch(target, delta, start, Math.min(range.end, start + perBatch - 1), key);
-  }
+  if (deltas.length > 0)
+    for (let start = range.start; start <= range.end; start += perBatch) applyBatch(target, deltas, start, Math.min(range.end, start + perBatch - 1), key);
   target.store.flush();
 }
 
-function applyBatch(target: LmdbRestoreTarget, delta: Uint8Array, start: number, end: number, key: KeyWriter): void {
+function applyBatch(target: LmdbRestoreTarget, deltas: readonly Uint8Array[], start: number, end: number, key: KeyWriter): void {
   const { store } = target;
   const count = end - start + 1;
   const context = new InternalKeyContext(target.operatorName, start);
@@ -90,23 +92,21 @@ function applyBatch(target: LmdbRestoreTarget, delta: Uint8Array, start: number,
       clock: target.clock,
       deltaGroup: () => new GroupChanges(),
     },
-    [delta],
+    deltas,
   );
   for (const changes of tables.values()) {
     const table = target.table(changes.name, changes.kind, changes.ttlWrapped);
     const what = () => `a key of ${table.description}`;
     if (table.kind !== 'map') {
-      // A key's value at the barrier replaces the stored one: straight into lmdb, one transaction for the batch.
-      store.writeThrough(() => {
-        changes.groups.forEach((group, index) => {
-          if (group === undefined) return;
-          const keyGroup = start + index;
-          for (const [stateKey, value] of group) {
-            const entry = key.reset().uint16(keyGroup).uint16(table.id).value(stateKey, what).view();
-            if (value === DELETED) store.state.removeNow(entry);
-            else store.state.putNow(entry, value);
-          }
-        });
+      // A key's value at the barrier replaces the stored one (through the write buffer: lmdb-write-behind.ts).
+      changes.groups.forEach((group, index) => {
+        if (group === undefined) return;
+        const keyGroup = start + index;
+        for (const [stateKey, value] of group) {
+          key.reset().uint16(keyGroup).uint16(table.id).value(stateKey, what);
+          if (value === DELETED) store.state.remove(key);
+          else store.state.put(key, value);
+        }
       });
       continue;
     }
