@@ -82,6 +82,13 @@ export interface SubtaskCheckpointDurations {
 export class SubtaskCheckpointCoordinator {
   readonly #options: SubtaskCheckpointCoordinatorOptions;
   readonly #chains = new KeyedStateChains();
+  /**
+   * Savepoints whose barrier passed this task, not yet complete or aborted. A savepoint is full and
+   * no chain's base (the next checkpoint adds to the latest completed checkpoint), so its
+   * completion must not tell the keyed backends that its barrier's changes are kept: they would drop
+   * the changes the next checkpoint's delta still needs (those after its base, up to the savepoint).
+   */
+  readonly #savepoints = new Set<number>();
 
   constructor(options: SubtaskCheckpointCoordinatorOptions) {
     this.#options = options;
@@ -103,6 +110,7 @@ export class SubtaskCheckpointCoordinator {
     const id = location.checkpointId;
     const snapshots: StateSnapshot[] = [];
     const started = performance.now();
+    if (location.kind === 'savepoint') this.#savepoints.add(id);
     try {
       await chain.snapshotState(id);
       const incremental = this.#options.incremental === true && location.kind === 'checkpoint';
@@ -143,7 +151,7 @@ export class SubtaskCheckpointCoordinator {
 
   async notifyCheckpointComplete(checkpointId: number): Promise<void> {
     const { vertexId, subtaskIndex, toMaster } = this.#options;
-    for (const holder of this.#options.stateHolders()) holder.keyed?.notifyCheckpointComplete?.(checkpointId);
+    if (!this.#savepoints.delete(checkpointId)) for (const holder of this.#options.stateHolders()) holder.keyed?.notifyCheckpointComplete?.(checkpointId);
     for (const listener of this.#options.listeners()) {
       const done = listener.notifyCheckpointComplete(checkpointId);
       if (isThenable(done)) await done;
@@ -153,6 +161,7 @@ export class SubtaskCheckpointCoordinator {
 
   async notifyCheckpointAborted(checkpointId: number): Promise<void> {
     this.#chains.aborted(checkpointId);
+    this.#savepoints.delete(checkpointId);
     for (const holder of this.#options.stateHolders()) holder.keyed?.notifyCheckpointAborted?.(checkpointId);
     for (const listener of this.#options.listeners()) {
       const done = listener.notifyCheckpointAborted(checkpointId);

@@ -236,3 +236,51 @@ test('abortCheckpoint declines with the given failure', () => {
     { type: 'decline', checkpointId: 8, vertexId: 3, subtaskIndex: 1, failure: { reason: 'CHECKPOINT_DECLINED_SUBSUMED', message: 'barrier 9 overtook it' } },
   ]);
 });
+
+test('incremental checkpoints: a savepoint completing does not drop the changes the next checkpoint adds to its base (checkpoint 11 aborted, savepoint 12 complete, 13 on 10)', async (t) => {
+  const storage = await tempStorage(t);
+  const { coordinator, chain, master, counter } = coordinatorWith({ storage });
+  const incremental = new SubtaskCheckpointCoordinator({
+    chain,
+    stateHolders: () => chain.operators,
+    listeners: () => [chain],
+    storage,
+    vertexId: 3,
+    subtaskIndex: 1,
+    toMaster: master.send,
+    incremental: true,
+  });
+  assert.ok(coordinator !== undefined);
+  const keyed = counter.keyed as HeapKeyedStateBackend;
+  const set = (key: string, value: number) => {
+    keyed.setCurrentKey(key);
+    keyed.getState(count).update(value);
+  };
+  const acked = async (id: number) => {
+    await until(() => master.of('ack').some((ack) => ack.checkpointId === id), `the acknowledgement of ${id}`);
+    return master.of('ack').find((ack) => ack.checkpointId === id)?.operators[0] as { keyed: StateHandle; keyedChanges?: StateHandle[] };
+  };
+
+  await incremental.checkpointState(storage.checkpointLocation(10), 0);
+  await acked(10);
+  await incremental.notifyCheckpointComplete(10);
+  set('a', 5); // between checkpoints 10 and 11
+  await incremental.checkpointState({ ...storage.checkpointLocation(11), incrementalBase: 10 }, 0);
+  await acked(11);
+  await incremental.notifyCheckpointAborted(11);
+  await incremental.checkpointState(storage.savepointLocation(12), 0);
+  await acked(12);
+  await incremental.notifyCheckpointComplete(12); // a savepoint: full, no base of any chain
+  set('b', 7);
+  await incremental.checkpointState({ ...storage.checkpointLocation(13), incrementalBase: 10 }, 0);
+  const thirteen = await acked(13);
+  assert.equal(thirteen.keyedChanges?.length, 1, 'checkpoint 13 adds to checkpoint 10');
+
+  const read = (handle: StateHandle) => storage.readState(storage.checkpointLocation(handle.checkpoint ?? 13), handle);
+  const restored = keyedBackend({});
+  restored.restore([await read(thirteen.keyed), ...(await Promise.all((thirteen.keyedChanges ?? []).map(read)))]);
+  restored.setCurrentKey('a');
+  assert.equal(restored.getState(count).value(), 5, "the change between 10 and the aborted 11 is in 13's chain");
+  restored.setCurrentKey('b');
+  assert.equal(restored.getState(count).value(), 7);
+});
