@@ -55,7 +55,7 @@ export const checkpointingSchema = z
     incremental: z.boolean().optional().meta({
       defaultText: 'false',
       description:
-        "Incremental checkpoints (Flink's execution.checkpointing.incremental) for both state backends: a checkpoint writes each keyed subtask's changes since the latest completed checkpoint (the keys changed between barriers, with their values at the barrier; deletions as such), not its whole state; a restore reads the last full snapshot and the changes after it, oldest first. A full snapshot is written again when the changes since the last one add up to its size or after 8 of them, so a restore reads at most about twice the state. A checkpoint shares the files of the earlier ones its changes add to: retention keeps those until no retained checkpoint needs them (`retained` then keeps more folders than it says). Savepoints are always full and self-contained. The disk backend reads the changed keys' values from the lmdb read transaction taken at the barrier, and its full snapshot is lmdb's own file, copied off the task thread, which a restore at the same parallelism opens instead of re-inserting every key. Not in cluster mode yet.",
+        "Incremental checkpoints (Flink's execution.checkpointing.incremental) for both state backends: a checkpoint writes each keyed subtask's changes since the latest completed checkpoint (the keys changed between barriers, with their values at the barrier; deletions as such), not its whole state; a restore reads the last full snapshot and the changes after it, oldest first. A full snapshot is written again when the changes since the last one add up to its size or after 8 of them, so a restore reads at most about twice the state. A checkpoint shares the files of the earlier ones its changes add to: retention keeps those until no retained checkpoint needs them (`retained` then keeps more folders than it says). Savepoints are always full and self-contained (their completion is no base: the next checkpoint adds to the latest completed checkpoint). Takes `maxConcurrent` 1 (the default; more is refused). The disk backend reads the changed keys' values from the lmdb read transaction taken at the barrier, and its full snapshot is lmdb's own file, copied off the task thread, which a restore at the same parallelism opens instead of re-inserting every key. Not in cluster mode yet.",
     }),
     localRecovery: z.boolean().optional().meta({
       defaultText: 'false',
@@ -82,6 +82,13 @@ export const checkpointingSchema = z
         path: ['unaligned'],
         message:
           'unaligned checkpoints need mode exactly-once (at-least-once takes no alignment for them to skip); set checkpointing.mode to exactly-once or drop checkpointing.unaligned',
+      });
+    }
+    if (config.incremental === true && config.maxConcurrent > 1) {
+      context.addIssue({
+        code: 'custom',
+        path: ['maxConcurrent'],
+        message: `${config.maxConcurrent} pending checkpoints at once do not go with incremental checkpoints yet (a checkpoint completing before the barrier of an earlier-triggered one that adds to an older base would drop changes that one needs); set checkpointing.maxConcurrent to 1 (the default) or turn checkpointing.incremental off`,
       });
     }
   });

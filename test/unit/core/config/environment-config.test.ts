@@ -49,3 +49,14 @@ test('unknown options and bad restart strategies are refused', () => {
   fails({ restartStrategy: { type: 'sometimes' } }, /restartStrategy/);
   fails({ checkpointing: { interval: '1s' } }, /checkpointing\.storage/);
 });
+
+test('incremental checkpoints take one pending checkpoint at a time: maxConcurrent above 1 is refused naming both settings', () => {
+  // With two pending, a checkpoint could complete before the barrier of a later one that adds to an
+  // older base: the change tracking would drop what that delta needs, and retention the files its chain names.
+  assert.throws(
+    () => parseEnvironmentConfig({ checkpointing: { interval: 1000, storage: '/tmp/x', incremental: true, maxConcurrent: 2 } }),
+    (error: Error) => /checkpointing\.maxConcurrent: .*incremental.*set checkpointing\.maxConcurrent to 1/.test(error.message),
+  );
+  assert.doesNotThrow(() => parseEnvironmentConfig({ checkpointing: { interval: 1000, storage: '/tmp/x', incremental: true, maxConcurrent: 1 } }));
+  assert.doesNotThrow(() => parseEnvironmentConfig({ checkpointing: { interval: 1000, storage: '/tmp/x', maxConcurrent: 2 } }));
+});
