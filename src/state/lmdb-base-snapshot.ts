@@ -1,4 +1,4 @@
-import { close, fstatSync, openSync, read, rmSync } from 'node:fs';
+import { close, fstatSync, openSync, read, rm } from 'node:fs';
 import { join } from 'node:path';
 import { WeirError } from '../core/errors/weir-error.ts';
 import type { AsyncKeyedStateSnapshot } from '../core/state/keyed-state-backend.ts';
@@ -172,9 +172,11 @@ export class LmdbBaseSnapshot implements AsyncKeyedStateSnapshot {
     if (fd !== undefined) void (this.#reading ?? Promise.resolve()).then(() => close(fd, () => {}));
     const folder = this.#folder;
     const copy = this.#copy;
-    // A copy still running writes into its folder: delete it once lmdb is done with it.
-    if (copy === undefined) rmSync(folder, { recursive: true, force: true });
-    else void copy.finally(() => rmSync(folder, { recursive: true, force: true }));
+    // A copy still running writes into its folder: delete it once lmdb is done with it. Off the
+    // task thread (libuv's pool): unlinking a copy of several GB takes the file system a while.
+    const remove = () => rm(folder, { recursive: true, force: true }, () => {});
+    if (copy === undefined) remove();
+    else void copy.finally(remove);
     this.#barrier.release();
     this.#unpin();
     this.#options.onEnd();

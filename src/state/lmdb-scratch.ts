@@ -1,4 +1,4 @@
-import { rmSync } from 'node:fs';
+import { rm } from 'node:fs/promises';
 import { stateDirError } from './lmdb-working-folder.ts';
 
 /** What a scratch environment's user takes of its lmdb database (lmdb-js's root `Database`). */
@@ -36,8 +36,9 @@ export function openLmdbScratch(path: string, lmdb: { open(options: object): unk
     db: root,
     transaction: (action) => root.transactionSync(action),
     close: () => {
-      closing ??= root.close().finally(() => {
-        rmSync(path, { recursive: true, force: true });
+      // The folder goes off the task thread (a spill of millions of keys is a large file to unlink).
+      closing ??= root.close().finally(async () => {
+        await rm(path, { recursive: true, force: true }).catch(() => {});
         closed();
       });
       return closing;
