@@ -54,6 +54,7 @@ interface Setup {
   storage: CheckpointStorage | undefined;
   fail?: Error;
   listeners?: CheckpointListener[];
+  incremental?: boolean;
 }
 
 function coordinatorWith(setup: Setup) {
@@ -86,6 +87,7 @@ function coordinatorWith(setup: Setup) {
     vertexId: 3,
     subtaskIndex: 1,
     toMaster: master.send,
+    incremental: setup.incremental,
   });
   return { coordinator, chain, writer, master, log, counter, sink };
 }
@@ -239,18 +241,7 @@ test('abortCheckpoint declines with the given failure', () => {
 
 test('incremental checkpoints: a savepoint completing does not drop the changes the next checkpoint adds to its base (checkpoint 11 aborted, savepoint 12 complete, 13 on 10)', async (t) => {
   const storage = await tempStorage(t);
-  const { coordinator, chain, master, counter } = coordinatorWith({ storage });
-  const incremental = new SubtaskCheckpointCoordinator({
-    chain,
-    stateHolders: () => chain.operators,
-    listeners: () => [chain],
-    storage,
-    vertexId: 3,
-    subtaskIndex: 1,
-    toMaster: master.send,
-    incremental: true,
-  });
-  assert.ok(coordinator !== undefined);
+  const { coordinator: incremental, master, counter } = coordinatorWith({ storage, incremental: true });
   const keyed = counter.keyed as HeapKeyedStateBackend;
   const set = (key: string, value: number) => {
     keyed.setCurrentKey(key);
