@@ -232,8 +232,7 @@ export class LmdbStateTable {
       for (const { key, value } of [...state.range(prefix, prefixEnd(prefix))].map(({ key, value }) => ({ key: Buffer.from(key), value }))) {
         const live = this.kind === 'map' ? (isExpired(value as TtlValue<unknown>, ttl, now) ? undefined : value) : liveValue(this.kind, value, ttl, now);
         if (live === value) continue;
-        state.pending.set(key.toString('latin1'), live === undefined ? TOMBSTONE : live);
-        store.written();
+        state.set(key.toString('latin1'), live === undefined ? TOMBSTONE : live);
         this.#markEntry(key);
       }
     }
