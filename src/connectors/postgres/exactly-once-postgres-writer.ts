@@ -257,6 +257,7 @@ export class ExactlyOncePostgresWriter<T, R extends PostgresRow> implements TwoP
       const sending = sendInOrder(writer, queries);
       this.#lockWatch?.watch(sending);
       await sending;
+      this.#lockWatch?.takeFailure(); // a statement it cancelled had ended first
     } catch (error) {
       throw this.#lockWatch?.takeFailure() ?? postgresFailure(this.#where, `writing the carried rows of ${carrying.gid} and preparing it`, error);
     }

@@ -38,10 +38,8 @@ export interface LockWatchTarget {
 export class PostgresLockWatch {
   readonly #target: LockWatchTarget;
   readonly #timer: NodeJS.Timeout;
-  /** When the statements in flight were sent (undefined when none is). */
-  #since: number | undefined;
-  /** The statements in flight (each watch its own token). */
-  #watched: object | undefined;
+  /** The statements in flight, and when they were sent (undefined when none are). */
+  #watched: { since: number } | undefined;
   /** The look under way (close waits for it: its cancel names the writer's process). */
   #looking: Promise<void> | undefined;
   /** A wait already logged (once per wait). */
@@ -62,13 +60,10 @@ export class PostgresLockWatch {
 
   /** Statements sent: watched until they settle. */
   watch(inFlight: Promise<unknown>): void {
-    const watched = {};
+    const watched = { since: Date.now() };
     this.#watched = watched;
-    this.#since = Date.now();
     const settled = () => {
-      if (this.#watched !== watched) return;
-      this.#watched = undefined;
-      this.#since = undefined;
+      if (this.#watched === watched) this.#watched = undefined;
     };
     inFlight.then(settled, settled);
   }
@@ -87,7 +82,7 @@ export class PostgresLockWatch {
   }
 
   #tick(): void {
-    const since = this.#since;
+    const since = this.#watched?.since;
     if (since === undefined || this.#looking !== undefined || this.#failure !== undefined || Date.now() - since < LOCK_WATCH_MS) return;
     this.#looking = this.#look(since)
       .catch((error: unknown) => {
@@ -109,7 +104,7 @@ export class PostgresLockWatch {
     const client = await target.connect();
     try {
       const blocking = await client.query<{ prepared: boolean; others: boolean }>(
-        'SELECT 0 = ANY(pg_blocking_pids($1::int)) AS prepared, cardinality(pg_blocking_pids($1::int)) > 0 AS others',
+        'SELECT 0 = ANY(blocking) AS prepared, cardinality(blocking) > 0 AS others FROM (SELECT pg_blocking_pids($1::int) AS blocking) AS writer',
         [target.writerPid],
       );
       const row = blocking.rows[0];
