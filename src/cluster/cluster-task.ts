@@ -159,6 +159,7 @@ export class ClusterTask {
       // A task restores only its own state, so its source could not tell another task's partition
       // from a new one: partition discovery would read every other task's partition again.
       fixedSplits: true,
+      taskOwner: { producerId: open.producerId, epoch: open.producerEpoch },
       createSinkOperator: (sink, uid) => {
         const { operator, kind } = createTaskSinkOperator(sink, uid, this.#output);
         if (kind === 'two-phase-commit') this.#committer = true;

@@ -1,3 +1,5 @@
+import { isEarlierOwner } from '../core/operator/task-owner.ts';
+
 /** A task owner's folder in the checkpoint storage: `p<producer id>-e<producer epoch>`. */
 const OWNER_FOLDER = /^p(\d+)-e(\d+)$/;
 
@@ -16,9 +18,9 @@ export function ownerOfFolder(name: string): { producerId: bigint; epoch: number
  * left, as its order is unknown.
  */
 export function earlierOwnerFolders(names: readonly string[], mine: { producerId: number | bigint; epoch: number }): string[] {
-  const producerId = BigInt(mine.producerId);
+  const me = { producerId: BigInt(mine.producerId), epoch: mine.epoch };
   return names.filter((name) => {
     const owner = ownerOfFolder(name);
-    return owner !== undefined && owner.producerId === producerId && owner.epoch < mine.epoch;
+    return owner !== undefined && isEarlierOwner(owner, me);
   });
 }

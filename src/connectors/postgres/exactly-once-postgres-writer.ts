@@ -2,40 +2,17 @@ import type pg from 'pg';
 import { WeirError } from '../../core/errors/weir-error.ts';
 import { processLog } from '../../core/logging/pino-logger.ts';
 import type { OperatorContext } from '../../core/operator/stream-operator.ts';
+import type { TaskOwner } from '../../core/operator/task-owner.ts';
 import { dataLoss, type RecoveryContext, type TwoPhaseCommitLogic } from '../two-phase-commit-sink.ts';
+import { type PostgresCommittable, type PostgresTransaction, xid32 } from './postgres-committable.ts';
 import { connectPostgres, type PostgresQuery, sendInOrder, settleWrites } from './postgres-connection.ts';
 import { postgresFailure, SQLSTATE, sqlStateOf } from './postgres-errors.ts';
-import { defaultGidPrefix, gidLiteral, newRunToken, parseGid, preparedTransactionGid, sinkSessionName } from './postgres-gid.ts';
+import { defaultGidPrefix, gidLiteral, newRunToken, ownerRunToken, preparedTransactionGid, sinkSessionName } from './postgres-gid.ts';
 import { PostgresLockWatch } from './postgres-lock-watch.ts';
+import { EARLIER_OWNERS_LOOK_MS, type PreparedScope, rollBackEarlierOwners, rollBackLingering } from './postgres-prepared.ts';
 import type { ParsedPostgresSinkOptions, PostgresRow } from './postgres-sink-options.ts';
 import { InsertStatements } from './postgres-statements.ts';
 import { postgresTestDelay } from './postgres-test-delays.ts';
-
-/** A transaction of the sink: open on the writing connection once a row was written. */
-export interface PostgresTransaction {
-  began: boolean;
-  rows: number;
-}
-
-/** What the checkpoint holds of a prepared transaction: its gid, and its transaction id to tell "committed" from "lost" when the gid is gone. */
-export interface PostgresCommittable {
-  gid: string;
-  /** pg_current_xact_id() of the transaction (xid8 as text: epoch-qualified, never wraps). */
-  xid: string;
-  /**
-   * A barrier that came while the previous checkpoint's transaction was still prepared: the rows
-   * of this checkpoint, not yet written (they would wait on that transaction's row locks). Its
-   * transaction is open (its xid taken), and they are written into it and it is prepared once the
-   * previous one has committed, before this one commits. A restore that finds the transaction
-   * never prepared (rolled back with the crashed run) writes these rows again.
-   */
-  carried?: PostgresRow[];
-}
-
-/** The 32-bit transaction id (pg_prepared_xacts.transaction) of an xid8 (epoch-qualified, as text); undefined when there is none to tell. */
-export function xid32(xid8: string | undefined): string | undefined {
-  return typeof xid8 === 'string' && /^\d+$/.test(xid8) ? (BigInt(xid8) & 0xffffffffn).toString() : undefined;
-}
 
 /**
  * The PostgreSQL sink's two-phase-commit logic (run by TwoPhaseCommitSinkOperator): one database
@@ -60,7 +37,8 @@ export function xid32(xid8: string | undefined): string | undefined {
  *
  * A commit is idempotent: a gid no longer prepared was committed before, unless its transaction
  * id says it was rolled back (then the data is gone: DATA_LOSS, never skipped). A gid names
- * (prefix, subtask, checkpoint) and the run (a random token per open), so no two runs prepare
+ * (prefix, subtask, checkpoint) and the run (a random token per open; in cluster mode the producer
+ * id and epoch the task's run was fenced in with, which orders a task's runs), so no two runs prepare
  * under the same name: in cluster mode a task's fenced owner that has not stopped yet (a zombie)
  * and its successor read the same input and reach the same checkpoint ids, and a recovery that
  * stalled after listing what lingers (a long GC, SIGSTOP) must roll back only what it listed, never
@@ -69,7 +47,10 @@ export function xid32(xid8: string | undefined): string | undefined {
  * commit still commits the gid only while the committable's own transaction (its xid) is the one
  * prepared under it, never another. After a restore every other prepared transaction of this
  * sink's prefix that this subtask is responsible for (a gid the checkpoint holds included, when
- * another transaction holds it) is a crashed run's or a zombie's: rolled back.
+ * another transaction holds it) is a crashed run's or a zombie's: rolled back; in cluster mode not a
+ * later owner's (this run may have stood still between its fencing and its recovery), and at a
+ * completed checkpoint (at most every {@link EARLIER_OWNERS_LOOK_MS}) the earlier owners'
+ * transactions prepared since are rolled back too (postgres-prepared.ts).
  */
 export class ExactlyOncePostgresWriter<T, R extends PostgresRow> implements TwoPhaseCommitLogic<T, PostgresTransaction, PostgresCommittable> {
   readonly #options: ParsedPostgresSinkOptions<T, R>;
@@ -80,6 +61,11 @@ export class ExactlyOncePostgresWriter<T, R extends PostgresRow> implements TwoP
   #subtaskIndex = 0;
   /** This run's token, in every gid it prepares (postgres-gid.ts): a name is never used twice. */
   #run = '';
+  /** Cluster mode: the producer this run of the task was fenced in with (its gids name it); undefined in one process. */
+  #owner: TaskOwner | undefined;
+  /** Cluster mode: when this run last looked for its earlier owners' prepared transactions. */
+  #lookedAt = Number.NEGATIVE_INFINITY;
+  #scope: PreparedScope = { prefix: '', subtaskIndex: 0, parallelism: 1, where: '' };
   #where = 'postgres sink';
   /** The gids this subtask prepared and has not committed yet, and the rows held back behind them. */
   readonly #prepared = new Set<string>();
@@ -110,14 +96,25 @@ export class ExactlyOncePostgresWriter<T, R extends PostgresRow> implements TwoP
   async open(context: OperatorContext): Promise<void> {
     this.#prefix = this.#options.gidPrefix ?? defaultGidPrefix(context.jobName, context.uid);
     this.#subtaskIndex = context.subtaskIndex;
-    this.#run = newRunToken();
+    this.#owner = context.taskOwner;
+    this.#run = this.#owner === undefined ? newRunToken() : ownerRunToken(this.#owner);
     this.#where = `postgres sink "${context.uid}" (subtask ${context.subtaskIndex})`;
+    this.#scope = { prefix: this.#prefix, subtaskIndex: context.subtaskIndex, parallelism: context.parallelism, where: this.#where };
     // The sessions name the prefix: another job's preflight sees it in use (postgres-prefix-in-use.ts).
     this.#writer = await this.#connect(sinkSessionName(this.#prefix, context.subtaskIndex, 'write'));
     this.#committer = await this.#connect(sinkSessionName(this.#prefix, context.subtaskIndex, 'commit'));
     const { subtaskIndex, parallelism } = context;
     const connect = () => this.#connect(`${sinkSessionName(this.#prefix, subtaskIndex, 'commit')} watch`);
-    this.#lockWatch = PostgresLockWatch.of(this.#writer, { connect, prefix: this.#prefix, subtaskIndex, parallelism, run: this.#run, where: this.#where });
+    const owner = this.#owner;
+    this.#lockWatch = PostgresLockWatch.of(this.#writer, {
+      connect,
+      prefix: this.#prefix,
+      subtaskIndex,
+      parallelism,
+      run: this.#run,
+      owner,
+      where: this.#where,
+    });
     context.metrics.gauge(`transactionAge/${context.subtaskIndex}/oldestMs`, () => (this.#openSince === undefined ? 0 : Date.now() - this.#openSince));
   }
 
@@ -308,6 +305,12 @@ export class ExactlyOncePostgresWriter<T, R extends PostgresRow> implements TwoP
     const carrying = this.#carrying;
     if (carrying !== undefined && this.#prepared.size === 1) await this.#prepareCarried(carrying);
     if (this.#prepared.size === 0 && this.#held.length > 0 && this.#current !== undefined) await this.#send(this.#current, this.#takeHeld([]));
+    if (this.#owner !== undefined && Date.now() - this.#lookedAt >= EARLIER_OWNERS_LOOK_MS) {
+      // A zombie's transaction that blocks nothing (appends) would hold its slot of
+      // max_prepared_transactions and the xmin horizon until the task's next restore.
+      this.#lookedAt = Date.now();
+      await rollBackEarlierOwners(this.#committer as pg.Client, this.#scope, this.#owner);
+    }
   }
 
   /** The gid is not prepared (any more): committed before (a repeat), or rolled back (the data is lost). */
@@ -360,39 +363,10 @@ export class ExactlyOncePostgresWriter<T, R extends PostgresRow> implements TwoP
   }
 
   async abortLingering(context: RecoveryContext<PostgresCommittable>): Promise<number> {
-    // Every prepared transaction of this sink's prefix, in this database, that this subtask is
-    // responsible for (old subtask s with s % parallelism === this one) and that the restored
-    // checkpoint does not hold is a crashed run's: prepared for a checkpoint that never completed.
-    // Gids of other sinks whose prefix merely starts with this one are not ours (parseGid).
     // Held: the gid and the transaction (a zombie's prepared under a held gid since is not held).
     const held = new Map(context.allRestoredCommittables.map((committable) => [committable.gid, xid32(committable.xid)]));
-    const committer = this.#committer as pg.Client;
-    let prepared: { gid: string; xid: string }[];
-    try {
-      const result = await committer.query<{ gid: string; xid: string }>(
-        'SELECT gid, transaction::text AS xid FROM pg_prepared_xacts WHERE database = current_database() AND left(gid, length($1)) = $1 ORDER BY gid',
-        [`${this.#prefix}-`],
-      );
-      prepared = result.rows;
-    } catch (error) {
-      throw postgresFailure(this.#where, 'listing prepared transactions (pg_prepared_xacts)', error);
-    }
-    let aborted = 0;
-    for (const { gid, xid } of prepared) {
-      const parts = parseGid(this.#prefix, gid);
-      if (parts === undefined || parts.subtask % context.parallelism !== context.subtaskIndex) continue;
-      if (held.has(gid) && (held.get(gid) === undefined || held.get(gid) === xid)) continue;
-      try {
-        await committer.query(`ROLLBACK PREPARED ${gidLiteral(gid)}`);
-        aborted++;
-        await postgresTestDelay('recovery-rollback', `ROLLBACK PREPARED ${gid}`);
-      } catch (error) {
-        if (sqlStateOf(error) === SQLSTATE.undefinedObject) continue; // ended meanwhile by another subtask's recovery
-        throw postgresFailure(this.#where, `ROLLBACK PREPARED ${gid}`, error);
-      }
-    }
-    if (aborted > 0) processLog().info(`${this.#where}: rolled back ${aborted} lingering prepared transaction(s) under "${this.#prefix}"`);
-    return aborted;
+    const scope = { ...this.#scope, subtaskIndex: context.subtaskIndex, parallelism: context.parallelism };
+    return rollBackLingering(this.#committer as pg.Client, scope, held, this.#owner);
   }
 
   async close(): Promise<void> {

@@ -1,13 +1,17 @@
 import { createHash, randomBytes } from 'node:crypto';
+import type { TaskOwner } from '../../core/operator/task-owner.ts';
 
 /**
  * The global ids (gids) of the PostgreSQL sink's prepared transactions:
  * `<prefix>-<subtask>-<checkpoint id>-o<run>`, built here and parsed here, one way. The prefix is
- * the sink's `gidPrefix`, by default `weir-<job name>-<sink uid>`; the run is a random token of the
- * subtask's run (its sink opened once: a start, a restart, a cluster task's owner), so a name is
- * never used twice: a recovery that rolls back what it listed as lingering, however late, can only
- * roll back that transaction, never one that another run (a task's next owner in cluster mode)
- * prepared since for the same checkpoint. Gids of a Weir before the run token,
+ * the sink's `gidPrefix`, by default `weir-<job name>-<sink uid>`; the run names the subtask's run
+ * (its sink opened once: a start, a restart, a cluster task's owner), so a name is never used
+ * twice: a recovery that rolls back what it listed as lingering, however late, can only roll back
+ * that transaction, never one that another run (a task's next owner in cluster mode) prepared
+ * since for the same checkpoint. In one process the run is a random token; in cluster mode it is
+ * the producer the task's run was fenced in with, `<producer id>_<epoch>` in base 36, unique per
+ * run and ordered (task-owner.ts): an owner can tell an earlier owner's transactions (a zombie's,
+ * prepared after this owner's restore) from its successor's. Gids of a Weir before the run token,
  * `<prefix>-<subtask>-<checkpoint id>`, are read as well (a checkpoint of it holds them).
  *
  * A gid names its prefix exactly: it ends in `-<digits>-<digits>` and maybe `-o<token>`, so what
@@ -19,7 +23,11 @@ import { createHash, randomBytes } from 'node:crypto';
 /** PostgreSQL's longest gid: GIDSIZE (200 bytes) less its terminating zero byte. */
 export const MAX_GID_LENGTH = 199;
 
-/** The longest prefix: room is left for `-<subtask>-<checkpoint id>` at their largest (17 characters each) and `-o<run>` (10). */
+/**
+ * The longest prefix: room is left for `-<subtask>` (a subtask is below maxParallelism's bound,
+ * 32768: 6 characters), `-<checkpoint id>` at its largest (17) and `-o<run>` (at most 19: a
+ * producer id of 13 base-36 digits, `_`, an epoch of 3).
+ */
 export const MAX_GID_PREFIX_LENGTH = 150;
 
 /** Characters of a run's token (base 36): 36^8 runs, about 2.8e12. */
@@ -36,11 +44,27 @@ export interface GidParts {
   subtask: number;
   checkpointId: number;
   run: string | undefined;
+  /** The task's owner the run was (cluster mode), undefined for a run of one process. */
+  owner: TaskOwner | undefined;
 }
 
 /** A new run's token: {@link RUN_TOKEN_LENGTH} random base-36 characters. */
 export function newRunToken(): string {
   return (randomBytes(6).readUIntBE(0, 6) % 36 ** RUN_TOKEN_LENGTH).toString(36).padStart(RUN_TOKEN_LENGTH, '0');
+}
+
+/** The run of a cluster task's owner: `<producer id>_<epoch>`, both in base 36. */
+export function ownerRunToken(owner: TaskOwner): string {
+  return `${owner.producerId.toString(36)}_${owner.epoch.toString(36)}`;
+}
+
+/** The owner a run token names (`<producer id>_<epoch>` in base 36), or undefined for a random token of one process. */
+export function ownerOfRun(run: string | undefined): TaskOwner | undefined {
+  const match = run === undefined ? null : /^([0-9a-z]{1,13})_([0-9a-z]{1,3})$/.exec(run);
+  if (match === null) return undefined;
+  let producerId = 0n;
+  for (const digit of match[1] as string) producerId = producerId * 36n + BigInt(Number.parseInt(digit, 36));
+  return { producerId, epoch: Number.parseInt(match[2] as string, 36) };
 }
 
 /** The gid of a subtask's transaction of one checkpoint in one run: `<prefix>-<subtask>-<checkpoint id>-o<run>`. */
@@ -55,11 +79,12 @@ export function preparedTransactionGid(prefix: string, subtask: number, checkpoi
  */
 export function parseGid(prefix: string, gid: string): GidParts | undefined {
   if (!gid.startsWith(`${prefix}-`)) return undefined;
-  const match = /^(\d+)-(\d+)(?:-o([0-9a-z]+))?$/.exec(gid.slice(prefix.length + 1));
+  const match = /^(\d+)-(\d+)(?:-o([0-9a-z_]+))?$/.exec(gid.slice(prefix.length + 1));
   if (match === null) return undefined;
   const subtask = Number(match[1]);
   const checkpointId = Number(match[2]);
-  return Number.isSafeInteger(subtask) && Number.isSafeInteger(checkpointId) ? { subtask, checkpointId, run: match[3] } : undefined;
+  if (!Number.isSafeInteger(subtask) || !Number.isSafeInteger(checkpointId)) return undefined;
+  return { subtask, checkpointId, run: match[3], owner: ownerOfRun(match[3]) };
 }
 
 /**

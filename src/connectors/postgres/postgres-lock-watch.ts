@@ -1,7 +1,8 @@
 import type pg from 'pg';
 import { WeirError } from '../../core/errors/weir-error.ts';
 import { processLog } from '../../core/logging/pino-logger.ts';
-import { parseGid } from './postgres-gid.ts';
+import type { TaskOwner } from '../../core/operator/task-owner.ts';
+import { preparedOfSubtask, rollBackEarlierOwners } from './postgres-prepared.ts';
 
 /** How long a batch's statements may wait before the watch looks at what they wait for, and how often it looks again. */
 export const LOCK_WATCH_MS = 5000;
@@ -17,6 +18,8 @@ export interface LockWatchTarget {
   parallelism: number;
   /** This run's token (its own prepared transactions never block its writes: it holds rows back behind them). */
   run: string;
+  /** Cluster mode: the producer this run of the task was fenced in with; undefined in one process. */
+  owner: TaskOwner | undefined;
   where: string;
 }
 
@@ -28,12 +31,12 @@ export interface LockWatchTarget {
  * nobody commits it (its Kafka commit fails), and the next owner's upserts of the same keys would
  * wait on its locks for ever, the task standing still. After {@link LOCK_WATCH_MS} the watch asks
  * PostgreSQL what the writer waits for (pg_blocking_pids: a prepared transaction shows as 0) and,
- * when it is such a transaction, cancels the writer's statement: the task fails, naming the gids,
- * and its restart's recovery rolls them back (the recovery's rule: every prepared transaction of
- * the subtask that the restored checkpoint does not hold). The watch itself never ends another
- * transaction: were this run the zombie, waiting on its successor's prepared transaction, its
- * failure is what should happen. A wait on anything else (another application's locks) is waited
- * out, and logged once.
+ * when it is such a transaction: in cluster mode, where runs are ordered (task-owner.ts), it rolls
+ * back those of the task's earlier owners (the wait ends, the task goes on); any other run's left
+ * (this run is the zombie, waiting on its successor's; or a run of unknown order) it cancels the
+ * writer's statement: the task fails, naming the gids, and its restart's recovery rolls back what
+ * is not a later owner's. A wait on anything else (another application's locks) is waited out, and
+ * logged once.
  */
 export class PostgresLockWatch {
   readonly #target: LockWatchTarget;
@@ -109,18 +112,11 @@ export class PostgresLockWatch {
       );
       const row = blocking.rows[0];
       if (row === undefined || !row.others) return;
-      const listed = row.prepared
-        ? await client.query<{ gid: string }>(
-            'SELECT gid FROM pg_prepared_xacts WHERE database = current_database() AND left(gid, length($1)) = $1 ORDER BY gid',
-            [`${target.prefix}-`],
-          )
-        : { rows: [] };
-      const stale = listed.rows
-        .map((prepared) => prepared.gid)
-        .filter((gid) => {
-          const parts = parseGid(target.prefix, gid);
-          return parts !== undefined && parts.subtask % target.parallelism === target.subtaskIndex && parts.run !== target.run;
-        });
+      const scope = { prefix: target.prefix, subtaskIndex: target.subtaskIndex, parallelism: target.parallelism, where: target.where };
+      // An earlier owner's rolled back: the wait ends with them, or the next look sees what else it waits on.
+      if (row.prepared && target.owner !== undefined && (await rollBackEarlierOwners(client, scope, target.owner)).length > 0) return;
+      const others = row.prepared ? await preparedOfSubtask(client, scope) : [];
+      const stale = others.filter((prepared) => prepared.parts.run !== target.run).map((prepared) => prepared.gid);
       if (stale.length === 0) {
         this.#logOnce(
           since,
@@ -130,11 +126,11 @@ export class PostgresLockWatch {
       }
       const failure = new WeirError(
         'TASK_FAILED',
-        `${target.where}: its rows wait on the locks of a prepared transaction, and prepared transaction(s) ${stale.join(', ')} of this sink's subtask that this run did not prepare are there (a fenced earlier owner of the task, a zombie, prepared them after this run's restore; nobody will commit them): the waiting statement is cancelled`,
+        `${target.where}: its rows wait on the locks of a prepared transaction, and prepared transaction(s) ${stale.join(', ')} of this sink's subtask that this run did not prepare are there (a fenced owner of the task that has not stopped, a zombie, prepared them after another's restore; whichever run is the zombie, they must not wait on each other): the waiting statement is cancelled`,
         {
           fault: 'external',
           retriable: true,
-          hint: 'the task restarts from its latest checkpoint, whose recovery rolls them back; if a run of this job is still alive elsewhere, stop it (two runs of a job must never share a gidPrefix)',
+          hint: 'the task restarts from its latest checkpoint, whose recovery rolls back what crashed or earlier runs left; if a run of this job is still alive elsewhere, stop it (two runs of a job must never share a gidPrefix)',
         },
       );
       // Named before the cancel: the writer's statement fails at once with it (a cancel that fails names nothing).

@@ -40,7 +40,7 @@ export interface PostgresSinkOptions<T, R extends PostgresRow = PostgresRow> {
    */
   deliveryGuarantee?: 'exactly-once' | 'at-least-once';
   /**
-   * The prefix of the prepared transactions' gids, `<prefix>-<subtask>-<checkpoint id>-o<run>` (run: a random token of the subtask's run). It must
+   * The prefix of the prepared transactions' gids, `<prefix>-<subtask>-<checkpoint id>-o<run>` (run: the subtask's run, a random token in one process, the task's producer id and epoch in cluster mode). It must
    * stay the same across restarts and upgrades of the job (a restart rolls back the lingering
    * prepared transactions under it), and two running jobs must never share one. Default
    * `weir-<job name>-<sink uid>`.
@@ -131,7 +131,7 @@ export const postgresSinkOptionsSchema = z
       .optional()
       .meta({
         description:
-          "The prefix of the prepared transactions' gids, `<prefix>-<subtask>-<checkpoint id>-o<run>` (run: a random token of the subtask's run). It must stay the same across restarts and upgrades of the job (a restart rolls back the lingering prepared transactions under it), and two running jobs must never share one.",
+          "The prefix of the prepared transactions' gids, `<prefix>-<subtask>-<checkpoint id>-o<run>` (run: the subtask's run, a random token in one process, the task's producer id and epoch in cluster mode). It must stay the same across restarts and upgrades of the job (a restart rolls back the lingering prepared transactions under it), and two running jobs must never share one.",
         hint: `choose a prefix of letters, digits, ".", "_" and "-", at most ${MAX_GID_PREFIX_LENGTH} characters`,
         defaultText: '`weir-<job name>-<sink uid>`',
       } satisfies OptionMeta),

@@ -1,6 +1,7 @@
 import type { OperatorMetricGroup } from '../metrics/metric-group.ts';
 import type { KeyedStateBackend } from '../state/keyed-state-backend.ts';
 import type { OperatorStateStore } from '../state/operator-state-store.ts';
+import type { TaskOwner } from './task-owner.ts';
 
 /** What an operator instance knows about where it runs. */
 export interface OperatorContext {
@@ -19,6 +20,8 @@ export interface OperatorContext {
   /** A later snapshot than the restored one completed (an older checkpoint is restored on purpose): its transactions were committed already. */
   readonly restoredCheckpointSupersededBy?: number | undefined;
   readonly checkpointingMode: 'exactly-once' | 'at-least-once' | 'off';
+  /** Cluster mode: the producer this run of the task was fenced in with (task-owner.ts orders the task's runs); undefined in one process. */
+  readonly taskOwner?: TaskOwner | undefined;
   /** Keyed state, for operators after a keyBy. */
   readonly keyedState: KeyedStateBackend | undefined;
   readonly operatorState: OperatorStateStore;

@@ -6,6 +6,7 @@ import type { Sink } from '../../core/connector/sink.ts';
 import { withUserCodeLocation } from '../../core/errors/user-code-location.ts';
 import { WeirError } from '../../core/errors/weir-error.ts';
 import type { OperatorContext, StreamOperator } from '../../core/operator/stream-operator.ts';
+import type { TaskOwner } from '../../core/operator/task-owner.ts';
 import { channelStateUid } from '../../graph/channel-state-uid.ts';
 import type { JobVertex } from '../../graph/job-graph.ts';
 import type { StreamGraph } from '../../graph/stream-graph.ts';
@@ -53,6 +54,8 @@ export interface TaskEnvironment {
   createSinkOperator?: (sink: Sink<unknown>, uid: string) => StreamOperator<unknown, unknown>;
   /** Cluster mode: a source's splits are the task's by the plan; its reader discovers none. */
   fixedSplits?: boolean;
+  /** Cluster mode: the producer this run of the task was fenced in with (OperatorContext.taskOwner). */
+  taskOwner?: TaskOwner;
 }
 
 /**
@@ -185,6 +188,7 @@ export class StreamTask {
         restoredTransactionsCommitted: env.restore?.transactionsCommitted ?? false,
         restoredCheckpointSupersededBy: env.restore?.supersededBy,
         checkpointingMode: config.checkpointing?.mode ?? 'off',
+        taskOwner: env.taskOwner,
         keyedState: keyed,
         operatorState,
         metrics: this.metrics.group(uid),

@@ -95,7 +95,16 @@ test('the exactly-once PostgreSQL sink in cluster mode: prepared transactions co
   const server = postgres as PostgresTestServer;
   const table = 'cluster_totals';
   await server.query(CLUSTER_TOTALS_TABLE(table));
-  await story('postgres-sink', { CJ_SINK: 'postgres', CJ_PG_URL: server.connectionString, CJ_PG_TABLE: table }, () => readTable(server, table));
+  // The gids seen prepared while the story runs: a cluster task's run names the producer it was
+  // fenced in with (`-o<producer id>_<epoch>`), which orders the task's owners (postgres-gid.ts).
+  const gids = new Set<string>();
+  const read = async (): Promise<Total[]> => {
+    for (const row of await server.query<{ gid: string }>('SELECT gid FROM pg_prepared_xacts')) gids.add(row.gid);
+    return readTable(server, table);
+  };
+  await story('postgres-sink', { CJ_SINK: 'postgres', CJ_PG_URL: server.connectionString, CJ_PG_TABLE: table }, read);
+  assert.ok(gids.size > 0, 'a prepared transaction was seen (the crash between the Kafka commit and the sink commit leaves one for the next owner)');
+  for (const gid of gids) assert.match(gid, /-\d+-\d+-o[0-9a-z]{1,13}_[0-9a-z]{1,3}$/, `${gid} names its task's owner`);
 });
 
 test('an at-least-once PostgreSQL sink in cluster mode runs as in one process: every input at least once, every total right', async () => {

@@ -10,13 +10,11 @@
  */
 import assert from 'node:assert/strict';
 import { after, before, test } from 'node:test';
-import { ExactlyOncePostgresWriter, type PostgresCommittable } from '../../../src/connectors/postgres/exactly-once-postgres-writer.ts';
+import type { PostgresCommittable } from '../../../src/connectors/postgres/postgres-committable.ts';
 import { connectPostgres } from '../../../src/connectors/postgres/postgres-connection.ts';
-import { parsePostgresSinkOptions } from '../../../src/connectors/postgres/postgres-sink-options.ts';
-import type { OperatorContext } from '../../../src/core/operator/stream-operator.ts';
 import { type PostgresTestServer, startPostgres } from '../../harness/postgres-server.ts';
-
-type Total = { seq: number; account: string; total: number };
+import * as runs from '../../harness/postgres-sink-runs.ts';
+import { recover, rows, type SinkRun, TASK, TASKS } from '../../harness/postgres-sink-runs.ts';
 
 let server: PostgresTestServer;
 before(async () => {
@@ -26,49 +24,18 @@ after(async () => {
   await server?.stop();
 });
 
-const TASK = 9;
-const TASKS = 12;
-const context = { jobName: 'stale-owner', uid: 'totals-sink', subtaskIndex: TASK, parallelism: TASKS, metrics: { gauge() {} } } as unknown as OperatorContext;
-
-/** One owner's run of the task's sink: the writer, opened as a restore opens it (its recovery done by the caller); `connect` wraps its connections. */
-async function owner(
-  table: string,
-  connect: typeof connectPostgres = connectPostgres,
-  mode: 'append' | 'upsert' = 'append',
-): Promise<ExactlyOncePostgresWriter<Total, Total>> {
-  const options = parsePostgresSinkOptions<Total, Total>({
-    connectionString: server.connectionString,
-    table,
-    columns: ['seq', 'account', 'total'],
-    ...(mode === 'upsert' ? { mode, key: ['account'] } : { mode }),
-    toRow: (record) => record,
-  });
-  const writer = new ExactlyOncePostgresWriter(options, connect);
-  await writer.open(context);
-  return writer;
+/** One owner's run of the task's sink (a run of one process: a random run token). */
+function owner(table: string, connect: typeof connectPostgres = connectPostgres, mode: 'append' | 'upsert' = 'append'): Promise<SinkRun> {
+  return runs.sinkRun(server, table, { connect, mode });
 }
 
-/** What a restore of a record holding `committables` does (TwoPhaseCommitSinkOperator's recovery): commit them again, roll back the rest. */
-async function recover(writer: ExactlyOncePostgresWriter<Total, Total>, committables: PostgresCommittable[]): Promise<void> {
-  for (const committable of committables) await writer.commit(committable);
-  await writer.abortLingering({ subtaskIndex: TASK, parallelism: TASKS, restoredCheckpointId: 2, allRestoredCommittables: committables });
-}
-
-/** The rows a reader sees, and how many of each seq. */
 async function copies(table: string): Promise<Map<number, number>> {
-  const rows = await server.query<{ seq: string; n: string }>(`SELECT seq, count(*) AS n FROM ${table} GROUP BY seq ORDER BY seq`);
-  return new Map(rows.map((row) => [Number(row.seq), Number(row.n)]));
+  return new Map(await runs.copies(server, table));
 }
 
-async function preparedGids(): Promise<string[]> {
-  return (await server.query<{ gid: string }>('SELECT gid FROM pg_prepared_xacts ORDER BY gid')).map((row) => row.gid);
+function preparedGids(): Promise<string[]> {
+  return runs.preparedGids(server);
 }
-
-// The same input from the same restored state: both owners compute the same rows.
-const rows: Total[] = [
-  { seq: 7, account: 'a7', total: 8 },
-  { seq: 19, account: 'a19', total: 6 },
-];
 
 test("a zombie's transaction prepared under a gid the latest record holds (its own committed) is never committed by the next owner's recovery", async () => {
   const table = 'stale_owner_commit';
@@ -232,7 +199,7 @@ test("upserts that wait on a zombie's transaction, prepared after the restore: t
 }, async () => {
   const table = 'stale_owner_locks';
   await server.query(`CREATE TABLE ${table} (account text PRIMARY KEY, seq bigint NOT NULL, total bigint NOT NULL)`);
-  const upserting = (): Promise<ExactlyOncePostgresWriter<Total, Total>> => owner(table, connectPostgres, 'upsert');
+  const upserting = (): Promise<SinkRun> => owner(table, connectPostgres, 'upsert');
   const next = await upserting();
   await recover(next, []);
   // The zombie, paused mid-checkpoint while the task moved, wakes after the next owner's restore and

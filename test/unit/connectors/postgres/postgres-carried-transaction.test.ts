@@ -8,7 +8,8 @@
 import assert from 'node:assert/strict';
 import { test } from 'node:test';
 import type pg from 'pg';
-import { ExactlyOncePostgresWriter, type PostgresCommittable } from '../../../../src/connectors/postgres/exactly-once-postgres-writer.ts';
+import { ExactlyOncePostgresWriter } from '../../../../src/connectors/postgres/exactly-once-postgres-writer.ts';
+import type { PostgresCommittable } from '../../../../src/connectors/postgres/postgres-committable.ts';
 import { parsePostgresSinkOptions } from '../../../../src/connectors/postgres/postgres-sink-options.ts';
 import type { OperatorContext } from '../../../../src/core/operator/stream-operator.ts';
 

@@ -1,0 +1,118 @@
+import type pg from 'pg';
+import { processLog } from '../../core/logging/pino-logger.ts';
+import { isEarlierOwner, type TaskOwner } from '../../core/operator/task-owner.ts';
+import { postgresFailure, SQLSTATE, sqlStateOf } from './postgres-errors.ts';
+import { type GidParts, gidLiteral, parseGid } from './postgres-gid.ts';
+import { postgresTestDelay } from './postgres-test-delays.ts';
+
+/** How often, at most, a cluster task's sink looks for its earlier owners' prepared transactions (at a completed checkpoint). */
+export const EARLIER_OWNERS_LOOK_MS = 10_000;
+
+/** A prepared transaction of a sink's prefix: its gid, its parts, and its (32-bit) transaction id. */
+export interface PreparedOfPrefix {
+  gid: string;
+  xid: string;
+  parts: GidParts;
+}
+
+/** Where a sink subtask's prepared transactions are looked for. */
+export interface PreparedScope {
+  prefix: string;
+  subtaskIndex: number;
+  parallelism: number;
+  where: string;
+}
+
+/**
+ * The prepared transactions of this database under the prefix that the subtask is responsible for
+ * (old subtask s with s % parallelism === this one); gids of other sinks whose prefix merely starts
+ * with this one are not among them (parseGid).
+ */
+export async function preparedOfSubtask(client: pg.Client, scope: PreparedScope): Promise<PreparedOfPrefix[]> {
+  let listed: { gid: string; xid: string }[];
+  try {
+    const result = await client.query<{ gid: string; xid: string }>(
+      'SELECT gid, transaction::text AS xid FROM pg_prepared_xacts WHERE database = current_database() AND left(gid, length($1)) = $1 ORDER BY gid',
+      [`${scope.prefix}-`],
+    );
+    listed = result.rows;
+  } catch (error) {
+    throw postgresFailure(scope.where, 'listing prepared transactions (pg_prepared_xacts)', error);
+  }
+  const mine: PreparedOfPrefix[] = [];
+  for (const { gid, xid } of listed) {
+    const parts = parseGid(scope.prefix, gid);
+    if (parts !== undefined && parts.subtask % scope.parallelism === scope.subtaskIndex) mine.push({ gid, xid, parts });
+  }
+  return mine;
+}
+
+/** ROLLBACK PREPARED of a gid; false when it was not prepared any more (ended meanwhile by another recovery). */
+export async function rollBackPrepared(client: pg.Client, gid: string, where: string): Promise<boolean> {
+  try {
+    await client.query(`ROLLBACK PREPARED ${gidLiteral(gid)}`);
+    return true;
+  } catch (error) {
+    if (sqlStateOf(error) === SQLSTATE.undefinedObject) return false;
+    throw postgresFailure(where, `ROLLBACK PREPARED ${gid}`, error);
+  }
+}
+
+/**
+ * Cluster mode: rolls back the subtask's prepared transactions of the task's EARLIER owners
+ * (task-owner.ts: the same producer id, a lower epoch), that is of runs fenced before this one
+ * began. This owner's recovery committed whatever its restored checkpoint record holds, and a
+ * fenced owner's later transactions are in no record that can commit (its Kafka commits fail): each
+ * is a zombie's, prepared after this owner's restore, which nobody would ever end. Never one of a
+ * later owner (were this run the zombie) nor of a producer id of unknown order. Returns the gids
+ * rolled back.
+ */
+export async function rollBackEarlierOwners(client: pg.Client, scope: PreparedScope, owner: TaskOwner): Promise<string[]> {
+  const rolledBack: string[] = [];
+  for (const prepared of await preparedOfSubtask(client, scope)) {
+    const other = prepared.parts.owner;
+    if (other === undefined || !isEarlierOwner(other, owner)) continue;
+    if (await rollBackPrepared(client, prepared.gid, scope.where)) rolledBack.push(prepared.gid);
+  }
+  if (rolledBack.length > 0) {
+    processLog().info(
+      `${scope.where}: rolled back ${rolledBack.length} prepared transaction(s) of earlier owners of the task (fenced, prepared after this owner's restore; their commits can never come): ${rolledBack.join(', ')}`,
+    );
+  }
+  return rolledBack;
+}
+
+/**
+ * A restore's recovery: rolls back every prepared transaction of the subtask (see
+ * {@link preparedOfSubtask}) that the restored checkpoint does not hold (`held`: gid -> its 32-bit
+ * transaction id, undefined when the committable did not say) — a crashed run's, prepared for a
+ * checkpoint that never completed. In cluster mode (`owner`) never a LATER owner's: this run may
+ * have stood still between its fencing and this recovery while the task moved on, and its
+ * successor's transactions are in records that commit. Returns how many it rolled back.
+ */
+export async function rollBackLingering(
+  client: pg.Client,
+  scope: PreparedScope,
+  held: ReadonlyMap<string, string | undefined>,
+  owner: TaskOwner | undefined,
+): Promise<number> {
+  let aborted = 0;
+  let later = 0;
+  for (const { gid, xid, parts } of await preparedOfSubtask(client, scope)) {
+    if (held.has(gid) && (held.get(gid) === undefined || held.get(gid) === xid)) continue;
+    if (owner !== undefined && parts.owner !== undefined && isEarlierOwner(owner, parts.owner)) {
+      later++;
+      continue;
+    }
+    if (!(await rollBackPrepared(client, gid, scope.where))) continue; // ended meanwhile by another subtask's recovery
+    aborted++;
+    await postgresTestDelay('recovery-rollback', `ROLLBACK PREPARED ${gid}`);
+  }
+  if (aborted > 0) processLog().info(`${scope.where}: rolled back ${aborted} lingering prepared transaction(s) under "${scope.prefix}"`);
+  if (later > 0) {
+    processLog().warn(
+      `${scope.where}: ${later} prepared transaction(s) of a later owner of the task are there: this run was fenced (it stops once it learns so)`,
+    );
+  }
+  return aborted;
+}

@@ -1,0 +1,26 @@
+/**
+ * Cluster mode's order of a task's owners. Every run of a task (a member that took it, the same
+ * member starting it again) first fences the runs before it: InitProducerId on the task's
+ * transactional id, which answers with a producer id and an epoch higher than any that id had. So
+ * among the runs of one task, a later run's (producer id, epoch) at its start is the higher one,
+ * and no two runs start with the same. A run that has not stopped yet after a later one started
+ * (a zombie) can commit nothing in Kafka any more; what it leaves elsewhere (files, prepared
+ * transactions of a database) its successor may clear, and it may clear only what earlier owners
+ * left, never its successor's.
+ */
+
+/** The producer a task's run was fenced in with: its id and its epoch when the run began. */
+export interface TaskOwner {
+  readonly producerId: bigint;
+  readonly epoch: number;
+}
+
+/**
+ * Whether `other` is an earlier owner of the task than `mine`: the same producer id with a lower
+ * epoch. An owner of another producer id is not (the broker gives a transactional id a new producer
+ * id when its epochs are exhausted or it expired): its order is left unknown, so nothing of it is
+ * cleared by this rule.
+ */
+export function isEarlierOwner(other: TaskOwner, mine: TaskOwner): boolean {
+  return other.producerId === mine.producerId && other.epoch < mine.epoch;
+}
