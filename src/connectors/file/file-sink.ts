@@ -3,7 +3,8 @@ import { closeSync, existsSync, fsyncSync, mkdirSync, openSync, readdirSync, ren
 import { join } from 'node:path';
 import type { Sink } from '../../core/connector/sink.ts';
 import type { OperatorContext } from '../../core/operator/stream-operator.ts';
-import { dataLoss, type RecoveryContext, twoPhaseCommitSink } from '../two-phase-commit-sink.ts';
+import { isEarlierOwner, ownerOfToken, ownerToken, type TaskOwner } from '../../core/operator/task-owner.ts';
+import { dataLoss, type RecoveryContext, type TwoPhaseCommitLogic, twoPhaseCommitSink } from '../two-phase-commit-sink.ts';
 
 export interface FileSinkOptions<T> {
   /** The output folder. Committed files appear in it; work in progress stays in its hidden subfolders. */
@@ -20,15 +21,20 @@ export interface FileCommittable {
   committed: string;
 }
 
-interface FileTransaction {
+export interface FileTransaction {
   file: string;
-  name: string;
+  /** `<random>`: the part's own name after `part-<subtask>-` (and the checkpoint id, once pending). */
+  random: string;
   fd: number;
   bytes: number;
 }
 
 const IN_PROGRESS = '.in-progress';
 const PENDING = '.pending';
+/** A part file in progress or pending: `part-<subtask>-...`, `.o<owner>` at the end in cluster mode. */
+const PART_FILE = /^part-(\d+)-[0-9a-f-]+?(?:\.o([0-9a-z_]+))?$/;
+/** How often, at most, a cluster task's sink looks for its earlier owners' part files (at a completed checkpoint). */
+export const EARLIER_OWNERS_LOOK_MS = 10_000;
 
 /**
  * An exactly-once file sink (Flink's FileSink, row format): each checkpoint's records go to an
@@ -36,23 +42,50 @@ const PENDING = '.pending';
  * pre-commit); when the checkpoint completes it is renamed into the output folder, where readers
  * see it. Readers must ignore the hidden `.in-progress/` and `.pending/` folders.
  *
- * File names: `part-<subtask>-<checkpoint id>-<random>` once committed.
+ * File names: `part-<subtask>-<checkpoint id>-<random>` once committed. In cluster mode the
+ * in-progress and pending names end in `.o<owner>` (the producer id and epoch the task's run was
+ * fenced in with, task-owner.ts): a restore never deletes a later owner's files (its own run may
+ * have stood still between its fencing and its recovery while the task moved on: the later owner's
+ * pending file would be gone at its commit), and the task's owner deletes its earlier owners'
+ * (zombies': pre-committed after its restore, never to be committed) at a completed checkpoint, at
+ * most every {@link EARLIER_OWNERS_LOOK_MS}.
  */
 export function fileSink<T>(options: FileSinkOptions<T>): Sink<T> {
+  return twoPhaseCommitSink<T, FileTransaction, FileCommittable>('file sink', () => fileSinkLogic(options));
+}
+
+/** The file sink's two-phase-commit logic of one subtask (see {@link fileSink}). */
+export function fileSinkLogic<T>(options: FileSinkOptions<T>): TwoPhaseCommitLogic<T, FileTransaction, FileCommittable> {
   const format = options.format ?? ((record: T) => JSON.stringify(record));
-  return twoPhaseCommitSink<T, FileTransaction, FileCommittable>('file sink', () => {
+  {
     let subtaskIndex = 0;
+    let parallelism = 1;
+    let owner: TaskOwner | undefined;
+    let suffix = '';
+    let lookedAt = Number.NEGATIVE_INFINITY;
     const root = options.path;
+    /** The part files of both hidden folders of this subtask's share (old subtask s with s % parallelism === this one), and the owner each names. */
+    const partsOfShare = (): { folder: string; name: string; owner: TaskOwner | undefined }[] =>
+      [IN_PROGRESS, PENDING].flatMap((folder) =>
+        readdirSync(join(root, folder)).flatMap((name) => {
+          const match = PART_FILE.exec(name);
+          if (match === null || Number(match[1]) % parallelism !== subtaskIndex) return [];
+          return [{ folder, name, owner: ownerOfToken(match[2]) }];
+        }),
+      );
     return {
       open(context: OperatorContext) {
         subtaskIndex = context.subtaskIndex;
+        parallelism = context.parallelism;
+        owner = context.taskOwner;
+        suffix = owner === undefined ? '' : `.o${ownerToken(owner)}`;
         mkdirSync(join(root, IN_PROGRESS), { recursive: true });
         mkdirSync(join(root, PENDING), { recursive: true });
       },
       beginTransaction() {
-        const name = `part-${subtaskIndex}-${randomBytes(6).toString('hex')}`;
-        const file = join(root, IN_PROGRESS, name);
-        return { file, name, fd: openSync(file, 'wx'), bytes: 0 };
+        const random = randomBytes(6).toString('hex');
+        const file = join(root, IN_PROGRESS, `part-${subtaskIndex}-${random}${suffix}`);
+        return { file, random, fd: openSync(file, 'wx'), bytes: 0 };
       },
       write(transaction, batch) {
         let text = '';
@@ -67,11 +100,11 @@ export function fileSink<T>(options: FileSinkOptions<T>): Sink<T> {
         }
         fsyncSync(transaction.fd);
         closeSync(transaction.fd);
-        const [, subtask, random] = /^part-(\d+)-([0-9a-f]+)$/.exec(transaction.name) as RegExpExecArray;
-        const pending = join(PENDING, `part-${subtask}-${checkpointId}-${random}`);
+        const committed = `part-${subtaskIndex}-${checkpointId}-${transaction.random}`;
+        const pending = join(PENDING, `${committed}${suffix}`);
         renameSync(transaction.file, join(root, pending));
         syncFolder(join(root, PENDING));
-        return { version: 1, pending, committed: `part-${subtask}-${checkpointId}-${random}` };
+        return { version: 1, pending, committed };
       },
       commit(committable) {
         const from = join(root, committable.pending);
@@ -97,27 +130,27 @@ export function fileSink<T>(options: FileSinkOptions<T>): Sink<T> {
         rmSync(transaction.file, { force: true });
       },
       abortLingering(context: RecoveryContext<FileCommittable>) {
-        // Files of old subtasks s with s % parallelism === this subtask are this subtask's to clean.
-        const mine = (name: string) => {
-          const subtask = Number(/^part-(\d+)-/.exec(name)?.[1] ?? -1);
-          return subtask >= 0 && subtask % context.parallelism === context.subtaskIndex;
-        };
+        // What its checkpoint does not hold is a crashed run's; in cluster mode never a later owner's.
+        subtaskIndex = context.subtaskIndex;
+        parallelism = context.parallelism;
         const keep = new Set(context.allRestoredCommittables.map((committable) => committable.pending));
         let aborted = 0;
-        for (const name of readdirSync(join(root, IN_PROGRESS))) {
-          if (!mine(name)) continue;
-          rmSync(join(root, IN_PROGRESS, name), { force: true });
-          aborted++;
-        }
-        for (const name of readdirSync(join(root, PENDING))) {
-          if (!mine(name) || keep.has(join(PENDING, name))) continue;
-          rmSync(join(root, PENDING, name), { force: true });
+        for (const { folder, name, owner: other } of partsOfShare()) {
+          if (keep.has(join(folder, name)) || (owner !== undefined && other !== undefined && isEarlierOwner(owner, other))) continue;
+          rmSync(join(root, folder, name), { force: true });
           aborted++;
         }
         return aborted;
       },
+      notifyCheckpointComplete() {
+        if (owner === undefined || Date.now() - lookedAt < EARLIER_OWNERS_LOOK_MS) return;
+        lookedAt = Date.now();
+        for (const { folder, name, owner: other } of partsOfShare()) {
+          if (other !== undefined && isEarlierOwner(other, owner)) rmSync(join(root, folder, name), { force: true });
+        }
+      },
     };
-  });
+  }
 }
 
 function syncFolder(path: string): void {

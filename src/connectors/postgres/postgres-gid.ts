@@ -1,5 +1,5 @@
 import { createHash, randomBytes } from 'node:crypto';
-import type { TaskOwner } from '../../core/operator/task-owner.ts';
+import { ownerOfToken, ownerToken, type TaskOwner } from '../../core/operator/task-owner.ts';
 
 /**
  * The global ids (gids) of the PostgreSQL sink's prepared transactions:
@@ -55,16 +55,12 @@ export function newRunToken(): string {
 
 /** The run of a cluster task's owner: `<producer id>_<epoch>`, both in base 36. */
 export function ownerRunToken(owner: TaskOwner): string {
-  return `${owner.producerId.toString(36)}_${owner.epoch.toString(36)}`;
+  return ownerToken(owner);
 }
 
 /** The owner a run token names (`<producer id>_<epoch>` in base 36), or undefined for a random token of one process. */
 export function ownerOfRun(run: string | undefined): TaskOwner | undefined {
-  const match = run === undefined ? null : /^([0-9a-z]{1,13})_([0-9a-z]{1,3})$/.exec(run);
-  if (match === null) return undefined;
-  let producerId = 0n;
-  for (const digit of match[1] as string) producerId = producerId * 36n + BigInt(Number.parseInt(digit, 36));
-  return { producerId, epoch: Number.parseInt(match[2] as string, 36) };
+  return ownerOfToken(run);
 }
 
 /** The gid of a subtask's transaction of one checkpoint in one run: `<prefix>-<subtask>-<checkpoint id>-o<run>`. */

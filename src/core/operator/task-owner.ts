@@ -24,3 +24,17 @@ export interface TaskOwner {
 export function isEarlierOwner(other: TaskOwner, mine: TaskOwner): boolean {
   return other.producerId === mine.producerId && other.epoch < mine.epoch;
 }
+
+/** An owner as a name's token: `<producer id>_<epoch>`, both in base 36 (at most 13 and 3 characters). */
+export function ownerToken(owner: TaskOwner): string {
+  return `${owner.producerId.toString(36)}_${owner.epoch.toString(36)}`;
+}
+
+/** The owner a token names (see {@link ownerToken}), or undefined when it is not one. */
+export function ownerOfToken(token: string | undefined): TaskOwner | undefined {
+  const match = token === undefined ? null : /^([0-9a-z]{1,13})_([0-9a-z]{1,3})$/.exec(token);
+  if (match === null) return undefined;
+  let producerId = 0n;
+  for (const digit of match[1] as string) producerId = producerId * 36n + BigInt(Number.parseInt(digit, 36));
+  return { producerId, epoch: Number.parseInt(match[2] as string, 36) };
+}
