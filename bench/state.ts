@@ -10,12 +10,12 @@
  * duration (p50/p99), and the bytes written per checkpoint.
  *
  *   npm run bench:state [-- --keys 1000000,5000000] [--large] [--seconds 30] [--label after] [--backend heap|disk]
- *                       [--incremental | --modes full,incremental] [--rate <records/s>] [--young-mb <MB>] [--memory-limit <MB>]
+ *                       [--incremental | --modes full,incremental] [--max-changes <n>] [--rate <records/s>] [--young-mb <MB>] [--memory-limit <MB>]
  *                       [--flink [--jvm-opts "-Xmx2g"]]
  * `--memory-limit`: each case's process runs in a memory cgroup of that size (Linux, root;
  * bench/memory-cgroup.ts): its own memory and the page cache it uses together (the kernel drops
  * clean file pages at the limit; a process whose own memory does not fit is killed).
- * `--incremental`: checkpointing.incremental; `--modes full,incremental`: each size with full, then
+ * `--incremental`: checkpointing.incremental (`--max-changes`: checkpointing.incrementalMaxChanges); `--modes full,incremental`: each size with full, then
  * with incremental checkpoints (each in a process of its own), side by side in one table; `--rate`:
  * the generator's records/s (default as fast as it goes), so a checkpoint interval changes only part
  * of the keys; "MB changed per interval" is, per checkpoint, the keys the records since the trigger of
@@ -56,6 +56,7 @@ const { values } = parseArgs({
     incremental: { type: 'boolean', default: false },
     modes: { type: 'string' },
     rate: { type: 'string' },
+    'max-changes': { type: 'string' },
     micro: { type: 'boolean', default: false },
     ops: { type: 'string' },
     snapshots: { type: 'boolean', default: false },
@@ -145,7 +146,12 @@ async function runCase(keys: number): Promise<CaseResult> {
   const config: EnvironmentConfigInput = {
     parallelism: 1,
     workers: 1,
-    checkpointing: { interval: '2s', storage: join(folder, 'checkpoints'), incremental: values.incremental },
+    checkpointing: {
+      interval: '2s',
+      storage: join(folder, 'checkpoints'),
+      incremental: values.incremental,
+      ...(values['max-changes'] === undefined ? {} : { incrementalMaxChanges: Number(values['max-changes']) }),
+    },
     workerHeap: { oldGenerationMb: 16384, ...(values['young-mb'] === undefined ? {} : { youngGenerationMb: Number(values['young-mb']) }) },
     stateBackend,
     stateDir: join(folder, 'state'),
@@ -321,6 +327,7 @@ function runChild(keys: number, incremental: boolean): Promise<CaseResult> {
     const flags = ['--case', String(keys), '--seconds', String(seconds), '--backend', stateBackend];
     if (incremental) flags.push('--incremental');
     if (values.rate !== undefined) flags.push('--rate', values.rate);
+    if (values['max-changes'] !== undefined) flags.push('--max-changes', values['max-changes']);
     if (values['young-mb'] !== undefined) flags.push('--young-mb', values['young-mb']);
     // Each case's process runs as `weir run` does (its V8 flags; an explicit one on this command wins).
     const argv = [process.execPath, ...process.execArgv, ...weirV8Flags(), import.meta.filename, ...flags];

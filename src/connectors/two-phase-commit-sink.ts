@@ -42,7 +42,7 @@ export interface RecoveryContext<C> {
  * A commit commits the committable's own transaction and nothing else under its name: in cluster
  * mode a task's fenced owner that has not stopped yet pre-commits too, and a name made of (subtask,
  * checkpoint) alone is taken again by it once the rightful one committed (the file sink's names
- * carry a random part; the PostgreSQL sink checks the prepared transaction's id).
+ * carry a random part; the PostgreSQL sink's gids name the run, and it checks the prepared transaction's id).
  */
 export interface TwoPhaseCommitLogic<IN, TXN, C> {
   /** The version its committable entries are written with (default 1; at most {@link COMMITTABLE_STATE_VERSION}). */
@@ -61,7 +61,11 @@ export interface TwoPhaseCommitLogic<IN, TXN, C> {
   isEmpty?(transaction: TXN): boolean;
   /**
    * After a restore, before any new write: abort what a crashed run left open that the checkpoint
-   * does not hold. Returns how many it aborted (the `transactions.aborted` metric).
+   * does not hold. Returns how many it aborted (the `transactions.aborted` metric). In cluster mode
+   * never what a LATER owner of the task wrote (`OperatorContext.taskOwner` orders a task's runs,
+   * task-owner.ts): this run may have stood still between its fencing and its recovery while the
+   * task moved on, and the later owner's pre-commits are in records that commit. The file and
+   * PostgreSQL sinks name the owner in what they pre-commit.
    */
   abortLingering?(context: RecoveryContext<C>): number | Promise<number>;
   /** After the committables up to this checkpoint are committed. */

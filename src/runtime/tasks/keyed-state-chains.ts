@@ -7,8 +7,8 @@ interface Link {
   handle: StateHandle;
 }
 
-/** After this many changes on one full snapshot, the next snapshot is full again. */
-const MAX_CHANGES = 8;
+/** After this many changes on one full snapshot, the next snapshot is full again (checkpointing.incrementalMaxChanges' default). */
+export const DEFAULT_MAX_CHANGES = 8;
 
 /** What a keyed snapshot adds to: the completed checkpoint and its chain (a full snapshot, then changes). */
 export interface ChainBase {
@@ -20,11 +20,17 @@ export interface ChainBase {
  * A task's incremental keyed state chains, per operator uid: which files each of its checkpoints
  * wrote (a full snapshot, then the changes on it, oldest first), so a snapshot that adds to the
  * latest completed checkpoint (the barrier's `incrementalBase`) names all of them in its
- * acknowledgement. A chain is materialized (the next snapshot full) once it holds
- * {@link MAX_CHANGES} changes or its changes add up to the full snapshot's size, so a restore
- * reads at most about twice the state.
+ * acknowledgement. A chain is materialized (the next snapshot full) once it holds `maxChanges`
+ * changes (checkpointing.incrementalMaxChanges) or its changes add up to the full snapshot's size,
+ * so a restore reads at most about twice the state.
  */
 export class KeyedStateChains {
+  readonly #maxChanges: number;
+
+  constructor(maxChanges = DEFAULT_MAX_CHANGES) {
+    this.#maxChanges = maxChanges;
+  }
+
   /** uid -> checkpoint -> the chain that checkpoint's snapshot completes. */
   readonly #written = new Map<string, Map<number, readonly Link[]>>();
 
@@ -39,7 +45,7 @@ export class KeyedStateChains {
     const full = (chain[0] as Link).handle.size;
     let changes = 0;
     for (let i = 1; i < chain.length; i++) changes += (chain[i] as Link).handle.size;
-    if (chain.length - 1 >= MAX_CHANGES || changes >= full) return undefined;
+    if (chain.length - 1 >= this.#maxChanges || changes >= full) return undefined;
     return { checkpointId: incrementalBase, chain };
   }
 

@@ -101,6 +101,7 @@ export class StreamTask {
       subtaskIndex: env.subtaskIndex,
       toMaster: env.toMaster,
       incremental: env.config.checkpointing?.incremental === true,
+      incrementalMaxChanges: env.config.checkpointing?.incrementalMaxChanges,
     });
     this.#timers = new ProcessingTimeService((operatorIndex) => this.#mailbox.put({ kind: 'processing-time', operatorIndex }));
     if (!env.vertex.isSource) {

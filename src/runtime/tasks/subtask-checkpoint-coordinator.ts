@@ -33,6 +33,8 @@ export interface SubtaskCheckpointCoordinatorOptions {
   toMaster: (message: FromWorker) => void;
   /** `checkpointing.incremental`: keyed snapshots of checkpoints add to the latest completed one (KeyedStateChains). */
   incremental?: boolean;
+  /** `checkpointing.incrementalMaxChanges`: the changes a full snapshot takes before the next is full again. */
+  incrementalMaxChanges?: number | undefined;
 }
 
 interface StateSnapshot {
@@ -81,7 +83,7 @@ export interface SubtaskCheckpointDurations {
  */
 export class SubtaskCheckpointCoordinator {
   readonly #options: SubtaskCheckpointCoordinatorOptions;
-  readonly #chains = new KeyedStateChains();
+  readonly #chains: KeyedStateChains;
   /**
    * Savepoints whose barrier passed this task, not yet complete or aborted. A savepoint is full and
    * no chain's base (the next checkpoint adds to the latest completed checkpoint), so its
@@ -92,6 +94,7 @@ export class SubtaskCheckpointCoordinator {
 
   constructor(options: SubtaskCheckpointCoordinatorOptions) {
     this.#options = options;
+    this.#chains = new KeyedStateChains(options.incrementalMaxChanges);
   }
 
   /**
