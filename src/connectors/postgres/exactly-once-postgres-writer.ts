@@ -9,7 +9,7 @@ import { connectPostgres, type PostgresQuery, sendInOrder, settleWrites } from '
 import { postgresFailure, SQLSTATE, sqlStateOf } from './postgres-errors.ts';
 import { defaultGidPrefix, gidLiteral, newRunToken, ownerRunToken, preparedTransactionGid, sinkSessionName } from './postgres-gid.ts';
 import { PostgresLockWatch } from './postgres-lock-watch.ts';
-import { EARLIER_OWNERS_LOOK_MS, type PreparedScope, rollBackEarlierOwners, rollBackLingering } from './postgres-prepared.ts';
+import { EARLIER_OWNERS_LOOK_MS, endOpenCarried, type PreparedScope, rollBackEarlierOwners, rollBackLingering } from './postgres-prepared.ts';
 import type { ParsedPostgresSinkOptions, PostgresRow } from './postgres-sink-options.ts';
 import { InsertStatements } from './postgres-statements.ts';
 import { postgresTestDelay } from './postgres-test-delays.ts';
@@ -66,6 +66,8 @@ export class ExactlyOncePostgresWriter<T, R extends PostgresRow> implements TwoP
   /** Cluster mode: when this run last looked for its earlier owners' prepared transactions. */
   #lookedAt = Number.NEGATIVE_INFINITY;
   #scope: PreparedScope = { prefix: '', subtaskIndex: 0, parallelism: 1, where: '' };
+  /** The gids the restored checkpoint holds (each committed by the restore, or its carried rows written again): never an earlier owner's to roll back. */
+  readonly #restoredGids = new Set<string>();
   #where = 'postgres sink';
   /** The gids this subtask prepared and has not committed yet, and the rows held back behind them. */
   readonly #prepared = new Set<string>();
@@ -108,6 +110,7 @@ export class ExactlyOncePostgresWriter<T, R extends PostgresRow> implements TwoP
     const owner = this.#owner;
     this.#lockWatch = PostgresLockWatch.of(this.#writer, {
       connect,
+      restoredGids: this.#restoredGids,
       prefix: this.#prefix,
       subtaskIndex,
       parallelism,
@@ -262,6 +265,14 @@ export class ExactlyOncePostgresWriter<T, R extends PostgresRow> implements TwoP
 
   async commit(committable: PostgresCommittable): Promise<void> {
     if (this.#carrying !== undefined && this.#carrying.gid === committable.gid) await this.#prepareCarried(this.#carrying);
+    const since = Date.now();
+    while (!(await this.#commitOnce(committable))) await endOpenCarried(this.#committer as pg.Client, committable, since, this.#where);
+    // A gid this run did not prepare is a restored checkpoint's: the recovery commits it.
+    if (!this.#prepared.delete(committable.gid)) await postgresTestDelay('recovery-commit', `COMMIT PREPARED ${committable.gid}`);
+  }
+
+  /** Commits the committable's own transaction once: true when it is committed (or its carried rows are held to be written again), false while a carried one is still open on its run's session. */
+  async #commitOnce(committable: PostgresCommittable): Promise<boolean> {
     const committer = this.#committer as pg.Client;
     // A gid of a Weir before run tokens names (prefix, subtask, checkpoint), not the run: once this
     // transaction committed, an owner fenced in Kafka but not stopped yet (a zombie, a checkpoint
@@ -273,19 +284,17 @@ export class ExactlyOncePostgresWriter<T, R extends PostgresRow> implements TwoP
       processLog().warn(
         `${this.#where}: ${committable.gid} is prepared by transaction ${holder}, not by ${committable.xid} (the one the checkpoint holds: another owner's, fenced): not committed (the next restore rolls it back)`,
       );
-      await this.#checkCommitted(committable);
+      return this.#checkCommitted(committable);
     } else {
       try {
         await committer.query(`COMMIT PREPARED ${gidLiteral(committable.gid)}`);
       } catch (error) {
         if (sqlStateOf(error) !== SQLSTATE.undefinedObject) throw postgresFailure(this.#where, `COMMIT PREPARED ${committable.gid}`, error);
-        await this.#checkCommitted(committable);
+        return this.#checkCommitted(committable);
       }
     }
-    // A gid this run did not prepare is a restored checkpoint's: the recovery commits it.
-    if (!this.#prepared.delete(committable.gid)) await postgresTestDelay('recovery-commit', `COMMIT PREPARED ${committable.gid}`);
+    return true;
   }
-
   /** The (32-bit) id of the transaction prepared under the committable's gid, if one is. */
   async #preparedUnder(committable: PostgresCommittable): Promise<string | undefined> {
     try {
@@ -309,12 +318,17 @@ export class ExactlyOncePostgresWriter<T, R extends PostgresRow> implements TwoP
       // A zombie's transaction that blocks nothing (appends) would hold its slot of
       // max_prepared_transactions and the xmin horizon until the task's next restore.
       this.#lookedAt = Date.now();
-      await rollBackEarlierOwners(this.#committer as pg.Client, this.#scope, this.#owner);
+      await rollBackEarlierOwners(this.#committer as pg.Client, this.#scope, this.#owner, this.#restoredGids);
     }
   }
 
-  /** The gid is not prepared (any more): committed before (a repeat), or rolled back (the data is lost). */
-  async #checkCommitted(committable: PostgresCommittable): Promise<void> {
+  /**
+   * The gid is not prepared (any more): committed before (a repeat), or rolled back (the data is
+   * lost; a carried transaction's rows are written again). False for a carried transaction still
+   * open (never prepared) on its run's session: its run may yet prepare and commit it, or end and
+   * roll it back, so it is neither committed nor lost yet.
+   */
+  async #checkCommitted(committable: PostgresCommittable): Promise<boolean> {
     const committer = this.#committer as pg.Client;
     let status: string | null;
     try {
@@ -323,7 +337,8 @@ export class ExactlyOncePostgresWriter<T, R extends PostgresRow> implements TwoP
     } catch (error) {
       throw postgresFailure(this.#where, `checking whether transaction ${committable.xid} (${committable.gid}) committed`, error);
     }
-    if (status === 'committed') return;
+    if (status === 'committed') return true;
+    if (status === 'in progress' && committable.carried !== undefined) return false;
     if (status === 'aborted' && committable.carried !== undefined) {
       // A carried transaction the crashed run never prepared: its rows are only in the checkpoint.
       // They go into this run's first transaction (no later committable of this subtask can be
@@ -333,7 +348,7 @@ export class ExactlyOncePostgresWriter<T, R extends PostgresRow> implements TwoP
       processLog().info(
         `${this.#where}: transaction ${committable.gid} was never prepared (its run ended first): its ${committable.carried.length} rows, kept in the checkpoint, are written again`,
       );
-      return;
+      return true;
     }
     if (status === 'aborted') {
       throw dataLoss(
@@ -345,6 +360,7 @@ export class ExactlyOncePostgresWriter<T, R extends PostgresRow> implements TwoP
     processLog().warn(
       `${this.#where}: prepared transaction ${committable.gid} is gone and its transaction ${committable.xid} is ${status ?? 'too old to tell'}: taken as committed`,
     );
+    return true;
   }
 
   async abort(transaction: PostgresTransaction): Promise<void> {
@@ -365,6 +381,7 @@ export class ExactlyOncePostgresWriter<T, R extends PostgresRow> implements TwoP
   async abortLingering(context: RecoveryContext<PostgresCommittable>): Promise<number> {
     // Held: the gid and the transaction (a zombie's prepared under a held gid since is not held).
     const held = new Map(context.allRestoredCommittables.map((committable) => [committable.gid, xid32(committable.xid)]));
+    for (const gid of held.keys()) this.#restoredGids.add(gid);
     const scope = { ...this.#scope, subtaskIndex: context.subtaskIndex, parallelism: context.parallelism };
     return rollBackLingering(this.#committer as pg.Client, scope, held, this.#owner);
   }

@@ -20,6 +20,8 @@ export interface LockWatchTarget {
   run: string;
   /** Cluster mode: the producer this run of the task was fenced in with; undefined in one process. */
   owner: TaskOwner | undefined;
+  /** The gids the restored checkpoint holds: never rolled back as an earlier owner's. */
+  restoredGids: ReadonlySet<string>;
   where: string;
 }
 
@@ -114,7 +116,7 @@ export class PostgresLockWatch {
       if (row === undefined || !row.others) return;
       const scope = { prefix: target.prefix, subtaskIndex: target.subtaskIndex, parallelism: target.parallelism, where: target.where };
       // An earlier owner's rolled back: the wait ends with them, or the next look sees what else it waits on.
-      if (row.prepared && target.owner !== undefined && (await rollBackEarlierOwners(client, scope, target.owner)).length > 0) return;
+      if (row.prepared && target.owner !== undefined && (await rollBackEarlierOwners(client, scope, target.owner, target.restoredGids)).length > 0) return;
       const others = row.prepared ? await preparedOfSubtask(client, scope) : [];
       const stale = others.filter((prepared) => prepared.parts.run !== target.run).map((prepared) => prepared.gid);
       if (stale.length === 0) {

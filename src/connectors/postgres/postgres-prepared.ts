@@ -1,4 +1,5 @@
 import type pg from 'pg';
+import { WeirError } from '../../core/errors/weir-error.ts';
 import { processLog } from '../../core/logging/pino-logger.ts';
 import { isEarlierOwner, type TaskOwner } from '../../core/operator/task-owner.ts';
 import { postgresFailure, SQLSTATE, sqlStateOf } from './postgres-errors.ts';
@@ -63,15 +64,17 @@ export async function rollBackPrepared(client: pg.Client, gid: string, where: st
  * (task-owner.ts: the same producer id, a lower epoch), that is of runs fenced before this one
  * began. This owner's recovery committed whatever its restored checkpoint record holds, and a
  * fenced owner's later transactions are in no record that can commit (its Kafka commits fail): each
- * is a zombie's, prepared after this owner's restore, which nobody would ever end. Never one of a
+ * is a zombie's, prepared after this owner's restore, which nobody would ever end. Never one `held`
+ * by the restored record (a carried transaction its run prepares only after its record committed:
+ * this owner's restore commits it or ends its session first, see {@link endOpenCarried}), one of a
  * later owner (were this run the zombie) nor of a producer id of unknown order. Returns the gids
  * rolled back.
  */
-export async function rollBackEarlierOwners(client: pg.Client, scope: PreparedScope, owner: TaskOwner): Promise<string[]> {
+export async function rollBackEarlierOwners(client: pg.Client, scope: PreparedScope, owner: TaskOwner, held: ReadonlySet<string>): Promise<string[]> {
   const rolledBack: string[] = [];
   for (const prepared of await preparedOfSubtask(client, scope)) {
     const other = prepared.parts.owner;
-    if (other === undefined || !isEarlierOwner(other, owner)) continue;
+    if (other === undefined || !isEarlierOwner(other, owner) || held.has(prepared.gid)) continue;
     if (await rollBackPrepared(client, prepared.gid, scope.where)) rolledBack.push(prepared.gid);
   }
   if (rolledBack.length > 0) {
@@ -115,4 +118,49 @@ export async function rollBackLingering(
     );
   }
   return aborted;
+}
+
+/** How long a restore waits for a carried transaction still open on another session to end, ending that session, before the task fails. */
+export const OPEN_CARRIED_WAIT_MS = 30_000;
+
+/**
+ * A restored checkpoint holds a carried transaction (its rows in the committable) that is still
+ * open on its run's session, never prepared: that run (a fenced owner not yet stopped, or a run
+ * whose connection the server has not closed yet) may still prepare and commit it, or end and roll
+ * it back. Taking it as committed would lose its rows if it rolls back; writing them again would
+ * duplicate them if it commits. So the session holding it is ended (pg_terminate_backend: its open
+ * transaction rolls back; a PREPARE that came first survives it, and the next look commits that),
+ * and the caller looks again. Fails the task (retriable) after {@link OPEN_CARRIED_WAIT_MS}.
+ */
+export async function endOpenCarried(client: pg.Client, committable: { gid: string; xid: string }, since: number, where: string): Promise<void> {
+  if (Date.now() - since > OPEN_CARRIED_WAIT_MS) {
+    throw new WeirError(
+      'TASK_FAILED',
+      `${where}: the carried transaction ${committable.gid} (transaction ${committable.xid}) that the restored checkpoint holds is still open on another session after ${OPEN_CARRIED_WAIT_MS / 1000} s, neither prepared nor ended: its rows can be neither taken as committed nor written again`,
+      {
+        fault: 'external',
+        retriable: true,
+        hint: "the task restarts and looks again; if it repeats, end the session holding it (pg_stat_activity.backend_xid) or give this job's role the right to (pg_signal_backend)",
+      },
+    );
+  }
+  const ended: number[] = [];
+  try {
+    // The holder first, then its end by pid: SQL does not order a WHERE's conditions.
+    const holders = await client.query<{ pid: number }>('SELECT pid FROM pg_stat_activity WHERE backend_xid::text = $1 AND pid <> pg_backend_pid()', [
+      (BigInt(committable.xid) & 0xffffffffn).toString(),
+    ]);
+    for (const { pid } of holders.rows) {
+      const result = await client.query<{ ended: boolean }>('SELECT pg_terminate_backend($1::int) AS ended', [pid]);
+      if (result.rows[0]?.ended === true) ended.push(pid);
+    }
+  } catch (error) {
+    throw postgresFailure(where, `ending the session that holds carried transaction ${committable.gid} open (pg_terminate_backend)`, error);
+  }
+  if (ended.length > 0) {
+    processLog().info(
+      `${where}: carried transaction ${committable.gid} of the restored checkpoint was still open on session ${ended.join(', ')} (its run not yet stopped), never prepared: that session is ended, so its transaction rolls back and its rows, kept in the checkpoint, are written again (had it prepared it first, it is committed)`,
+    );
+  }
+  await new Promise((resolve) => setTimeout(resolve, 100));
 }

@@ -243,3 +243,37 @@ test("upserts that wait on a zombie's transaction, prepared after the restore: t
   );
   assert.deepEqual(await preparedGids(), []);
 });
+
+test("a carried transaction still open on its run's session at the restore is neither taken as committed nor written twice: that session is ended and the rows written again, once", async () => {
+  const table = 'stale_owner_open_carried';
+  await server.query(`CREATE TABLE ${table} (seq bigint NOT NULL, account text NOT NULL, total bigint NOT NULL)`);
+  // The earlier run prepared checkpoint 1; barrier 2 came before 1's completion, so 2's transaction
+  // began and carries the rows since in its committable (prepared once 1 committed).
+  const earlier = await owner(table);
+  const first = earlier.beginTransaction();
+  await earlier.write(first, [rows[0] as (typeof rows)[0]]);
+  const one = (await earlier.preCommit(first, 1)) as PostgresCommittable;
+  const second = earlier.beginTransaction();
+  await earlier.write(second, [rows[1] as (typeof rows)[0]]);
+  const two = (await earlier.preCommit(second, 2)) as PostgresCommittable;
+  assert.equal(two.carried?.length, 1);
+  // Record 2 committed; the run stands still before its sink commits (SIGSTOP, or the task moved and
+  // its run is not stopped yet). The task's next run restores record 2: 2's transaction is still
+  // open on the earlier run's session, neither prepared nor rolled back.
+  const next = await owner(table);
+  await recover(next, [one, two]);
+  // Its first checkpoint writes what 2 carried.
+  const mine = next.beginTransaction();
+  await next.commit((await next.preCommit(mine, 3)) as PostgresCommittable);
+  await next.close();
+  await earlier.close();
+  assert.deepEqual(
+    [...(await copies(table))],
+    [
+      [7, 1],
+      [19, 1],
+    ],
+    'every row once',
+  );
+  assert.deepEqual(await preparedGids(), []);
+});
