@@ -70,6 +70,13 @@ export interface TwoPhaseCommitLogic<IN, TXN, C> {
   abortLingering?(context: RecoveryContext<C>): number | Promise<number>;
   /** After the committables up to this checkpoint are committed. */
   notifyCheckpointComplete?(checkpointId: number): void | Promise<void>;
+  /**
+   * After a restore: how many records of the restored checkpoint it keeps to write into its next
+   * transaction (none written yet or not yet committed), rather than committing what was written
+   * (the PostgreSQL sink's carried rows of a transaction its run never prepared). While any are
+   * owed the restored checkpoint is not recorded as committed, and a job end fails its sink's end.
+   */
+  restoredRecordsOwed?(): number;
   /** The sink closes (after its open transaction was aborted): release connections. */
   close?(): void | Promise<void>;
 }
@@ -103,6 +110,8 @@ export class TwoPhaseCommitSinkOperator<IN, TXN, C> extends StreamOperator<IN, n
   #state!: ListState<PendingCommittable<C>>;
   #pending: PendingCommittable<C>[] = [];
   #transaction: TXN | undefined;
+  /** Its restore kept records of the restored checkpoint to write into its next transaction (TwoPhaseCommitLogic.restoredRecordsOwed). */
+  #restoredIncompletely = false;
   #subtaskIndex = 0;
   #preCommitted!: MetricCounter;
   #committed!: MetricCounter;
@@ -124,6 +133,7 @@ export class TwoPhaseCommitSinkOperator<IN, TXN, C> extends StreamOperator<IN, n
     context.metrics.gauge('transactions.open', () => (this.#transaction === undefined || (this.#logic.isEmpty?.(this.#transaction as TXN) ?? false) ? 0 : 1));
     await this.#logic.open?.(context);
     await this.#recover(context, false);
+    this.#restoredIncompletely = (this.#logic.restoredRecordsOwed?.() ?? 0) > 0;
     this.#pending = [];
     this.#state.update([]);
     this.#transaction = await this.#logic.beginTransaction();
@@ -143,6 +153,14 @@ export class TwoPhaseCommitSinkOperator<IN, TXN, C> extends StreamOperator<IN, n
     try {
       await this.#logic.open?.(context);
       await this.#recover(context, true);
+      const owed = this.#logic.restoredRecordsOwed?.() ?? 0;
+      if (owed > 0) {
+        throw new WeirError(
+          'TASK_FAILED',
+          `sink "${context.operatorName}" (subtask ${context.subtaskIndex}): ${owed} records of checkpoint ${context.restoredCheckpointId} are kept in it to be written again (a transaction its run never prepared), and the job has ended: not written now`,
+          { fault: 'external', retriable: true, hint: 'the next start from this checkpoint storage writes them (the checkpoint is not recorded as committed)' },
+        );
+      }
     } finally {
       await this.#logic.close?.();
     }
@@ -202,6 +220,10 @@ export class TwoPhaseCommitSinkOperator<IN, TXN, C> extends StreamOperator<IN, n
     }
     this.#state.update(this.#pending);
     this.#transaction = await this.#logic.beginTransaction();
+  }
+
+  override restoredIncompletely(): boolean {
+    return this.#restoredIncompletely;
   }
 
   override async notifyCheckpointComplete(checkpointId: number): Promise<void> {

@@ -7,7 +7,7 @@ import { dataLoss, type RecoveryContext, type TwoPhaseCommitLogic } from '../two
 import { type PostgresCommittable, type PostgresTransaction, xid32 } from './postgres-committable.ts';
 import { connectPostgres, type PostgresQuery, sendInOrder, settleWrites } from './postgres-connection.ts';
 import { postgresFailure, SQLSTATE, sqlStateOf } from './postgres-errors.ts';
-import { defaultGidPrefix, gidLiteral, newRunToken, ownerRunToken, preparedTransactionGid, sinkSessionName } from './postgres-gid.ts';
+import { defaultGidPrefix, gidLiteral, newRunToken, ownerRunToken, preparedTransactionGid, sinkSessionName, sinkSessionNameStart } from './postgres-gid.ts';
 import { PostgresLockWatch } from './postgres-lock-watch.ts';
 import { EARLIER_OWNERS_LOOK_MS, endOpenCarried, type PreparedScope, rollBackEarlierOwners, rollBackLingering } from './postgres-prepared.ts';
 import type { ParsedPostgresSinkOptions, PostgresRow } from './postgres-sink-options.ts';
@@ -266,12 +266,13 @@ export class ExactlyOncePostgresWriter<T, R extends PostgresRow> implements TwoP
   async commit(committable: PostgresCommittable): Promise<void> {
     if (this.#carrying !== undefined && this.#carrying.gid === committable.gid) await this.#prepareCarried(this.#carrying);
     const since = Date.now();
-    while (!(await this.#commitOnce(committable))) await endOpenCarried(this.#committer as pg.Client, committable, since, this.#where);
+    const scope = { where: this.#where, sessions: sinkSessionNameStart(this.#prefix) };
+    while (!(await this.#commitOnce(committable))) await endOpenCarried(this.#committer as pg.Client, committable, since, scope);
     // A gid this run did not prepare is a restored checkpoint's: the recovery commits it.
     if (!this.#prepared.delete(committable.gid)) await postgresTestDelay('recovery-commit', `COMMIT PREPARED ${committable.gid}`);
   }
 
-  /** Commits the committable's own transaction once: true when it is committed (or its carried rows are held to be written again), false while a carried one is still open on its run's session. */
+  /** Commits the committable's own transaction once: true when it is committed (or its carried rows are held to be written again), false while a carried one is still open on its run's session or its prepared transaction is busy. */
   async #commitOnce(committable: PostgresCommittable): Promise<boolean> {
     const committer = this.#committer as pg.Client;
     // A gid of a Weir before run tokens names (prefix, subtask, checkpoint), not the run: once this
@@ -289,6 +290,8 @@ export class ExactlyOncePostgresWriter<T, R extends PostgresRow> implements TwoP
       try {
         await committer.query(`COMMIT PREPARED ${gidLiteral(committable.gid)}`);
       } catch (error) {
+        // "is busy": another session is committing it or its session is ending (after a PREPARE): look again.
+        if (sqlStateOf(error) === SQLSTATE.notInPrerequisiteState) return false;
         if (sqlStateOf(error) !== SQLSTATE.undefinedObject) throw postgresFailure(this.#where, `COMMIT PREPARED ${committable.gid}`, error);
         return this.#checkCommitted(committable);
       }
@@ -372,6 +375,11 @@ export class ExactlyOncePostgresWriter<T, R extends PostgresRow> implements TwoP
     this.#inFlight = undefined;
     await inFlight?.catch(() => {});
     await (this.#writer as pg.Client).query('ROLLBACK').catch(() => {}); // a lost connection rolls back by itself
+  }
+
+  /** Carried rows of a restored checkpoint's transaction its run never prepared, held to be written into this run's first transaction. */
+  restoredRecordsOwed(): number {
+    return this.#carriedAgain;
   }
 
   isEmpty(transaction: PostgresTransaction): boolean {

@@ -130,13 +130,20 @@ export const OPEN_CARRIED_WAIT_MS = 30_000;
  * it back. Taking it as committed would lose its rows if it rolls back; writing them again would
  * duplicate them if it commits. So the session holding it is ended (pg_terminate_backend: its open
  * transaction rolls back; a PREPARE that came first survives it, and the next look commits that),
- * and the caller looks again. Fails the task (retriable) after {@link OPEN_CARRIED_WAIT_MS}.
+ * and the caller looks again (also after a COMMIT PREPARED answered "is busy"). Fails the task
+ * (retriable) after {@link OPEN_CARRIED_WAIT_MS}.
  */
-export async function endOpenCarried(client: pg.Client, committable: { gid: string; xid: string }, since: number, where: string): Promise<void> {
+export async function endOpenCarried(
+  client: pg.Client,
+  committable: { gid: string; xid: string },
+  since: number,
+  scope: { where: string; sessions: string },
+): Promise<void> {
+  const { where } = scope;
   if (Date.now() - since > OPEN_CARRIED_WAIT_MS) {
     throw new WeirError(
       'TASK_FAILED',
-      `${where}: the carried transaction ${committable.gid} (transaction ${committable.xid}) that the restored checkpoint holds is still open on another session after ${OPEN_CARRIED_WAIT_MS / 1000} s, neither prepared nor ended: its rows can be neither taken as committed nor written again`,
+      `${where}: transaction ${committable.gid} (${committable.xid}) is still open (a carried one, neither prepared nor ended) or busy (being committed or its session ending) on another session after ${OPEN_CARRIED_WAIT_MS / 1000} s: it can be neither taken as committed nor written again`,
       {
         fault: 'external',
         retriable: true,
@@ -147,15 +154,24 @@ export async function endOpenCarried(client: pg.Client, committable: { gid: stri
   const ended: number[] = [];
   try {
     // The holder first, then its end by pid: SQL does not order a WHERE's conditions.
-    const holders = await client.query<{ pid: number }>('SELECT pid FROM pg_stat_activity WHERE backend_xid::text = $1 AND pid <> pg_backend_pid()', [
-      (BigInt(committable.xid) & 0xffffffffn).toString(),
-    ]);
+    // Only a session of this sink (its name names the prefix): never another application's.
+    const holders = await client.query<{ pid: number }>(
+      'SELECT pid FROM pg_stat_activity WHERE backend_xid::text = $1 AND pid <> pg_backend_pid() AND left(application_name, length($2)) = $2',
+      [(BigInt(committable.xid) & 0xffffffffn).toString(), scope.sessions],
+    );
     for (const { pid } of holders.rows) {
       const result = await client.query<{ ended: boolean }>('SELECT pg_terminate_backend($1::int) AS ended', [pid]);
       if (result.rows[0]?.ended === true) ended.push(pid);
     }
   } catch (error) {
-    throw postgresFailure(where, `ending the session that holds carried transaction ${committable.gid} open (pg_terminate_backend)`, error);
+    const failure = postgresFailure(where, `ending the session that holds carried transaction ${committable.gid} open (pg_terminate_backend)`, error);
+    if (sqlStateOf(error) !== SQLSTATE.insufficientPrivilege) throw failure;
+    // Another role's session (rotated credentials): the task restarts and looks again; it may have ended by then.
+    throw new WeirError('TASK_FAILED', failure.message, {
+      fault: 'external',
+      retriable: true,
+      hint: "give this job's role the right to end it (GRANT pg_signal_backend), or end that session by hand",
+    });
   }
   if (ended.length > 0) {
     processLog().info(

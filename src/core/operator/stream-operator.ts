@@ -98,6 +98,16 @@ export abstract class StreamOperator<IN, OUT> {
 
   notifyCheckpointComplete(_checkpointId: number): void | Promise<void> {}
 
+  /**
+   * After open: whether its restore left work of the restored snapshot undone that only a later
+   * checkpoint of this run does (a two-phase-commit sink's rows kept in the snapshot, written again
+   * into its next transaction). Then the snapshot must not be recorded as committed
+   * (committed-checkpoint-recorder.ts): a start from it again must redo that work.
+   */
+  restoredIncompletely(): boolean {
+    return false;
+  }
+
   notifyCheckpointAborted(_checkpointId: number): void | Promise<void> {}
 
   /** Every input has ended (bounded job): emit what is still held. */

@@ -49,7 +49,8 @@ export type ToWorker =
 /** Worker to main thread. */
 export type FromWorker =
   /** Its tasks are open; with local recovery, what their restore read from the local copies and what from the storage. */
-  | { type: 'ready'; workerIndex: number; localRecovery?: LocalRecoveryReads }
+  /** `restoredIncompletely`: a task's restore left work of the restored snapshot to a later checkpoint (it is not recorded as committed). */
+  | { type: 'ready'; workerIndex: number; localRecovery?: LocalRecoveryReads; restoredIncompletely?: boolean }
   | {
       type: 'ack';
       checkpointId: number;

@@ -26,8 +26,8 @@ export interface ExecutionAttemptOptions {
   coordinator: CheckpointCoordinator | undefined;
   metrics: JobMetrics;
   log: (line: string) => void;
-  /** Every worker has opened its tasks and they run. */
-  onRunning: () => void;
+  /** Every worker has opened its tasks and they run; `restoredIncompletely`: a task's restore left work of the restored snapshot to a later checkpoint. */
+  onRunning: (restoredIncompletely: boolean) => void;
   /** Worker threads started before the job (the first attempt of `weir run`): taken as the plan fits. */
   warmWorkers?: WarmWorkers | undefined;
 }
@@ -173,10 +173,12 @@ export class ExecutionAttempt implements CheckpointTaskGateway {
     const totalTasks = graph.vertices.reduce((sum, vertex) => sum + vertex.parallelism, 0);
     const ended = new Set<string>();
     let ready = 0;
+    let restoredIncompletely = false;
     const localReads = { localFiles: 0, localBytes: 0, storageFiles: 0 };
     return (message) => {
       switch (message.type) {
         case 'ready':
+          if (message.restoredIncompletely === true) restoredIncompletely = true;
           if (message.localRecovery !== undefined) {
             localReads.localFiles += message.localRecovery.localFiles;
             localReads.localBytes += message.localRecovery.localBytes;
@@ -190,7 +192,7 @@ export class ExecutionAttempt implements CheckpointTaskGateway {
             this.#broadcast({ type: 'run' });
             coordinator?.attach(this);
             coordinator?.startCheckpointScheduler();
-            onRunning();
+            onRunning(restoredIncompletely);
           }
           return;
         case 'ack':

@@ -254,9 +254,10 @@ class JobMaster {
         metrics: this.#metrics,
         log,
         warmWorkers: attemptNumber === 0 ? this.#options.warmWorkers : undefined,
-        onRunning: () => {
+        onRunning: (restoredIncompletely) => {
           this.#state = 'running';
-          void this.#committed?.committedSnapshot(restore);
+          // Not when a restore left work of it to a later checkpoint (whose completion records itself).
+          if (!restoredIncompletely) void this.#committed?.committedSnapshot(restore);
           for (const waiter of [...this.#runningWaiters]) waiter.resolve();
         },
       });

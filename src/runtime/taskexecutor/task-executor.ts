@@ -43,6 +43,11 @@ export class TaskExecutor {
     return this.#storage instanceof LocalRecoveryStorage ? { ...this.#storage.reads } : undefined;
   }
 
+  /** After start: whether a task's restore left work of the restored snapshot to a later checkpoint. */
+  get restoredIncompletely(): boolean {
+    return this.#tasks.some((task) => task.restoredIncompletely);
+  }
+
   async start(): Promise<void> {
     const init = this.#init;
     const me = init.workerIndex;

@@ -63,7 +63,12 @@ port.on('message', (message: ToWorker) => {
 try {
   await executor.start();
   const localRecovery = executor.localRecoveryReads;
-  toMaster(localRecovery === undefined ? { type: 'ready', workerIndex: init.workerIndex } : { type: 'ready', workerIndex: init.workerIndex, localRecovery });
+  toMaster({
+    type: 'ready',
+    workerIndex: init.workerIndex,
+    ...(localRecovery === undefined ? {} : { localRecovery }),
+    ...(executor.restoredIncompletely ? { restoredIncompletely: true } : {}),
+  });
 } catch (error) {
   const weirError =
     error instanceof WeirError

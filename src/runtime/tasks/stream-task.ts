@@ -217,6 +217,11 @@ export class StreamTask {
     return channelStateUid(this.env.uids[this.env.vertex.nodeIds[0] as number] as string);
   }
 
+  /** After open: whether an operator's restore left work of the restored snapshot to a later checkpoint (StreamOperator.restoredIncompletely). */
+  get restoredIncompletely(): boolean {
+    return this.#chain.operators.some((chained) => chained.operator.restoredIncompletely());
+  }
+
   /** A source task's splits as its latest checkpoint took them (cluster mode names their offsets in its checkpoint record). */
   get sourceSplits(): readonly unknown[] {
     return this.#sourceInput?.splits ?? [];

@@ -262,6 +262,11 @@ test("a carried transaction still open on its run's session at the restore is ne
   // open on the earlier run's session, neither prepared nor rolled back.
   const next = await owner(table);
   await recover(next, [one, two]);
+  assert.equal(next.restoredRecordsOwed(), 1, 'the carried row is kept to be written again (its checkpoint is not recorded as committed)');
+  // The earlier run wakes and goes on with its commits: its session was ended, so 2 can never be
+  // prepared and committed by it as well.
+  await earlier.commit(one);
+  await assert.rejects(earlier.notifyCheckpointComplete());
   // Its first checkpoint writes what 2 carried.
   const mine = next.beginTransaction();
   await next.commit((await next.preCommit(mine, 3)) as PostgresCommittable);

@@ -1,0 +1,63 @@
+/**
+ * A two-phase-commit sink whose restore keeps records of the restored checkpoint to write into its
+ * next transaction (the PostgreSQL sink's carried rows of a transaction its run never prepared):
+ * the restored checkpoint must not be recorded as committed (a start from it again must write them),
+ * and a job's end, which writes no next transaction, must not report its sink finished.
+ */
+import assert from 'node:assert/strict';
+import { test } from 'node:test';
+import { type TwoPhaseCommitLogic, TwoPhaseCommitSinkOperator } from '../../../src/connectors/two-phase-commit-sink.ts';
+import type { OperatorContext } from '../../../src/core/operator/stream-operator.ts';
+import { TaskMetrics } from '../../../src/runtime/metrics/task-metrics.ts';
+import { OperatorStateBackend } from '../../../src/state/operator-state-backend.ts';
+
+function logic(owed: number): TwoPhaseCommitLogic<string, { records: string[] }, string> {
+  return {
+    beginTransaction: () => ({ records: [] }),
+    write: (transaction, batch) => {
+      transaction.records.push(...batch);
+    },
+    preCommit: () => null,
+    commit: () => {},
+    abort: () => {},
+    restoredRecordsOwed: () => owed,
+  };
+}
+
+function context(): OperatorContext {
+  return {
+    jobName: 'test',
+    operatorName: 'sink',
+    uid: 'sink',
+    subtaskIndex: 0,
+    parallelism: 1,
+    maxParallelism: 128,
+    attemptNumber: 1,
+    restoredCheckpointId: 4,
+    restoredTransactionsCommitted: false,
+    checkpointingMode: 'exactly-once',
+    keyedState: undefined,
+    operatorState: new OperatorStateBackend(),
+    metrics: new TaskMetrics().group('sink'),
+    currentProcessingTime: Date.now,
+    requestProcessingTimeCallback: () => {},
+    output: () => false,
+    executeMail: () => {},
+    emit: async () => {},
+    emitWatermark: async () => {},
+  };
+}
+
+test('a restore that keeps records to write again says so: its checkpoint is not recorded as committed', async () => {
+  const owing = new TwoPhaseCommitSinkOperator(logic(3));
+  await owing.open(context());
+  assert.equal(owing.restoredIncompletely(), true);
+  const even = new TwoPhaseCommitSinkOperator(logic(0));
+  await even.open(context());
+  assert.equal(even.restoredIncompletely(), false);
+});
+
+test("at the job's end such a restore fails the sink's end (not reported finished), naming the records and the checkpoint", async () => {
+  await assert.rejects(new TwoPhaseCommitSinkOperator(logic(3)).finishAtJobEnd(context()), /3 records of checkpoint 4 are kept in it to be written again/);
+  await new TwoPhaseCommitSinkOperator(logic(0)).finishAtJobEnd(context());
+});
