@@ -11,6 +11,7 @@
  * upserts at their last values, nothing prepared.
  */
 import assert from 'node:assert/strict';
+import { existsSync } from 'node:fs';
 import { join } from 'node:path';
 import { describe, test } from 'node:test';
 import { startJobProcess, waitFor } from '../../harness/job-process.ts';
@@ -63,6 +64,19 @@ describe('postgresSink: SIGKILL of the job during its recovery', () => {
     first.child.kill('SIGKILL');
     assert.equal((await first.exit).signal, 'SIGKILL');
     assert.ok(!(await prepared()).includes(gid as string), `${gid} was never prepared`);
+
+    // A second run restores that checkpoint: its rows are kept to be written into the run's first
+    // transaction. It runs, no checkpoint of its own completes (their metadata held back), and it is
+    // SIGKILLed: the restored checkpoint must not have been recorded as committed meanwhile, or the
+    // next start would commit nothing of it again, and its rows would be lost.
+    const second = startJobProcess(jobModule, config, { ...env, WEIR_TEST_STORAGE_DELAY: 'metadata:>=1:60000' });
+    const again = /its \d+ rows, kept in the checkpoint, are written again/;
+    await waitFor('the second run restored the carried rows', () => again.test(second.stderr) || second.child.exitCode !== null, 60_000);
+    assert.match(second.stderr, again, second.stderr);
+    await new Promise((resolve) => setTimeout(resolve, 3000)); // running: a record of the restored checkpoint would be written by now
+    second.child.kill('SIGKILL');
+    assert.equal((await second.exit).signal, 'SIGKILL');
+    assert.ok(!existsSync(join(folder, 'checkpoints', `chk-${checkpoint}`, '_committed')), `checkpoint ${checkpoint} is not recorded as committed`);
 
     const last = startJobProcess(jobModule, config, env);
     const exit = await last.exit;
