@@ -168,9 +168,11 @@ export async function withMemberLogs(members: readonly WeirRun[], story: () => P
   try {
     await story();
   } catch (error) {
+    // WEIR_TEST_MEMBER_LINES: how many of each member's last stderr lines a failure shows (default 40).
+    const shown = Number(process.env.WEIR_TEST_MEMBER_LINES) || 40;
     const logs = members.map((run, index) => {
       const lines = run.stderr().trimEnd().split('\n');
-      return `--- member ${index} (pid ${run.child.pid}, exit ${run.child.exitCode ?? run.child.signalCode ?? 'none'}), last 40 of ${lines.length} stderr lines:\n${lines.slice(-40).join('\n')}`;
+      return `--- member ${index} (pid ${run.child.pid}, exit ${run.child.exitCode ?? run.child.signalCode ?? 'none'}), last ${shown} of ${lines.length} stderr lines:\n${lines.slice(-shown).join('\n')}`;
     });
     throw new Error(`${(error as Error).message}\n${logs.join('\n')}`, { cause: error });
   }
