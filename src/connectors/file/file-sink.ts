@@ -57,100 +57,98 @@ export function fileSink<T>(options: FileSinkOptions<T>): Sink<T> {
 /** The file sink's two-phase-commit logic of one subtask (see {@link fileSink}). */
 export function fileSinkLogic<T>(options: FileSinkOptions<T>): TwoPhaseCommitLogic<T, FileTransaction, FileCommittable> {
   const format = options.format ?? ((record: T) => JSON.stringify(record));
-  {
-    let subtaskIndex = 0;
-    let parallelism = 1;
-    let owner: TaskOwner | undefined;
-    let suffix = '';
-    let lookedAt = Number.NEGATIVE_INFINITY;
-    const root = options.path;
-    /** The part files of both hidden folders of this subtask's share (old subtask s with s % parallelism === this one), and the owner each names. */
-    const partsOfShare = (): { folder: string; name: string; owner: TaskOwner | undefined }[] =>
-      [IN_PROGRESS, PENDING].flatMap((folder) =>
-        readdirSync(join(root, folder)).flatMap((name) => {
-          const match = PART_FILE.exec(name);
-          if (match === null || Number(match[1]) % parallelism !== subtaskIndex) return [];
-          return [{ folder, name, owner: ownerOfToken(match[2]) }];
-        }),
-      );
-    return {
-      open(context: OperatorContext) {
-        subtaskIndex = context.subtaskIndex;
-        parallelism = context.parallelism;
-        owner = context.taskOwner;
-        suffix = owner === undefined ? '' : `.o${ownerToken(owner)}`;
-        mkdirSync(join(root, IN_PROGRESS), { recursive: true });
-        mkdirSync(join(root, PENDING), { recursive: true });
-      },
-      beginTransaction() {
-        const random = randomBytes(6).toString('hex');
-        const file = join(root, IN_PROGRESS, `part-${subtaskIndex}-${random}${suffix}`);
-        return { file, random, fd: openSync(file, 'wx'), bytes: 0 };
-      },
-      write(transaction, batch) {
-        let text = '';
-        for (const record of batch) text += `${format(record)}\n`;
-        transaction.bytes += writeSync(transaction.fd, text);
-      },
-      preCommit(transaction, checkpointId) {
-        if (transaction.bytes === 0) {
-          closeSync(transaction.fd);
-          rmSync(transaction.file, { force: true });
-          return null;
-        }
-        fsyncSync(transaction.fd);
+  let subtaskIndex = 0;
+  let parallelism = 1;
+  let owner: TaskOwner | undefined;
+  let suffix = '';
+  let lookedAt = Number.NEGATIVE_INFINITY;
+  const root = options.path;
+  /** The part files of both hidden folders of this subtask's share (old subtask s with s % parallelism === this one), and the owner each names. */
+  const partsOfShare = (): { folder: string; name: string; owner: TaskOwner | undefined }[] =>
+    [IN_PROGRESS, PENDING].flatMap((folder) =>
+      readdirSync(join(root, folder)).flatMap((name) => {
+        const match = PART_FILE.exec(name);
+        if (match === null || Number(match[1]) % parallelism !== subtaskIndex) return [];
+        return [{ folder, name, owner: ownerOfToken(match[2]) }];
+      }),
+    );
+  return {
+    open(context: OperatorContext) {
+      subtaskIndex = context.subtaskIndex;
+      parallelism = context.parallelism;
+      owner = context.taskOwner;
+      suffix = owner === undefined ? '' : `.o${ownerToken(owner)}`;
+      mkdirSync(join(root, IN_PROGRESS), { recursive: true });
+      mkdirSync(join(root, PENDING), { recursive: true });
+    },
+    beginTransaction() {
+      const random = randomBytes(6).toString('hex');
+      const file = join(root, IN_PROGRESS, `part-${subtaskIndex}-${random}${suffix}`);
+      return { file, random, fd: openSync(file, 'wx'), bytes: 0 };
+    },
+    write(transaction, batch) {
+      let text = '';
+      for (const record of batch) text += `${format(record)}\n`;
+      transaction.bytes += writeSync(transaction.fd, text);
+    },
+    preCommit(transaction, checkpointId) {
+      if (transaction.bytes === 0) {
         closeSync(transaction.fd);
-        const committed = `part-${subtaskIndex}-${checkpointId}-${transaction.random}`;
-        const pending = join(PENDING, `${committed}${suffix}`);
-        renameSync(transaction.file, join(root, pending));
-        syncFolder(join(root, PENDING));
-        return { version: 1, pending, committed };
-      },
-      commit(committable) {
-        const from = join(root, committable.pending);
-        const to = join(root, committable.committed);
-        try {
-          renameSync(from, to);
-          syncFolder(root);
-        } catch (error) {
-          if ((error as NodeJS.ErrnoException).code !== 'ENOENT') throw error;
-          if (existsSync(to)) return; // committed before: a commit is idempotent
-          throw dataLoss(
-            `the pre-committed file ${from} is gone and was never committed: its records are lost`,
-            'something outside Weir deleted files in the output folder; restore the file or rerun the job from an earlier savepoint',
-          );
-        }
-      },
-      abort(transaction) {
-        try {
-          closeSync(transaction.fd);
-        } catch {
-          // already closed
-        }
         rmSync(transaction.file, { force: true });
-      },
-      abortLingering(context: RecoveryContext<FileCommittable>) {
-        // What its checkpoint does not hold is a crashed run's; in cluster mode never a later owner's.
-        subtaskIndex = context.subtaskIndex;
-        parallelism = context.parallelism;
-        const keep = new Set(context.allRestoredCommittables.map((committable) => committable.pending));
-        let aborted = 0;
-        for (const { folder, name, owner: other } of partsOfShare()) {
-          if (keep.has(join(folder, name)) || (owner !== undefined && other !== undefined && isEarlierOwner(owner, other))) continue;
-          rmSync(join(root, folder, name), { force: true });
-          aborted++;
-        }
-        return aborted;
-      },
-      notifyCheckpointComplete() {
-        if (owner === undefined || Date.now() - lookedAt < EARLIER_OWNERS_LOOK_MS) return;
-        lookedAt = Date.now();
-        for (const { folder, name, owner: other } of partsOfShare()) {
-          if (other !== undefined && isEarlierOwner(other, owner)) rmSync(join(root, folder, name), { force: true });
-        }
-      },
-    };
-  }
+        return null;
+      }
+      fsyncSync(transaction.fd);
+      closeSync(transaction.fd);
+      const committed = `part-${subtaskIndex}-${checkpointId}-${transaction.random}`;
+      const pending = join(PENDING, `${committed}${suffix}`);
+      renameSync(transaction.file, join(root, pending));
+      syncFolder(join(root, PENDING));
+      return { version: 1, pending, committed };
+    },
+    commit(committable) {
+      const from = join(root, committable.pending);
+      const to = join(root, committable.committed);
+      try {
+        renameSync(from, to);
+        syncFolder(root);
+      } catch (error) {
+        if ((error as NodeJS.ErrnoException).code !== 'ENOENT') throw error;
+        if (existsSync(to)) return; // committed before: a commit is idempotent
+        throw dataLoss(
+          `the pre-committed file ${from} is gone and was never committed: its records are lost`,
+          'something outside Weir deleted files in the output folder; restore the file or rerun the job from an earlier savepoint',
+        );
+      }
+    },
+    abort(transaction) {
+      try {
+        closeSync(transaction.fd);
+      } catch {
+        // already closed
+      }
+      rmSync(transaction.file, { force: true });
+    },
+    abortLingering(context: RecoveryContext<FileCommittable>) {
+      // What its checkpoint does not hold is a crashed run's; in cluster mode never a later owner's.
+      subtaskIndex = context.subtaskIndex;
+      parallelism = context.parallelism;
+      const keep = new Set(context.allRestoredCommittables.map((committable) => committable.pending));
+      let aborted = 0;
+      for (const { folder, name, owner: other } of partsOfShare()) {
+        if (keep.has(join(folder, name)) || (owner !== undefined && other !== undefined && isEarlierOwner(owner, other))) continue;
+        rmSync(join(root, folder, name), { force: true });
+        aborted++;
+      }
+      return aborted;
+    },
+    notifyCheckpointComplete() {
+      if (owner === undefined || Date.now() - lookedAt < EARLIER_OWNERS_LOOK_MS) return;
+      lookedAt = Date.now();
+      for (const { folder, name, owner: other } of partsOfShare()) {
+        if (other !== undefined && isEarlierOwner(other, owner)) rmSync(join(root, folder, name), { force: true });
+      }
+    },
+  };
 }
 
 function syncFolder(path: string): void {
