@@ -242,8 +242,13 @@ export class ClusterTask {
     return (this.#restored?.state?.operators ?? []).reduce((sum, operator) => sum + (operator.keyed?.size ?? 0) + (operator.operator?.size ?? 0), 0);
   }
 
+  /** The savepoints whose part this task is committing. */
+  *#pendingSavepoints(): Iterable<number> {
+    for (const pending of this.#pending.values()) if (pending.savepoint !== undefined) yield pending.savepoint.savepoint;
+  }
+
   #triggerCheckpoint(): void {
-    const givenUp = this.#savepoints.givenUp();
+    const givenUp = this.#savepoints.givenUp(this.#pendingSavepoints());
     if (givenUp !== undefined && !this.#stopped) {
       this.#fail(givenUp);
       return;

@@ -47,10 +47,12 @@ export class TaskSavepoints {
 
   /**
    * The savepoint being aligned on was given up: the channels it blocked would wait for ever; or
-   * the stopping savepoint that halted the task was (the stop failed: the cluster goes on). Either
-   * way the task starts again from its latest checkpoint.
+   * the stopping savepoint that halted the task was (the stop failed: the cluster goes on); or one
+   * whose part the task is committing (`pending`: its alignment done or a source's part triggered,
+   * neither aligning nor halted yet; were that commit never to come, nothing else would end the
+   * wait). Either way the task starts again from its latest checkpoint.
    */
-  givenUp(): WeirError | undefined {
+  givenUp(pending: Iterable<number> = []): WeirError | undefined {
     const halting = this.halted ? this.part?.id : undefined;
     if (halting !== undefined && this.#control?.gaveUp(halting) === true) {
       return new WeirError('SAVEPOINT_FAILED', `${this.#name}: stopping savepoint ${halting} was given up after this task committed its part`, {
@@ -59,11 +61,20 @@ export class TaskSavepoints {
       });
     }
     const aligning = this.#alignment?.barrier.savepoint;
-    if (aligning === undefined || this.#control?.gaveUp(aligning) !== true) return undefined;
-    return new WeirError('SAVEPOINT_FAILED', `${this.#name}: savepoint ${aligning} was given up while this task aligned on it`, {
-      hint: 'the task starts again from its latest checkpoint, passing that savepoint’s barriers',
-      fault: 'external',
-    });
+    if (aligning !== undefined && this.#control?.gaveUp(aligning) === true) {
+      return new WeirError('SAVEPOINT_FAILED', `${this.#name}: savepoint ${aligning} was given up while this task aligned on it`, {
+        hint: 'the task starts again from its latest checkpoint, passing that savepoint’s barriers',
+        fault: 'external',
+      });
+    }
+    for (const id of pending) {
+      if (this.#control?.gaveUp(id) !== true) continue;
+      return new WeirError('SAVEPOINT_FAILED', `${this.#name}: savepoint ${id} was given up while this task's part of it was being committed`, {
+        hint: 'the task starts again from its latest checkpoint, passing that savepoint’s barriers',
+        fault: 'external',
+      });
+    }
+    return undefined;
   }
 
   /** A task halted at its start: checks every second whether its stop was given up (then `fail` starts it again, from its part). */
