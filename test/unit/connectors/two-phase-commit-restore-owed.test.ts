@@ -8,8 +8,7 @@ import assert from 'node:assert/strict';
 import { test } from 'node:test';
 import { type TwoPhaseCommitLogic, TwoPhaseCommitSinkOperator } from '../../../src/connectors/two-phase-commit-sink.ts';
 import type { OperatorContext } from '../../../src/core/operator/stream-operator.ts';
-import { TaskMetrics } from '../../../src/runtime/metrics/task-metrics.ts';
-import { OperatorStateBackend } from '../../../src/state/operator-state-backend.ts';
+import { testOperatorContext } from '../../harness/operator-context.ts';
 
 function logic(owed: number): TwoPhaseCommitLogic<string, { records: string[] }, string> {
   return {
@@ -25,27 +24,7 @@ function logic(owed: number): TwoPhaseCommitLogic<string, { records: string[] },
 }
 
 function context(): OperatorContext {
-  return {
-    jobName: 'test',
-    operatorName: 'sink',
-    uid: 'sink',
-    subtaskIndex: 0,
-    parallelism: 1,
-    maxParallelism: 128,
-    attemptNumber: 1,
-    restoredCheckpointId: 4,
-    restoredTransactionsCommitted: false,
-    checkpointingMode: 'exactly-once',
-    keyedState: undefined,
-    operatorState: new OperatorStateBackend(),
-    metrics: new TaskMetrics().group('sink'),
-    currentProcessingTime: Date.now,
-    requestProcessingTimeCallback: () => {},
-    output: () => false,
-    executeMail: () => {},
-    emit: async () => {},
-    emitWatermark: async () => {},
-  };
+  return testOperatorContext({ attemptNumber: 1, restoredCheckpointId: 4 });
 }
 
 test('a restore that keeps records to write again says so: its checkpoint is not recorded as committed', async () => {

@@ -11,6 +11,7 @@ import { WeirError } from '../../../src/core/errors/weir-error.ts';
 import type { OperatorContext } from '../../../src/core/operator/stream-operator.ts';
 import { TaskMetrics } from '../../../src/runtime/metrics/task-metrics.ts';
 import { OperatorStateBackend } from '../../../src/state/operator-state-backend.ts';
+import { testOperatorContext } from '../../harness/operator-context.ts';
 
 interface Transaction {
   id: string;
@@ -92,28 +93,16 @@ function contextFor(
   metrics: TaskMetrics,
   options: { subtaskIndex?: number; parallelism?: number; restoredCheckpointId?: number; restoredTransactionsCommitted?: boolean; supersededBy?: number },
 ): OperatorContext {
-  return {
-    jobName: 'test',
-    operatorName: 'sink',
-    uid: 'sink',
+  return testOperatorContext({
     subtaskIndex: options.subtaskIndex ?? 0,
     parallelism: options.parallelism ?? 1,
-    maxParallelism: 128,
     attemptNumber: options.restoredCheckpointId === undefined ? 0 : 1,
     restoredCheckpointId: options.restoredCheckpointId,
     restoredTransactionsCommitted: options.restoredTransactionsCommitted ?? false,
     restoredCheckpointSupersededBy: options.supersededBy,
-    checkpointingMode: 'exactly-once',
-    keyedState: undefined,
     operatorState: state,
     metrics: metrics.group('sink'),
-    currentProcessingTime: Date.now,
-    requestProcessingTimeCallback: () => {},
-    output: () => false,
-    executeMail: () => {},
-    emit: async () => {},
-    emitWatermark: async () => {},
-  };
+  });
 }
 
 async function openSink(
