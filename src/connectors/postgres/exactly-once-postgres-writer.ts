@@ -2,12 +2,12 @@ import type pg from 'pg';
 import { WeirError } from '../../core/errors/weir-error.ts';
 import { processLog } from '../../core/logging/pino-logger.ts';
 import type { OperatorContext } from '../../core/operator/stream-operator.ts';
-import type { TaskOwner } from '../../core/operator/task-owner.ts';
+import { ownerToken, type TaskOwner } from '../../core/operator/task-owner.ts';
 import { dataLoss, type RecoveryContext, type TwoPhaseCommitLogic } from '../two-phase-commit-sink.ts';
 import { type PostgresCommittable, type PostgresTransaction, xid32 } from './postgres-committable.ts';
 import { connectPostgres, type PostgresQuery, sendInOrder, settleWrites } from './postgres-connection.ts';
 import { postgresFailure, SQLSTATE, sqlStateOf } from './postgres-errors.ts';
-import { defaultGidPrefix, gidLiteral, newRunToken, ownerRunToken, preparedTransactionGid, sinkSessionName, sinkSessionNameStart } from './postgres-gid.ts';
+import { defaultGidPrefix, gidLiteral, newRunToken, preparedTransactionGid, sinkSessionName, sinkSessionNameStart } from './postgres-gid.ts';
 import { PostgresLockWatch } from './postgres-lock-watch.ts';
 import { EARLIER_OWNERS_LOOK_MS, endOpenCarried, type PreparedScope, rollBackEarlierOwners, rollBackLingering } from './postgres-prepared.ts';
 import type { ParsedPostgresSinkOptions, PostgresRow } from './postgres-sink-options.ts';
@@ -99,7 +99,7 @@ export class ExactlyOncePostgresWriter<T, R extends PostgresRow> implements TwoP
     this.#prefix = this.#options.gidPrefix ?? defaultGidPrefix(context.jobName, context.uid);
     this.#subtaskIndex = context.subtaskIndex;
     this.#owner = context.taskOwner;
-    this.#run = this.#owner === undefined ? newRunToken() : ownerRunToken(this.#owner);
+    this.#run = this.#owner === undefined ? newRunToken() : ownerToken(this.#owner);
     this.#where = `postgres sink "${context.uid}" (subtask ${context.subtaskIndex})`;
     this.#scope = { prefix: this.#prefix, subtaskIndex: context.subtaskIndex, parallelism: context.parallelism, where: this.#where };
     // The sessions name the prefix: another job's preflight sees it in use (postgres-prefix-in-use.ts).
@@ -107,7 +107,6 @@ export class ExactlyOncePostgresWriter<T, R extends PostgresRow> implements TwoP
     this.#committer = await this.#connect(sinkSessionName(this.#prefix, context.subtaskIndex, 'commit'));
     const { subtaskIndex, parallelism } = context;
     const connect = () => this.#connect(`${sinkSessionName(this.#prefix, subtaskIndex, 'commit')} watch`);
-    const owner = this.#owner;
     this.#lockWatch = PostgresLockWatch.of(this.#writer, {
       connect,
       restoredGids: this.#restoredGids,
@@ -115,7 +114,7 @@ export class ExactlyOncePostgresWriter<T, R extends PostgresRow> implements TwoP
       subtaskIndex,
       parallelism,
       run: this.#run,
-      owner,
+      owner: this.#owner,
       where: this.#where,
     });
     context.metrics.gauge(`transactionAge/${context.subtaskIndex}/oldestMs`, () => (this.#openSince === undefined ? 0 : Date.now() - this.#openSince));

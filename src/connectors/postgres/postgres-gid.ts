@@ -1,5 +1,5 @@
 import { createHash, randomBytes } from 'node:crypto';
-import { ownerOfToken, ownerToken, type TaskOwner } from '../../core/operator/task-owner.ts';
+import { ownerOfToken, type TaskOwner } from '../../core/operator/task-owner.ts';
 
 /**
  * The global ids (gids) of the PostgreSQL sink's prepared transactions:
@@ -53,16 +53,6 @@ export function newRunToken(): string {
   return (randomBytes(6).readUIntBE(0, 6) % 36 ** RUN_TOKEN_LENGTH).toString(36).padStart(RUN_TOKEN_LENGTH, '0');
 }
 
-/** The run of a cluster task's owner: `<producer id>_<epoch>`, both in base 36. */
-export function ownerRunToken(owner: TaskOwner): string {
-  return ownerToken(owner);
-}
-
-/** The owner a run token names (`<producer id>_<epoch>` in base 36), or undefined for a random token of one process. */
-export function ownerOfRun(run: string | undefined): TaskOwner | undefined {
-  return ownerOfToken(run);
-}
-
 /** The gid of a subtask's transaction of one checkpoint in one run: `<prefix>-<subtask>-<checkpoint id>-o<run>`. */
 export function preparedTransactionGid(prefix: string, subtask: number, checkpointId: number, run: string): string {
   return `${prefix}-${subtask}-${checkpointId}-o${run}`;
@@ -80,7 +70,7 @@ export function parseGid(prefix: string, gid: string): GidParts | undefined {
   const subtask = Number(match[1]);
   const checkpointId = Number(match[2]);
   if (!Number.isSafeInteger(subtask) || !Number.isSafeInteger(checkpointId)) return undefined;
-  return { subtask, checkpointId, run: match[3], owner: ownerOfRun(match[3]) };
+  return { subtask, checkpointId, run: match[3], owner: ownerOfToken(match[3]) };
 }
 
 /**

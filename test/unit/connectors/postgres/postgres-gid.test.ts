@@ -7,12 +7,11 @@ import {
   MAX_GID_LENGTH,
   MAX_GID_PREFIX_LENGTH,
   newRunToken,
-  ownerOfRun,
-  ownerRunToken,
   parseGid,
   preparedTransactionGid,
   sinkSessionName,
 } from '../../../../src/connectors/postgres/postgres-gid.ts';
+import { ownerOfToken, ownerToken } from '../../../../src/core/operator/task-owner.ts';
 
 test('a gid names the job, the sink uid, the subtask, the checkpoint and the run, and parses back one way', () => {
   const prefix = defaultGidPrefix('orders', 'totals-sink');
@@ -26,16 +25,16 @@ test('a gid names the job, the sink uid, the subtask, the checkpoint and the run
 
 test("a cluster task's run is named by the producer it was fenced in with, in base 36, and parses back to it", () => {
   const owner = { producerId: 4007n, epoch: 12 };
-  assert.equal(ownerRunToken(owner), '33b_c');
-  const gid = preparedTransactionGid('weir-orders-totals-sink', 3, 42, ownerRunToken(owner));
+  assert.equal(ownerToken(owner), '33b_c');
+  const gid = preparedTransactionGid('weir-orders-totals-sink', 3, 42, ownerToken(owner));
   assert.equal(gid, 'weir-orders-totals-sink-3-42-o33b_c');
   assert.deepEqual(parseGid('weir-orders-totals-sink', gid), { subtask: 3, checkpointId: 42, run: '33b_c', owner });
   const largest = { producerId: 2n ** 63n - 1n, epoch: 32767 };
-  assert.deepEqual(ownerOfRun(ownerRunToken(largest)), largest);
-  assert.equal(ownerRunToken(largest).length, 17);
-  assert.equal(ownerOfRun('k2x0a9zz'), undefined, 'a random token of one process names no owner');
-  assert.equal(ownerOfRun('33b_c_d'), undefined);
-  assert.equal(ownerOfRun(undefined), undefined);
+  assert.deepEqual(ownerOfToken(ownerToken(largest)), largest);
+  assert.equal(ownerToken(largest).length, 17);
+  assert.equal(ownerOfToken('k2x0a9zz'), undefined, 'a random token of one process names no owner');
+  assert.equal(ownerOfToken('33b_c_d'), undefined);
+  assert.equal(ownerOfToken(undefined), undefined);
 });
 
 test("each run's token is new: two runs of a subtask never prepare under the same name", () => {
@@ -85,7 +84,7 @@ test("long names are cut and hashed: the gid stays within PostgreSQL's 199 bytes
   assert.ok(Buffer.byteLength(gid) <= MAX_GID_LENGTH, `${gid.length} bytes`);
   assert.deepEqual(parseGid(prefix, gid)?.checkpointId, Number.MAX_SAFE_INTEGER);
   // The longest prefix a user may set, with the largest subtask (below maxParallelism's bound), checkpoint id and run.
-  const owner = ownerRunToken({ producerId: 2n ** 63n - 1n, epoch: 32767 });
+  const owner = ownerToken({ producerId: 2n ** 63n - 1n, epoch: 32767 });
   const longest = preparedTransactionGid('p'.repeat(MAX_GID_PREFIX_LENGTH), 32767, Number.MAX_SAFE_INTEGER, owner);
   assert.ok(Buffer.byteLength(longest) <= MAX_GID_LENGTH, `${longest.length} bytes`);
 });
