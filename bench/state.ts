@@ -130,6 +130,8 @@ interface CaseResult {
   changedKeys?: number[];
   /** The job started again on its storage: until its tasks run (their state read back). */
   restoreMs: number | undefined;
+  /** Bases the disk backend wrote beside its chain that ended in the window: their bytes and how long each took (absent before the code had them). */
+  basesBeside?: { bytes: number; ms: number }[];
 }
 
 /** One size, in this process: fill, then measure. */
@@ -138,7 +140,14 @@ async function runCase(keys: number): Promise<CaseResult> {
   const stallsFile = join(folder, 'stalls.txt');
   const gcFile = join(folder, 'gc.txt');
   const tasksFile = join(folder, 'tasks.txt');
-  Object.assign(process.env, { STATE_BENCH_KEYS: String(keys), STATE_BENCH_STALLS: stallsFile, STATE_BENCH_GC: gcFile, STATE_BENCH_TASKS: tasksFile });
+  const basesFile = join(folder, 'bases.txt');
+  Object.assign(process.env, {
+    STATE_BENCH_KEYS: String(keys),
+    STATE_BENCH_STALLS: stallsFile,
+    STATE_BENCH_GC: gcFile,
+    STATE_BENCH_TASKS: tasksFile,
+    STATE_BENCH_BASES: basesFile,
+  });
   if (values.rate !== undefined) process.env.STATE_BENCH_RATE = values.rate;
   const completed: { id: number; at: number; durationMs: number; bytes: number }[] = [];
   let aborted = 0;
@@ -204,6 +213,7 @@ async function runCase(keys: number): Promise<CaseResult> {
     const stalls = (await rowsOf(stallsFile)) as [number, number][];
     const gcs = (await rowsOf(gcFile)) as [number, number, number][];
     const tasks = await rowsOf(tasksFile);
+    const bases = (await rowsOf(basesFile)) as [number, number, number][];
     /** The longest sync and async parts of any task of checkpoint `id`, as the tasks measured them. */
     const taskParts = (id: number) => {
       const own = tasks.filter((row) => row[0] === id);
@@ -251,6 +261,7 @@ async function runCase(keys: number): Promise<CaseResult> {
       gcMaxMs: Math.max(0, ...gcPauses),
       durationMs: window.map((checkpoint) => checkpoint.durationMs),
       bytes: window.map((checkpoint) => checkpoint.bytes),
+      basesBeside: bases.filter(([at, bytes]) => at >= start && at <= end && bytes >= 0).map(([, bytes, ms]) => ({ bytes, ms })),
       changedKeys: window.map((checkpoint) => {
         const previous = completed.filter((other) => other.id < checkpoint.id).at(-1);
         const from = previous === undefined ? 0 : recordsAt(timeline, previous.at - previous.durationMs);
@@ -404,6 +415,7 @@ function rowOf(keys: number, mode: string, result: CaseResult, fullBytes: number
         ) ?? 0);
   const ratios = result.changedKeys === undefined ? [] : result.bytes.map((size, i) => size / (changedBytes[i] || 1)).toSorted((a, b) => a - b);
   const sum = (list: number[]) => list.reduce((total, value) => total + value, 0);
+  const besideBytes = (result.basesBeside ?? []).map((base) => base.bytes);
   return [
     fmt(keys),
     mode,
@@ -427,7 +439,8 @@ function rowOf(keys: number, mode: string, result: CaseResult, fullBytes: number
     fmt((bytes.at(-1) ?? 0) / 1e6, 1),
     fmt(changed / 1e6, 1),
     fmt(result.changedKeys === undefined ? (percentile(bytes, 0.5) ?? 0) / changed : percentile(ratios, 0.5), 2),
-    fmt(result.changedKeys === undefined ? undefined : sum(result.bytes) / sum(changedBytes), 2),
+    fmt(result.changedKeys === undefined ? undefined : (sum(result.bytes) + sum(besideBytes)) / sum(changedBytes), 2),
+    `${besideBytes.length} (${fmt(sum(besideBytes) / 1e6)} MB, ${fmt(Math.max(0, ...(result.basesBeside ?? []).map((base) => base.ms)))} ms)`,
     fmt(result.restoreMs),
   ];
 }
@@ -462,6 +475,7 @@ const section = [
       'MB changed per interval',
       'p50 / changed',
       'all / changed',
+      'bases beside (MB, longest ms)',
       'restore ms',
     ],
     rows,
@@ -471,7 +485,7 @@ const section = [
 const intro = [
   '# Keyed state: checkpoints of the heap backend (issue 34)',
   '',
-  'generator over N keys -> keyBy -> a small object per key ({ count, sum, last }) in ValueState -> discarding sink; parallelism 1, one worker thread, exactly-once checkpoints every 2 s to the local file system, the heap backend (`--backend disk`: the disk backend, lmdb). "mode": full checkpoints, or incremental ones (`--incremental`; `--modes full,incremental` runs both, each in a process of its own). Each size runs in a process of its own: first until every key has a value ("fill s"), then for the measured window (`--seconds`, default 30), over which everything is reported. records/s: through the sink. Peak RSS: the whole process (job master and worker thread); "peak anon": its anonymous memory alone (RssAnon, sampled every 100 ms), the RSS less mapped file pages (lmdb maps its file: those pages count in RSS, yet the kernel drops them under memory pressure; "-" for Flink). `--young-mb`: workerHeap.youngGenerationMb for the run. Sync pause: per checkpoint triggered and completed in the window, the longest time the keyed task stood still (the gap between two records it processed) while the checkpoint was pending; GC pauses in that time count too. "less GC": the same pause less the worker thread\'s GC pauses inside it (what the checkpoint itself cost the task); "GC max": the longest GC pause of the worker thread in the window, checkpoint or not. "task sync" and "task async": the synchronous part (snapshot hooks and the backends\' synchronous snapshots, up to the barrier going on) and the asynchronous part (serializing and writing the state, up to the acknowledgement) as the keyed task measured them (the diagnostics channel `weir:subtask-checkpoint`; "-" where the code measured has no such channel). Checkpoint: trigger to completion. MB per checkpoint: what the tasks acknowledged (p50, and the largest: a full snapshot); MB changed per interval (p50): per checkpoint, the keys the records between the trigger of the checkpoint it builds on and its own trigger touched (the generator cycles through the keys; records through the sink, sampled every 100 ms), at a key\'s bytes in the canonical format (the heap backend\'s full snapshot of 20,000 such keys; for Flink, 2 s of records at its largest checkpoint\'s bytes per key); p50 / changed: per checkpoint, what it wrote against what its interval changed, the median; all / changed: every byte the window\'s checkpoints wrote (full ones and bases too) against all the data changed. Restore ms: the job started again on its storage after the window, until its tasks run (every one has its state back; the disk backend\'s loaded into a fresh store). `--flink`: Apache Flink 2.0 on the same job (bench/state-flink.ts: RocksDB, incremental checkpoints, local execution in one JVM), measured the same way from its own log and files; its restore ms is the keyed task\'s INITIALIZING to RUNNING after a SIGKILL, and its sync pause counts the JVM\'s GC too (not told apart: the less-GC and GC columns stay empty).',
+  'generator over N keys -> keyBy -> a small object per key ({ count, sum, last }) in ValueState -> discarding sink; parallelism 1, one worker thread, exactly-once checkpoints every 2 s to the local file system, the heap backend (`--backend disk`: the disk backend, lmdb). "mode": full checkpoints, or incremental ones (`--incremental`; `--modes full,incremental` runs both, each in a process of its own). Each size runs in a process of its own: first until every key has a value ("fill s"), then for the measured window (`--seconds`, default 30), over which everything is reported. records/s: through the sink. Peak RSS: the whole process (job master and worker thread); "peak anon": its anonymous memory alone (RssAnon, sampled every 100 ms), the RSS less mapped file pages (lmdb maps its file: those pages count in RSS, yet the kernel drops them under memory pressure; "-" for Flink). `--young-mb`: workerHeap.youngGenerationMb for the run. Sync pause: per checkpoint triggered and completed in the window, the longest time the keyed task stood still (the gap between two records it processed) while the checkpoint was pending; GC pauses in that time count too. "less GC": the same pause less the worker thread\'s GC pauses inside it (what the checkpoint itself cost the task); "GC max": the longest GC pause of the worker thread in the window, checkpoint or not. "task sync" and "task async": the synchronous part (snapshot hooks and the backends\' synchronous snapshots, up to the barrier going on) and the asynchronous part (serializing and writing the state, up to the acknowledgement) as the keyed task measured them (the diagnostics channel `weir:subtask-checkpoint`; "-" where the code measured has no such channel). Checkpoint: trigger to completion. MB per checkpoint: what the tasks acknowledged (p50, and the largest: a full snapshot); MB changed per interval (p50): per checkpoint, the keys the records between the trigger of the checkpoint it builds on and its own trigger touched (the generator cycles through the keys; records through the sink, sampled every 100 ms), at a key\'s bytes in the canonical format (the heap backend\'s full snapshot of 20,000 such keys; for Flink, 2 s of records at its largest checkpoint\'s bytes per key); p50 / changed: per checkpoint, what it wrote against what its interval changed, the median; all / changed: every byte the window\'s checkpoints wrote (full ones and bases too, and the bases written beside the chain that ended in the window) against all the data changed. Bases beside: the disk backend\'s bases written beside the chain (FLIP-158\'s materialization; not part of any checkpoint\'s bytes) that ended in the window, their MB and the longest one\'s duration. Restore ms: the job started again on its storage after the window, until its tasks run (every one has its state back; the disk backend\'s loaded into a fresh store). `--flink`: Apache Flink 2.0 on the same job (bench/state-flink.ts: RocksDB, incremental checkpoints, local execution in one JVM), measured the same way from its own log and files; its restore ms is the keyed task\'s INITIALIZING to RUNNING after a SIGKILL, and its sync pause counts the JVM\'s GC too (not told apart: the less-GC and GC columns stay empty).',
   '',
 ].join('\n');
 const previous = existsSync(results) ? await readFile(results, 'utf8') : intro;

@@ -26,14 +26,22 @@ interface Totals {
 
 /** SUBTASK_CHECKPOINT_CHANNEL of subtask-checkpoint-coordinator.ts, by name: the bench also runs against code without it. */
 const SUBTASK_CHECKPOINT_CHANNEL = 'weir:subtask-checkpoint';
+/** SUBTASK_MATERIALIZATION_CHANNEL, by name: the bases written beside the chain, to STATE_BENCH_BASES as `end-ms bytes ms` (bytes -1: failed). */
+const SUBTASK_MATERIALIZATION_CHANNEL = 'weir:subtask-materialization';
 const STALL_MS = 5;
 const GC_MS = 2;
 let observingGc = false;
 
 /** Records the worker thread's GC pauses and its tasks' checkpoint durations (once per thread). */
-function observeGc(file: string | undefined, tasksFile: string | undefined): void {
+function observeGc(file: string | undefined, tasksFile: string | undefined, basesFile: string | undefined): void {
   if (observingGc || file === undefined) return;
   observingGc = true;
+  if (basesFile !== undefined) {
+    subscribe(SUBTASK_MATERIALIZATION_CHANNEL, (message) => {
+      const { bytes, ms } = message as { bytes?: number; ms: number };
+      appendFileSync(basesFile, `${performance.timeOrigin + performance.now()} ${bytes ?? -1} ${ms}\n`);
+    });
+  }
   if (tasksFile !== undefined) {
     subscribe(SUBTASK_CHECKPOINT_CHANNEL, (message) => {
       const { checkpointId, vertexId, syncMs, asyncMs } = message as { checkpointId: number; vertexId: number; syncMs: number; asyncMs: number };
@@ -63,7 +71,7 @@ export default defineJob({
       .process<number>(
         {
           open(context) {
-            observeGc(process.env.STATE_BENCH_GC, process.env.STATE_BENCH_TASKS);
+            observeGc(process.env.STATE_BENCH_GC, process.env.STATE_BENCH_TASKS, process.env.STATE_BENCH_BASES);
             totals = context.getState(valueState<Totals>('totals'));
           },
           processElement(record, _context, out) {

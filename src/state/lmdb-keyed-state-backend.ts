@@ -305,6 +305,9 @@ export class LmdbKeyedStateBackend implements CheckpointableKeyedStateBackend {
    * (`writer.delta`) from the transaction, or everything when that is not known (the first one,
    * or one long after).
    */
+  /** A base can be written beside an incremental chain (KeyedStateChains: FLIP-158's materialization). */
+  readonly materializesBeside = true;
+
   snapshotAsync(incremental?: IncrementalSnapshotRequest): AsyncKeyedStateSnapshot {
     try {
       this.#pendingSnapshot?.runToEnd();
@@ -326,6 +329,8 @@ export class LmdbKeyedStateBackend implements CheckpointableKeyedStateBackend {
     };
     const writer = new LmdbSnapshotWriter(this.#store, states, this.maxParallelism, this.keyGroupRange, this.operatorName, this.#clock(), onEnd, delta);
     this.#pendingSnapshot = writer;
+    // A base at the same barrier, written beside the chain (its barrier is the writer's: no write between them).
+    if (incremental?.materialize === true && delta !== undefined) writer.materialization = this.#baseSnapshot(incremental.checkpointId, states);
     return writer;
   }
 

@@ -1,3 +1,4 @@
+import type { AsyncKeyedStateSnapshot } from '../core/state/keyed-state-backend.ts';
 import type { StateTtl } from '../core/state/state-descriptors.ts';
 import type { StateKey } from '../core/state/state-key.ts';
 import type { StateKind } from '../core/state/state-types.ts';
@@ -81,6 +82,8 @@ export class LmdbSnapshotWriter extends SlicedSnapshot {
   #timers: [unknown[], unknown[]] = [[], []];
   /** An incremental snapshot: the keys it writes (values at the barrier, deletions as undefined); undefined for a full one. */
   readonly delta: DeltaKeys | undefined;
+  /** The base taken at the same barrier, written beside the chain (asked for with `materialize`). */
+  materialization: AsyncKeyedStateSnapshot | undefined;
   readonly #deltaStates: DeltaState[] = [];
   /** Within the current key group: the delta state being written, its changed keys and how far. */
   #deltaState = 0;

@@ -18,7 +18,8 @@ import { createHash } from 'node:crypto';
 
 export const MAX_ENCODED_UID_LENGTH = 200;
 
-export type StateKind = 'keyed' | 'operator';
+/** `keyed-base`: a disk backend's base written beside the checkpoint that took it (materialized while later checkpoints complete). */
+export type StateKind = 'keyed' | 'keyed-base' | 'operator';
 
 export function encodeOperatorUid(uid: string): string {
   let encoded = '';

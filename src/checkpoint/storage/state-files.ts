@@ -101,8 +101,8 @@ function checkStateWrite(operatorUid: string, subtaskIndex: number, kind: StateK
   if (!Number.isSafeInteger(subtaskIndex) || subtaskIndex < 0) {
     throw new WeirError('INVALID_STATE_WRITE', `writeState was given the subtask index ${subtaskIndex} for operator "${operatorUid}"`, { fault: 'internal' });
   }
-  if (kind !== 'keyed' && kind !== 'operator') {
-    throw new WeirError('INVALID_STATE_WRITE', `writeState was given the state kind "${String(kind)}"; expected keyed or operator`, { fault: 'internal' });
+  if (kind !== 'keyed' && kind !== 'keyed-base' && kind !== 'operator') {
+    throw new WeirError('INVALID_STATE_WRITE', `writeState was given the state kind "${String(kind)}"; expected keyed, keyed-base or operator`, { fault: 'internal' });
   }
   return stateFileName(operatorUid, subtaskIndex, kind);
 }

@@ -58,12 +58,19 @@ export interface AsyncKeyedStateSnapshot {
   release(): void;
   /** An incremental snapshot: the completed checkpoint it adds to (restored after that one's snapshots); undefined for a full one. */
   readonly delta?: { readonly base: number } | undefined;
+  /**
+   * A full snapshot taken at the same barrier, asked for with `materialize`: written beside the
+   * chain (its own file) while later checkpoints go on adding to the chain.
+   */
+  readonly materialization?: AsyncKeyedStateSnapshot | undefined;
 }
 
 /** Asks a backend for an incremental snapshot: the barrier's checkpoint, and the completed one to add to (undefined: full). */
 export interface IncrementalSnapshotRequest {
   checkpointId: number;
   base: number | undefined;
+  /** Also take a full snapshot at this barrier, to write beside the chain (a backend with `materializesBeside`). */
+  materialize?: boolean;
 }
 
 /**
@@ -78,6 +85,8 @@ export interface CheckpointableKeyedStateBackend extends KeyedStateBackend {
   readonly maxParallelism: number;
   /** The key groups this subtask owns, inclusive (Flink's KeyGroupRange). */
   readonly keyGroupRange: { readonly start: number; readonly end: number };
+  /** Whether an incremental snapshot can also take a base at its barrier, written beside the chain (IncrementalSnapshotRequest.materialize). */
+  readonly materializesBeside?: boolean;
   /** The names of all states: registered with getState or brought in by restore. */
   stateNames(): string[];
   /** How many timers `domain` holds. */

@@ -43,6 +43,8 @@ interface StateSnapshot {
   keyed: AsyncKeyedStateSnapshot | undefined;
   /** What an incremental keyed snapshot adds to. */
   base: ChainBase | undefined;
+  /** A base taken at the same barrier, written beside the chain while the next checkpoints go on. */
+  materialization: AsyncKeyedStateSnapshot | undefined;
   operator: Uint8Array | undefined;
 }
 
@@ -59,6 +61,14 @@ const SNAPSHOT_SLICE_MS = 4;
  */
 export const SUBTASK_CHECKPOINT_CHANNEL = 'weir:subtask-checkpoint';
 const checkpointChannel = channel(SUBTASK_CHECKPOINT_CHANNEL);
+
+/**
+ * Each base a task wrote beside its chain (KeyedStateChains), on this diagnostics channel of its
+ * worker thread: `{ checkpointId, vertexId, subtaskIndex, uid, ms, bytes }` once written, with
+ * `error` (a message) instead of `bytes` when it failed or was given up (a later barrier takes another).
+ */
+export const SUBTASK_MATERIALIZATION_CHANNEL = 'weir:subtask-materialization';
+const materializationChannel = channel(SUBTASK_MATERIALIZATION_CHANNEL);
 
 /** How long each part of a task's checkpoint took (Flink's sync and async durations). */
 export interface SubtaskCheckpointDurations {
@@ -118,22 +128,30 @@ export class SubtaskCheckpointCoordinator {
       await chain.snapshotState(id);
       const incremental = this.#options.incremental === true && location.kind === 'checkpoint';
       for (const holder of stateHolders()) {
-        const base = incremental ? this.#chains.baseFor(holder.uid, location.incrementalBase) : undefined;
         const keyed = holder.keyed === undefined || holder.keyed.isEmpty() ? undefined : holder.keyed;
+        const base = incremental ? this.#chains.baseFor(holder.uid, location.incrementalBase, keyed?.materializesBeside === true) : undefined;
+        const writer = incremental
+          ? keyed?.snapshotAsync({ checkpointId: id, base: base?.checkpointId, materialize: base?.materialize === true })
+          : keyed?.snapshotAsync();
         snapshots.push({
           uid: holder.uid,
-          keyed: incremental ? keyed?.snapshotAsync({ checkpointId: id, base: base?.checkpointId }) : keyed?.snapshotAsync(),
+          keyed: writer,
           base,
+          materialization: writer?.materialization,
           operator: holder.operatorState.stateNames().length === 0 ? undefined : holder.operatorState.snapshot(),
         });
       }
     } catch (error) {
-      for (const snapshot of snapshots) snapshot.keyed?.release();
+      for (const snapshot of snapshots) {
+        snapshot.keyed?.release();
+        snapshot.materialization?.release();
+      }
       this.decline(id, 'CHECKPOINT_DECLINED', error);
       chain.broadcastBarrier(location, options);
       return;
     }
     chain.broadcastBarrier(location, options);
+    for (const snapshot of snapshots) if (snapshot.materialization !== undefined) this.#materialize(location, snapshot.uid, snapshot.materialization);
     const syncMs = performance.now() - started;
     // The asynchronous part: serialize the keyed state and write the state files while records flow again.
     this.#writeAndAcknowledge(location, snapshots, alignmentMs, channelState, syncMs).catch((error: unknown) => {
@@ -170,6 +188,38 @@ export class SubtaskCheckpointCoordinator {
       const done = listener.notifyCheckpointAborted(checkpointId);
       if (isThenable(done)) await done;
     }
+  }
+
+  /**
+   * Writes a base taken at `location`'s barrier beside the chain, into that checkpoint's folder,
+   * while records flow and later checkpoints complete; the chains use it once written. A failure
+   * (the checkpoint aborted, the storage) loses nothing: the chain goes on, a later barrier takes another.
+   */
+  #materialize(location: CheckpointLocation, uid: string, writer: AsyncKeyedStateSnapshot): void {
+    const { storage, vertexId, subtaskIndex } = this.#options;
+    const checkpointId = location.checkpointId;
+    const started = performance.now();
+    this.#chains.materializing(uid, checkpointId);
+    const publish = (outcome: { bytes: number } | { error: string }) => {
+      if (materializationChannel.hasSubscribers) {
+        materializationChannel.publish({ checkpointId, vertexId, subtaskIndex, uid, ms: performance.now() - started, ...outcome });
+      }
+    };
+    const written =
+      storage === undefined
+        ? Promise.reject(new WeirError('NO_CHECKPOINT_STORAGE', 'checkpointing has no storage folder', { fault: 'internal' }))
+        : streamKeyedSnapshot(storage, location, uid, subtaskIndex, writer, 'keyed-base');
+    written.then(
+      (handle) => {
+        this.#chains.materialized(uid, checkpointId, handle);
+        publish({ bytes: handle.size });
+      },
+      (error: unknown) => {
+        writer.release();
+        this.#chains.materializationFailed(uid, checkpointId);
+        publish({ error: error instanceof Error ? error.message : String(error) });
+      },
+    );
   }
 
   async #writeAndAcknowledge(
@@ -226,8 +276,9 @@ async function streamKeyedSnapshot(
   uid: string,
   subtaskIndex: number,
   writer: AsyncKeyedStateSnapshot,
+  kind: 'keyed' | 'keyed-base' = 'keyed',
 ): Promise<StateHandle> {
-  const file = await openStateWriter(storage, location, uid, subtaskIndex, 'keyed');
+  const file = await openStateWriter(storage, location, uid, subtaskIndex, kind);
   try {
     for (;;) {
       const done = writer.step(SNAPSHOT_SLICE_MS);

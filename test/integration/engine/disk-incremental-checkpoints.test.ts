@@ -42,6 +42,12 @@ function chainsOf(metadata: CheckpointMetadata, uid: string): { chains: number; 
   return { chains: subtasks.filter((subtask) => (subtask.keyedChanges?.length ?? 0) > 0).length, subtasks: subtasks.length };
 }
 
+/** How many subtasks of operator `uid` a checkpoint holds as a chain on a base written beside an earlier chain (a `.keyed-base` file). */
+function basesBesideOf(metadata: CheckpointMetadata, uid: string): number {
+  const subtasks = metadata.operators.find((operator) => operator.uid === uid)?.subtasks ?? [];
+  return subtasks.filter((subtask) => subtask.keyed?.path.endsWith('.keyed-base') === true).length;
+}
+
 /** The latest completed checkpoint, if any. */
 function latest(folder: string): { id: number; metadata: CheckpointMetadata } | undefined {
   const all = completedCheckpoints(folder);
@@ -55,12 +61,18 @@ function latest(folder: string): { id: number; metadata: CheckpointMetadata } | 
  * checkpoint completes, checked again (else woken), then SIGKILLed. Returns that checkpoint's id:
  * the one the next run restores.
  */
-async function killAtChain(run: JobProcess, folder: string, uid: string, parallelism: number, after: number): Promise<number> {
+async function killAtChain(
+  run: JobProcess,
+  folder: string,
+  uid: string,
+  parallelism: number,
+  after: number,
+  holds: (metadata: CheckpointMetadata) => boolean = (metadata) => chainsOf(metadata, uid).chains > 0,
+): Promise<number> {
   const isChain = () => {
     const last = latest(folder);
     if (last === undefined || last.id <= after) return undefined;
-    const { chains, subtasks } = chainsOf(last.metadata, uid);
-    return chains > 0 && subtasks === parallelism ? last.id : undefined;
+    return holds(last.metadata) && chainsOf(last.metadata, uid).subtasks === parallelism ? last.id : undefined;
   };
   for (;;) {
     await waitFor(`a completed checkpoint after ${after} holding changes of "${uid}"`, () => isChain() !== undefined || run.child.exitCode !== null, 60_000);
@@ -124,6 +136,33 @@ describe('incremental checkpoints on the disk backend under failures', () => {
       [],
       'each task deletes its working folder when it ends',
     );
+  });
+
+  test('bases written beside the chain (checkpointing.incrementalMaxChanges 2): killed at a checkpoint whose chain starts with one, restored at 2 and rescaled to 3: output exact', async () => {
+    const folder = await newFolder();
+    const count = 60_000;
+    const keyedSum = join(jobs, 'keyed-sum-job.ts');
+    const out = join(folder, 'out');
+    const env = { KS_OUTPUT: out, KS_COUNT: String(count), KS_RATE: '12000', KS_KEYS: '5000' };
+    const config = (parallelism: number) => {
+      const base = configFor(folder, parallelism);
+      return { ...base, checkpointing: { ...base.checkpointing, incrementalMaxChanges: 2 } };
+    };
+    const onBase = (metadata: CheckpointMetadata) => basesBesideOf(metadata, 'running-sum') > 0 && chainsOf(metadata, 'running-sum').chains > 0;
+    const first = startJobProcess(keyedSum, config(2), env);
+    const fromFirst = await killAtChain(first, folder, 'running-sum', 2, 0, onBase);
+    assertChainsIntact(folder);
+    const second = startJobProcess(keyedSum, config(2), env);
+    const fromSecond = await killAtChain(second, folder, 'running-sum', 2, fromFirst, onBase);
+    assert.match(second.stderr, new RegExp(`starting job "keyed-sum" from checkpoint ${fromFirst}\\b`));
+    assertChainsIntact(folder);
+    assert.ok(readCommittedRecords(out).length < count, 'the second run stopped midway');
+    const rescaled = startJobProcess(keyedSum, config(3), env);
+    const exit = await rescaled.exit;
+    assert.equal(exit.code, 0, rescaled.stderr);
+    assert.match(rescaled.stderr, new RegExp(`starting job "keyed-sum" from checkpoint ${fromSecond}\\b`));
+    assertChainsIntact(folder);
+    assert.deepEqual(auditKeyedSum(out, count, 5000), exact(count));
   });
 
   test('rescale 1 -> 3 -> 2 through checkpoints that are chains (5,000 keys, file sink): output exact', async () => {

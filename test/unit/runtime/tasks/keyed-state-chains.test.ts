@@ -28,3 +28,92 @@ test('checkpointing.incrementalMaxChanges sets how many changes a full snapshot 
 test('whatever the count, a full snapshot comes once the changes add up to its size (a restore reads at most about twice the state)', () => {
   assert.deepEqual(run(new KeyedStateChains(100), 12, { full: 1000, change: 250 }), [1, 6, 11]);
 });
+
+test('a backend that writes its base beside the chain is asked for one instead of a full snapshot, and the chain goes on until it is written', () => {
+  const chains = new KeyedStateChains(3);
+  assert.equal(chains.baseFor('keyed', undefined, true), undefined, 'the first snapshot is full');
+  chains.written('keyed', 1, handle(1000), undefined);
+  for (let id = 2; id <= 4; id++) {
+    const base = chains.baseFor('keyed', id - 1, true);
+    assert.equal(base?.materialize, undefined);
+    chains.written('keyed', id, handle(id), base);
+  }
+  const five = chains.baseFor('keyed', 4, true);
+  assert.equal(five?.materialize, true, 'past 3 changes: a base at this barrier, beside the chain');
+  assert.equal(chains.baseFor('keyed', 4), undefined, 'a backend that cannot: a full snapshot, as before');
+  chains.materializing('keyed', 5);
+  chains.written('keyed', 5, handle(5), five);
+  // The base is being written: the chain goes on, no second base is asked for.
+  const six = chains.baseFor('keyed', 5, true);
+  assert.equal(six?.materialize, undefined);
+  assert.deepEqual(
+    six?.chain.map((link) => link.checkpointId),
+    [1, 2, 3, 4, 5],
+  );
+  chains.written('keyed', 6, handle(6), six);
+  chains.materialized('keyed', 5, handle(500));
+  // Written: the next snapshot starts the new chain, the base then the changes after its barrier.
+  const seven = chains.baseFor('keyed', 6, true);
+  assert.equal(seven?.materialize, undefined);
+  assert.deepEqual(
+    seven?.chain.map((link) => [link.checkpointId, link.handle.size]),
+    [
+      [5, 500],
+      [6, 6],
+    ],
+  );
+  const acked = chains.written('keyed', 7, handle(7), seven);
+  assert.deepEqual(acked.keyed, { ...handle(500), checkpoint: 5 }, 'the base is in the folder of the checkpoint it was taken at');
+  assert.deepEqual(acked.keyedChanges, [{ ...handle(6), checkpoint: 6 }, handle(7)]);
+});
+
+test('a base beside the chain is used only by a chain that holds its barrier: not after that checkpoint is aborted, nor by a chain built before it', () => {
+  const build = () => {
+    const chains = new KeyedStateChains(1);
+    chains.written('keyed', 1, handle(1000), undefined);
+    chains.written('keyed', 2, handle(2), chains.baseFor('keyed', 1, true));
+    const three = chains.baseFor('keyed', 2, true);
+    assert.equal(three?.materialize, true);
+    chains.materializing('keyed', 3);
+    return { chains, three };
+  };
+  const aborted = build();
+  aborted.chains.written('keyed', 3, handle(3), aborted.three);
+  aborted.chains.aborted(3);
+  aborted.chains.materialized('keyed', 3, handle(500));
+  const after = aborted.chains.baseFor('keyed', 2, true);
+  assert.deepEqual(
+    after?.chain.map((link) => link.checkpointId),
+    [1, 2],
+  );
+  assert.equal(after?.materialize, true, 'another base is taken');
+
+  // Checkpoint 3 completes after checkpoint 4 was triggered on 2 (maxConcurrent 2): 4's chain does not hold 3's change.
+  const concurrent = build();
+  concurrent.chains.written('keyed', 3, handle(3), concurrent.three);
+  concurrent.chains.written('keyed', 4, handle(4), concurrent.chains.baseFor('keyed', 2, true));
+  concurrent.chains.materialized('keyed', 3, handle(500));
+  assert.deepEqual(
+    concurrent.chains.baseFor('keyed', 4, true)?.chain.map((link) => link.checkpointId),
+    [1, 2, 4],
+  );
+
+  // A base that failed: another is asked for at the next barrier.
+  const failed = build();
+  failed.chains.written('keyed', 3, handle(3), failed.three);
+  failed.chains.materializationFailed('keyed', 3);
+  assert.equal(failed.chains.baseFor('keyed', 3, true)?.materialize, true);
+});
+
+test('while a base beside the chain is not written, the chain grows to 8 times checkpointing.incrementalMaxChanges, then the next snapshot is full', () => {
+  const chains = new KeyedStateChains(2);
+  chains.written('keyed', 1, handle(1_000_000), undefined);
+  let full: number | undefined;
+  for (let id = 2; id <= 30 && full === undefined; id++) {
+    const base = chains.baseFor('keyed', id - 1, true);
+    if (base === undefined) full = id;
+    if (base?.materialize === true) chains.materializing('keyed', id);
+    chains.written('keyed', id, handle(base === undefined ? 1_000_000 : 1), base);
+  }
+  assert.equal(full, 18, '16 changes on the base, then a full snapshot');
+});
