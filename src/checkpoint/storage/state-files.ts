@@ -102,7 +102,9 @@ function checkStateWrite(operatorUid: string, subtaskIndex: number, kind: StateK
     throw new WeirError('INVALID_STATE_WRITE', `writeState was given the subtask index ${subtaskIndex} for operator "${operatorUid}"`, { fault: 'internal' });
   }
   if (kind !== 'keyed' && kind !== 'keyed-base' && kind !== 'operator') {
-    throw new WeirError('INVALID_STATE_WRITE', `writeState was given the state kind "${String(kind)}"; expected keyed, keyed-base or operator`, { fault: 'internal' });
+    throw new WeirError('INVALID_STATE_WRITE', `writeState was given the state kind "${String(kind)}"; expected keyed, keyed-base or operator`, {
+      fault: 'internal',
+    });
   }
   return stateFileName(operatorUid, subtaskIndex, kind);
 }
