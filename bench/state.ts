@@ -236,6 +236,18 @@ async function runCase(keys: number): Promise<CaseResult> {
       }
       return [longest, longestWithoutGc] as const;
     });
+    // The task's stalls in the window, told apart by whether a base beside the chain was being written then.
+    const besideSpans = bases.map(([at, , ms]) => [at - ms, at] as const);
+    const windowStalls = stalls.filter(([stallEnd]) => stallEnd >= start && stallEnd <= end);
+    const during = windowStalls.filter(([stallEnd, gap]) => besideSpans.some(([from, to]) => stallEnd >= from && stallEnd - gap <= to)).map(([, gap]) => gap);
+    const outside = windowStalls.filter(([stallEnd, gap]) => !besideSpans.some(([from, to]) => stallEnd >= from && stallEnd - gap <= to)).map(([, gap]) => gap);
+    const longest = (gaps: number[]) =>
+      gaps
+        .toSorted((a, b) => b - a)
+        .slice(0, 5)
+        .map(Math.round)
+        .join(', ');
+    log(`  stalls while a base beside was written: ${during.length} (longest ${longest(during)}); otherwise: ${outside.length} (longest ${longest(outside)})`);
     const gcPauses = gcs.filter(([at]) => at >= start && at <= end).map(([, duration]) => duration);
     // The longest GC pauses of the window and their kind (perf_hooks: 1 scavenge, 2 minor mark-sweep, 4 mark-compact (major), 8 incremental marking, 16 weak callbacks).
     const longestGc = gcs.filter(([at]) => at >= start && at <= end).toSorted((a, b) => (b[1] as number) - (a[1] as number));

@@ -10,11 +10,8 @@ interface Link {
 /** After this many changes on one full snapshot, the next snapshot is full again (checkpointing.incrementalMaxChanges' default). */
 export const DEFAULT_MAX_CHANGES = 8;
 
-/**
- * While a base is materialized beside the chain, the chain goes on up to this many times
- * `maxChanges` changes; past it (materializations that keep failing) the next snapshot is full.
- */
-const BESIDE_CHANGES_FACTOR = 8;
+/** After this many bases beside the chain failed in a row, the next snapshot is full (a storage that cannot take a base fails that checkpoint, loudly). */
+const MAX_FAILED_MATERIALIZATIONS = 3;
 
 /** What a keyed snapshot adds to: the completed checkpoint and its chain (a full snapshot, then changes). */
 export interface ChainBase {
@@ -27,6 +24,9 @@ export interface ChainBase {
 /** A base taken at the barrier of `checkpointId` and written beside the chain; `handle` once written. */
 interface Materialization {
   checkpointId: number;
+  /** When it was taken and when it was written (the clock's ms). */
+  startedAt: number;
+  endedAt?: number;
   handle?: StateHandle;
 }
 
@@ -37,12 +37,27 @@ interface Materialization {
  * acknowledgement. A chain is materialized (the next snapshot full) once it holds `maxChanges`
  * changes (checkpointing.incrementalMaxChanges) or its changes add up to the full snapshot's size,
  * so a restore reads at most about twice the state.
+ *
+ * A backend that can write its base beside the chain (the disk backend: lmdb's file, which takes
+ * half a minute at tens of millions of keys) is not asked for a full snapshot then: the snapshot at
+ * that barrier adds to the chain as usual and also takes a base (FLIP-158's materialization),
+ * written while the next checkpoints go on adding to the old chain. Once written, the first snapshot
+ * on a chain that holds that barrier's change starts a new chain: the base, then the chain's changes
+ * after that barrier (each holds every key changed since its own base's barrier, at or before the
+ * materialized one, so applied onto the base they give the state). Until then the base's file is in
+ * a completed checkpoint's folder that the chain references (that barrier's change), so retention
+ * keeps it; a base of a checkpoint that was aborted is never used (no chain holds its change). A
+ * base is taken no sooner after the previous one was written than that one took, so bases keep the
+ * disk busy at most about half the time, whatever the checkpoint interval.
  */
 export class KeyedStateChains {
   readonly #maxChanges: number;
 
-  constructor(maxChanges = DEFAULT_MAX_CHANGES) {
+  readonly #now: () => number;
+
+  constructor(maxChanges = DEFAULT_MAX_CHANGES, now: () => number = () => performance.now()) {
     this.#maxChanges = maxChanges;
+    this.#now = now;
   }
 
   /** uid -> checkpoint -> the chain that checkpoint's snapshot completes. */
@@ -50,6 +65,8 @@ export class KeyedStateChains {
 
   /** uid -> the latest base materialized beside its chain (or being written). */
   readonly #materialized = new Map<string, Materialization>();
+  /** uid -> bases beside its chain that failed in a row. */
+  readonly #failures = new Map<string, number>();
 
   /**
    * The base a snapshot of `uid` at a barrier with `incrementalBase` adds to; undefined: write it
@@ -69,25 +86,36 @@ export class KeyedStateChains {
     for (let i = 1; i < chain.length; i++) changes += (chain[i] as Link).handle.size;
     if (chain.length - 1 < this.#maxChanges && changes < full) return { checkpointId: incrementalBase, chain };
     if (!beside) return undefined;
-    // No base being written: take one at this barrier. One being written: the chain goes on meanwhile.
-    if (materialized === undefined || materialized.handle !== undefined) return { checkpointId: incrementalBase, chain, materialize: true };
-    return chain.length - 1 >= this.#maxChanges * BESIDE_CHANGES_FACTOR ? undefined : { checkpointId: incrementalBase, chain };
+    const goOn = { checkpointId: incrementalBase, chain };
+    // A base being written: the chain goes on meanwhile; the last one written: not sooner than it took.
+    if (materialized !== undefined && materialized.endedAt === undefined) return goOn;
+    if (materialized?.endedAt !== undefined && this.#now() - materialized.endedAt < materialized.endedAt - materialized.startedAt) return goOn;
+    if ((this.#failures.get(uid) ?? 0) >= MAX_FAILED_MATERIALIZATIONS) {
+      this.#failures.delete(uid);
+      return undefined;
+    }
+    return { ...goOn, materialize: true };
   }
 
   /** A base of `uid` is being written beside the chain, taken at the barrier of `checkpointId`. */
   materializing(uid: string, checkpointId: number): void {
-    this.#materialized.set(uid, { checkpointId });
+    this.#materialized.set(uid, { checkpointId, startedAt: this.#now() });
   }
 
   /** The base of `uid` taken at `checkpointId` is written (in that checkpoint's folder). */
   materialized(uid: string, checkpointId: number, handle: StateHandle): void {
     const current = this.#materialized.get(uid);
-    if (current?.checkpointId === checkpointId) current.handle = handle;
+    if (current?.checkpointId !== checkpointId) return;
+    current.handle = handle;
+    current.endedAt = this.#now();
+    this.#failures.delete(uid);
   }
 
   /** The base of `uid` taken at `checkpointId` failed or was given up: a later barrier takes another. */
   materializationFailed(uid: string, checkpointId: number): void {
-    if (this.#materialized.get(uid)?.checkpointId === checkpointId) this.#materialized.delete(uid);
+    if (this.#materialized.get(uid)?.checkpointId !== checkpointId) return;
+    this.#materialized.delete(uid);
+    this.#failures.set(uid, (this.#failures.get(uid) ?? 0) + 1);
   }
 
   /**

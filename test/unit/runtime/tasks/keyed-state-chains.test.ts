@@ -105,15 +105,36 @@ test('a base beside the chain is used only by a chain that holds its barrier: no
   assert.equal(failed.chains.baseFor('keyed', 3, true)?.materialize, true);
 });
 
-test('while a base beside the chain is not written, the chain grows to 8 times checkpointing.incrementalMaxChanges, then the next snapshot is full', () => {
-  const chains = new KeyedStateChains(2);
+test('bases beside the chain are spaced by the time the last one took; after 3 failed in a row the next snapshot is full', () => {
+  const clock = { now: 0 };
+  const chains = new KeyedStateChains(2, () => clock.now);
   chains.written('keyed', 1, handle(1_000_000), undefined);
-  let full: number | undefined;
-  for (let id = 2; id <= 30 && full === undefined; id++) {
+  const asked: number[] = [];
+  const step = (id: number, outcome?: 'written' | 'failed') => {
+    clock.now = id * 1000;
     const base = chains.baseFor('keyed', id - 1, true);
-    if (base === undefined) full = id;
-    if (base?.materialize === true) chains.materializing('keyed', id);
+    if (base?.materialize === true) {
+      asked.push(id);
+      chains.materializing('keyed', id);
+    }
     chains.written('keyed', id, handle(base === undefined ? 1_000_000 : 1), base);
-  }
-  assert.equal(full, 18, '16 changes on the base, then a full snapshot');
+    if (outcome === 'written') chains.materialized('keyed', asked.at(-1) as number, handle(1_000_000));
+    if (outcome === 'failed') chains.materializationFailed('keyed', asked.at(-1) as number);
+    return base;
+  };
+  for (let id = 2; id <= 3; id++) step(id);
+  assert.equal(step(4)?.materialize, true, 'past 2 changes: a base');
+  for (let id = 5; id <= 13; id++) step(id); // the base takes 10 s (checkpoint 4 at 4 s, written at 14 s)
+  step(14, 'written');
+  // Written at 14 s after 10 s: the next base not before 24 s, though the new chain is long again at 17 s.
+  for (let id = 15; id <= 23; id++) assert.equal(step(id)?.materialize, undefined, `checkpoint ${id}`);
+  assert.equal(step(24)?.materialize, true);
+  // Three bases fail in a row: the next snapshot is full.
+  step(25, 'failed');
+  assert.equal(step(26)?.materialize, true, 'a failed base is taken again at the next barrier');
+  step(27, 'failed');
+  assert.equal(step(28)?.materialize, true);
+  step(29, 'failed');
+  assert.equal(step(30), undefined, 'a full snapshot');
+  assert.deepEqual(asked, [4, 24, 26, 28]);
 });
