@@ -31,6 +31,12 @@ export interface CheckpointCoordinatorOptions {
   log?: (line: string) => void;
   /** The first back-off of a retried discard (doubling); tests make it short. */
   retryDelayMs?: number;
+  /**
+   * The completed checkpoint of this storage the job starts from (not a savepoint): incremental
+   * checkpoints add to it until one of this run completes (a task restored at the same key groups
+   * goes on with its chain; any other writes a full snapshot).
+   */
+  restoredCheckpointId?: number | undefined;
 }
 
 /** Which tasks have acted on "checkpoint N complete" (their sinks committed what N holds), and who waits for all of them. */
@@ -83,6 +89,7 @@ export class CheckpointCoordinator {
     this.#options = options;
     this.#tasks = tasksOf(options.graph);
     this.#nextId = options.firstCheckpointId;
+    this.#latestCompletedCheckpointId = options.restoredCheckpointId;
     this.#cleaner = new CheckpointsCleaner(options.storage, options.log ?? (() => {}), options.retryDelayMs);
   }
 

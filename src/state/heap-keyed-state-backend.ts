@@ -312,6 +312,12 @@ export class HeapKeyedStateBackend implements KeyedStateBackend {
     return writer;
   }
 
+  /** Restored from checkpoint `checkpointId` at the same key groups: changes from now on are tracked as made after it. */
+  trackChangesSince(checkpointId: number): void {
+    this.#incremental ??= new IncrementalTracker(this.#keyGroupCount);
+    this.#incremental.startAt(checkpointId, this.#tables.values(), [this.#processingTimers, this.#eventTimers]);
+  }
+
   /** Checkpoint `checkpointId` completed: incremental snapshots may add to it. */
   notifyCheckpointComplete(checkpointId: number): void {
     this.#incremental?.confirm(checkpointId);

@@ -125,6 +125,27 @@ export class IncrementalTracker {
       this.#since = checkpointId;
       this.#drop(checkpointId);
     }
+    this.#open(tables, timers);
+    if (base === undefined || base < this.#since || base >= checkpointId) return undefined;
+    return deltaOf(
+      base,
+      this.#epochs.filter((epoch) => epoch.checkpointId > base),
+    );
+  }
+
+  /**
+   * Tracks from now on, as changes after the barrier of `checkpointId`: the checkpoint a backend
+   * was just restored from (at the same key groups), so the first barrier's snapshot can add to it
+   * instead of being full. Nothing when tracking has begun.
+   */
+  startAt(checkpointId: number, tables: Iterable<NamedDirtyTracking>, timers: readonly [DirtyTracking, DirtyTracking]): void {
+    if (this.#since !== undefined) return;
+    this.#since = checkpointId;
+    this.#open(tables, timers);
+  }
+
+  /** Opens the next epoch: every table and both timer domains mark their changes in it. */
+  #open(tables: Iterable<NamedDirtyTracking>, timers: readonly [DirtyTracking, DirtyTracking]): void {
     const next: Epoch = {
       seq: this.#nextSeq++,
       checkpointId: Number.NaN,
@@ -135,11 +156,6 @@ export class IncrementalTracker {
     for (const table of tables) this.attach(table);
     timers[0].dirty = next.timers[0];
     timers[1].dirty = next.timers[1];
-    if (base === undefined || base < this.#since || base >= checkpointId) return undefined;
-    return deltaOf(
-      base,
-      this.#epochs.filter((epoch) => epoch.checkpointId > base),
-    );
   }
 
   /** Checkpoint `checkpointId` completed: the changes up to its barrier are in it. */

@@ -317,11 +317,7 @@ export class LmdbKeyedStateBackend implements CheckpointableKeyedStateBackend {
     const states = this.#snapshotStates();
     let delta: DeltaKeys | undefined;
     if (incremental !== undefined) {
-      this.#incremental ??= new IncrementalTracker(this.#keyGroupCount, {
-        spill: new LmdbDirtySpill(this.#store),
-        limit: this.#changedKeysInMemory,
-      });
-      delta = this.#incremental.barrier(incremental.checkpointId, incremental.base, this.#tablesById, [this.#processingTimers, this.#eventTimers]);
+      delta = this.#tracker().barrier(incremental.checkpointId, incremental.base, this.#tablesById, [this.#processingTimers, this.#eventTimers]);
       if (delta === undefined) return this.#baseSnapshot(incremental.checkpointId, states);
     }
     const onEnd = () => {
@@ -376,6 +372,17 @@ export class LmdbKeyedStateBackend implements CheckpointableKeyedStateBackend {
   /** Checkpoint `checkpointId` was aborted: a base still being written for it is given up (its copy, read transaction and pin go). */
   notifyCheckpointAborted(checkpointId: number): void {
     for (const base of [...this.#pendingBases]) if (base.checkpointId === checkpointId) base.release();
+  }
+
+  /** The incremental tracker, made at the first barrier or restore that needs it (its spill beside the state). */
+  #tracker(): IncrementalTracker {
+    this.#incremental ??= new IncrementalTracker(this.#keyGroupCount, { spill: new LmdbDirtySpill(this.#store), limit: this.#changedKeysInMemory });
+    return this.#incremental;
+  }
+
+  /** Restored from checkpoint `checkpointId` at the same key groups: changes from now on are tracked as made after it. */
+  trackChangesSince(checkpointId: number): void {
+    this.#tracker().startAt(checkpointId, this.#tablesById, [this.#processingTimers, this.#eventTimers]);
   }
 
   /** Checkpoint `checkpointId` completed: incremental snapshots may add to it. */

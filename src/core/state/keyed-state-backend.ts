@@ -99,6 +99,11 @@ export interface CheckpointableKeyedStateBackend extends KeyedStateBackend {
    * snapshot's `delta` says so); one that cannot writes a full snapshot.
    */
   snapshotAsync(incremental?: IncrementalSnapshotRequest): AsyncKeyedStateSnapshot;
+  /**
+   * Restored from checkpoint `checkpointId` at the same key groups, whose chain the task adds to:
+   * changes from now on are tracked as made after its barrier (incremental checkpoints).
+   */
+  trackChangesSince?(checkpointId: number): void;
   /** Checkpoint `checkpointId` completed (an incremental snapshot may add to it). */
   notifyCheckpointComplete?(checkpointId: number): void;
   /** Checkpoint `checkpointId` was aborted: a snapshot still being written for it may be given up. */

@@ -157,6 +157,9 @@ class JobMaster {
             firstCheckpointId,
             stats: this.#stats,
             log: (line) => options.logger.warn(line),
+            // A checkpoint of this storage (its folder where the storage puts it): incremental chains go on from it.
+            restoredCheckpointId:
+              restore?.kind === 'checkpoint' && storage.checkpointLocation(restore.checkpointId).path === restore.folder ? restore.checkpointId : undefined,
           });
     const coordinator = this.#coordinator;
     this.#committed = coordinator && storage && new CommittedCheckpointRecorder(storage, coordinator, (line) => options.logger.warn(line));

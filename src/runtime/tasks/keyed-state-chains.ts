@@ -2,7 +2,7 @@ import type { StateHandle } from '../../checkpoint/storage/checkpoint-metadata.t
 import { WeirError } from '../../core/errors/weir-error.ts';
 
 /** One snapshot file of a chain, and the checkpoint whose folder holds it. */
-interface Link {
+export interface Link {
   checkpointId: number;
   handle: StateHandle;
 }
@@ -95,6 +95,15 @@ export class KeyedStateChains {
       return undefined;
     }
     return { ...goOn, materialize: true };
+  }
+
+  /**
+   * The task restored `uid` from checkpoint `checkpointId` at the same key groups: its chain
+   * (`links`: the full snapshot, then the changes, each with the checkpoint whose folder holds it)
+   * is what the first snapshot adds to, once the backend tracks its changes from the restore on.
+   */
+  restored(uid: string, checkpointId: number, links: readonly Link[]): void {
+    if (links.length > 0) this.#written.set(uid, new Map([[checkpointId, links]]));
   }
 
   /** A base of `uid` is being written beside the chain, taken at the barrier of `checkpointId`. */

@@ -109,6 +109,35 @@ export class StreamTaskStateInitializer {
     }
   }
 
+  /**
+   * The chain operator `uid`'s keyed state was restored from, when the next checkpoint can add to
+   * it: a checkpoint of this job's storage (its folders are the siblings the chain's handles name),
+   * one old subtask at exactly this subtask's key groups. Each link names the checkpoint whose
+   * folder holds its file. Undefined otherwise (a savepoint, a rescale, another storage): the first
+   * checkpoint is then full.
+   */
+  restoredChain(uid: string): { checkpointId: number; links: { checkpointId: number; handle: StateHandle }[] } | undefined {
+    const { maxParallelism, parallelism, subtaskIndex, restore, storage } = this.#options;
+    if (restore === undefined || storage === undefined || restore.kind !== 'checkpoint' || restore.maxParallelism !== maxParallelism) return undefined;
+    if (storage.checkpointLocation(restore.checkpointId).path !== restore.folder) return undefined;
+    const restored = restore.operators.find((operator) => operator.uid === uid);
+    const range = computeKeyGroupRangeForOperatorIndex(maxParallelism, parallelism, subtaskIndex);
+    const overlapping = (restored?.subtasks ?? []).filter((subtask) => {
+      if (subtask.keyed === undefined || restored === undefined) return false;
+      const oldRange = computeKeyGroupRangeForOperatorIndex(maxParallelism, restored.parallelism, subtask.subtaskIndex);
+      return keyGroupRangeSize(keyGroupRangeIntersection(oldRange, range)) > 0;
+    });
+    const only = overlapping.length === 1 ? overlapping[0] : undefined;
+    if (only === undefined || restored === undefined) return undefined;
+    const oldRange = computeKeyGroupRangeForOperatorIndex(maxParallelism, restored.parallelism, only.subtaskIndex);
+    if (oldRange.start !== range.start || oldRange.end !== range.end) return undefined;
+    const links = [only.keyed as StateHandle, ...(only.keyedChanges ?? [])].map(({ checkpoint, ...handle }) => ({
+      checkpointId: checkpoint ?? restore.checkpointId,
+      handle,
+    }));
+    return { checkpointId: restore.checkpointId, links };
+  }
+
   /** The local working folder of the disk backend of operator `uid`: `<stateDir>/<job>/<uid>/<subtask>`. */
   #stateDir(uid: string): string {
     const { subtaskIndex, stateDir, jobName } = this.#options;

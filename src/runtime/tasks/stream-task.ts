@@ -152,6 +152,12 @@ export class StreamTask {
       const uid = env.uids[nodeId] as string;
       const reinterpreted = node.kind === 'operator' && node.reinterpretedKeyed === true;
       const keyed = (position === 0 && vertex.keyed) || reinterpreted ? await state.keyedStateBackend(uid, node.name, reinterpreted) : undefined;
+      // Incremental checkpoints go on adding to the restored chain (its changes tracked from here on), not with a full snapshot.
+      const restoredChain = keyed?.trackChangesSince !== undefined && config.checkpointing?.incremental === true ? state.restoredChain(uid) : undefined;
+      if (restoredChain !== undefined) {
+        keyed?.trackChangesSince?.(restoredChain.checkpointId);
+        this.#checkpoints.restoredChain(uid, restoredChain.checkpointId, restoredChain.links);
+      }
       const operatorState = await state.operatorStateBackend(uid);
       if (node.kind === 'source') {
         this.#sourceInput = new StreamTaskSourceInput({

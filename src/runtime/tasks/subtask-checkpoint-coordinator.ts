@@ -12,7 +12,7 @@ import type { FromWorker } from '../deployment/worker-messages.ts';
 import type { ChannelStateResult } from '../io/checkpointing/checkpoint-barrier-handler.ts';
 import type { CheckpointOptions } from '../io/checkpointing/checkpoint-options.ts';
 import { isThenable } from './is-thenable.ts';
-import { type ChainBase, KeyedStateChains } from './keyed-state-chains.ts';
+import { type ChainBase, KeyedStateChains, type Link } from './keyed-state-chains.ts';
 import type { OperatorChain, OperatorStateHolder } from './operator-chain.ts';
 
 /** Something of the task that hears of completed and aborted checkpoints (the chain, a source's reader). */
@@ -158,6 +158,11 @@ export class SubtaskCheckpointCoordinator {
       for (const snapshot of snapshots) snapshot.keyed?.release();
       this.decline(id, 'CHECKPOINT_ASYNC_EXCEPTION', error);
     });
+  }
+
+  /** Operator `uid`'s keyed state was restored from checkpoint `checkpointId`'s chain `links` at the same key groups: the first snapshot adds to it. */
+  restoredChain(uid: string, checkpointId: number, links: readonly Link[]): void {
+    this.#chains.restored(uid, checkpointId, links);
   }
 
   /** Gives up a checkpoint on this task: the coordinator hears why (the barrier handler's aborts). */

@@ -165,6 +165,37 @@ describe('incremental checkpoints on the disk backend under failures', () => {
     assert.deepEqual(auditKeyedSum(out, count, 5000), exact(count));
   });
 
+  test('after a restart the first checkpoint adds to the restored chain (no full snapshot), and a restore through such a chain is exact', async () => {
+    const folder = await newFolder();
+    const count = 60_000;
+    const keyedSum = join(jobs, 'keyed-sum-job.ts');
+    const out = join(folder, 'out');
+    const env = { KS_OUTPUT: out, KS_COUNT: String(count), KS_RATE: '12000', KS_KEYS: '5000' };
+    // Every checkpoint kept, so the first one of the second run can be looked at.
+    const config = () => {
+      const base = configFor(folder, 2);
+      return { ...base, checkpointing: { ...base.checkpointing, retained: 1000 } };
+    };
+    const fromFirst = await killAtChain(startJobProcess(keyedSum, config(), env), folder, 'running-sum', 2, 0);
+    const second = startJobProcess(keyedSum, config(), env);
+    const fromSecond = await killAtChain(second, folder, 'running-sum', 2, fromFirst);
+    assert.match(second.stderr, new RegExp(`starting job "keyed-sum" from checkpoint ${fromFirst}\\b`));
+    const all = completedCheckpoints(folder);
+    const firstAfter = Math.min(...[...all.keys()].filter((id) => id > fromFirst));
+    const subtasks = (all.get(firstAfter) as CheckpointMetadata).operators.find((operator) => operator.uid === 'running-sum')?.subtasks ?? [];
+    assert.equal(subtasks.length, 2);
+    for (const subtask of subtasks) {
+      assert.ok((subtask.keyedChanges?.length ?? 0) > 0, `checkpoint ${firstAfter}, the first after the restart, adds to a chain`);
+      assert.ok((subtask.keyed?.checkpoint ?? firstAfter) <= fromFirst, `its chain starts in the restored checkpoint ${fromFirst} or before`);
+    }
+    assertChainsIntact(folder);
+    const last = startJobProcess(keyedSum, config(), env);
+    const exit = await last.exit;
+    assert.equal(exit.code, 0, last.stderr);
+    assert.match(last.stderr, new RegExp(`starting job "keyed-sum" from checkpoint ${fromSecond}\\b`));
+    assert.deepEqual(auditKeyedSum(out, count, 5000), exact(count));
+  });
+
   test('rescale 1 -> 3 -> 2 through checkpoints that are chains (5,000 keys, file sink): output exact', async () => {
     const folder = await newFolder();
     const count = 60_000;
