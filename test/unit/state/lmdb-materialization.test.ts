@@ -1,8 +1,5 @@
 import assert from 'node:assert/strict';
-import { mkdtempSync, rmSync } from 'node:fs';
-import { tmpdir } from 'node:os';
-import { join } from 'node:path';
-import { after, test } from 'node:test';
+import { test } from 'node:test';
 import type { AsyncKeyedStateSnapshot } from '../../../src/core/state/keyed-state-backend.ts';
 import type { StateKey } from '../../../src/core/state/state-key.ts';
 import type { HeapKeyedStateBackend } from '../../../src/state/heap-keyed-state-backend.ts';
@@ -12,6 +9,7 @@ import { restoreKeyedStateBackend } from '../../../src/state/keyed-state-backend
 import { isLmdbBase } from '../../../src/state/lmdb-base-format.ts';
 import { LmdbKeyedStateBackend } from '../../../src/state/lmdb-keyed-state-backend.ts';
 import { assertSameState, decode, fillAll, MAX_PARALLELISM, mutate, random } from './keyed-state-fixtures.ts';
+import { scratchBackends, writtenSnapshot } from './scratch-backends.ts';
 
 /**
  * The disk backend's base written beside the chain (FLIP-158's materialization, issue 34): an
@@ -21,28 +19,18 @@ import { assertSameState, decode, fillAll, MAX_PARALLELISM, mutate, random } fro
  * opened) and at others (converted).
  */
 
-const root = mkdtempSync(join(tmpdir(), 'weir-lmdb-materialization-'));
-const disposers: (() => Promise<void>)[] = [];
-after(async () => {
-  for (const dispose of disposers) await dispose();
-  rmSync(root, { recursive: true, force: true });
-});
+const { folder, keep } = scratchBackends('lmdb-materialization');
 const range = keyGroupRange(0, MAX_PARALLELISM - 1);
-
-async function written(writer: AsyncKeyedStateSnapshot): Promise<Uint8Array> {
-  while (!writer.step(Number.POSITIVE_INFINITY)) await writer.waiting?.();
-  return writer.result();
-}
 
 test('a base taken beside the chain, then the changes after its barrier, restore the same state as the whole chain', async () => {
   const backend = new LmdbKeyedStateBackend({
     maxParallelism: MAX_PARALLELISM,
     keyGroupRange: range,
     operatorName: 'beside',
-    dir: mkdtempSync(join(root, 'b-')),
+    dir: folder('b'),
     settings: { writeBufferEntries: 64 },
   });
-  disposers.push(() => backend.dispose());
+  keep(() => backend.dispose());
   const heapView = backend as unknown as HeapKeyedStateBackend;
   assert.equal(backend.materializesBeside, true);
   fillAll(heapView);
@@ -51,13 +39,13 @@ test('a base taken beside the chain, then the changes after its barrier, restore
     for (let i = 0; i < count; i++) mutate(heapView, next);
   };
 
-  const first = await written(backend.snapshotAsync({ checkpointId: 1, base: undefined }));
+  const first = await writtenSnapshot(backend.snapshotAsync({ checkpointId: 1, base: undefined }));
   assert.ok(isLmdbBase(first), 'the chain starts with a base');
   backend.notifyCheckpointComplete(1);
   change(400);
   const second = backend.snapshotAsync({ checkpointId: 2, base: 1 });
   assert.equal(second.materialization, undefined, 'no base beside unless asked for');
-  const two = await written(second);
+  const two = await writtenSnapshot(second);
   backend.notifyCheckpointComplete(2);
   change(400);
 
@@ -68,16 +56,16 @@ test('a base taken beside the chain, then the changes after its barrier, restore
   const base = third.materialization as AsyncKeyedStateSnapshot;
   assert.ok(base !== undefined, 'a base taken at the same barrier');
   assert.equal(base.delta, undefined);
-  const three = await written(third);
+  const three = await writtenSnapshot(third);
   backend.notifyCheckpointComplete(3);
   // Changes while the base is written: checkpoint 4 adds to the old chain meanwhile.
   change(400);
-  const four = await written(backend.snapshotAsync({ checkpointId: 4, base: 3 }));
+  const four = await writtenSnapshot(backend.snapshotAsync({ checkpointId: 4, base: 3 }));
   backend.notifyCheckpointComplete(4);
-  const materialized = await written(base);
+  const materialized = await writtenSnapshot(base);
   assert.ok(isLmdbBase(materialized));
   change(400);
-  const five = await written(backend.snapshotAsync({ checkpointId: 5, base: 4 }));
+  const five = await writtenSnapshot(backend.snapshotAsync({ checkpointId: 5, base: 4 }));
   const atFive = decode(backend.snapshot());
   assert.throws(() => assertSameState(atFive, atThree, 'changed since'), /differences/, 'the state did change after the base');
 
@@ -92,11 +80,11 @@ test('a base taken beside the chain, then the changes after its barrier, restore
         keyGroupRange: range,
         operatorName: 'r',
         reinterpreted: false,
-        dir: mkdtempSync(join(root, 'r-')),
+        dir: folder('r'),
       },
       [chain],
     );
-    disposers.push(async () => await restored.dispose?.());
+    keep(async () => await restored.dispose?.());
     assertSameState(decode(restored.snapshot()), atFive, `${what}, restored at the same key groups`);
   }
   const onlyBase = await restoreKeyedStateBackend(
@@ -106,11 +94,11 @@ test('a base taken beside the chain, then the changes after its barrier, restore
       keyGroupRange: range,
       operatorName: 'b',
       reinterpreted: false,
-      dir: mkdtempSync(join(root, 'o-')),
+      dir: folder('o'),
     },
     [[materialized]],
   );
-  disposers.push(async () => await onlyBase.dispose?.());
+  keep(async () => await onlyBase.dispose?.());
   assertSameState(decode(onlyBase.snapshot()), atThree, 'the base alone is the state at its barrier');
 
   // Another key group range (a rescale), into the heap backend: the base converted.
@@ -122,7 +110,7 @@ test('a base taken beside the chain, then the changes after its barrier, restore
       keyGroupRange: keyGroupRange(0, 0),
       operatorName: 'h',
       reinterpreted: false,
-      dir: mkdtempSync(join(root, 'h-')),
+      dir: folder('h'),
     },
     [[materialized, four, five]],
   );
@@ -141,15 +129,15 @@ test('a base taken beside a checkpoint that is aborted is given up', async () =>
     maxParallelism: MAX_PARALLELISM,
     keyGroupRange: range,
     operatorName: 'aborted',
-    dir: mkdtempSync(join(root, 'a-')),
+    dir: folder('a'),
   });
-  disposers.push(() => backend.dispose());
+  keep(() => backend.dispose());
   fillAll(backend as unknown as HeapKeyedStateBackend);
-  await written(backend.snapshotAsync({ checkpointId: 1, base: undefined }));
+  await writtenSnapshot(backend.snapshotAsync({ checkpointId: 1, base: undefined }));
   backend.notifyCheckpointComplete(1);
   const second = backend.snapshotAsync({ checkpointId: 2, base: 1, materialize: true });
   const base = second.materialization as AsyncKeyedStateSnapshot;
   backend.notifyCheckpointAborted(2);
-  await assert.rejects(written(base), /./);
+  await assert.rejects(writtenSnapshot(base), /./);
   assert.equal(base.done, true);
 });
