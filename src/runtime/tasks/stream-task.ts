@@ -102,6 +102,7 @@ export class StreamTask {
       toMaster: env.toMaster,
       incremental: env.config.checkpointing?.incremental === true,
       incrementalMaxChanges: env.config.checkpointing?.incrementalMaxChanges,
+      metrics: (uid) => this.metrics.group(uid),
     });
     this.#timers = new ProcessingTimeService((operatorIndex) => this.#mailbox.put({ kind: 'processing-time', operatorIndex }));
     if (!env.vertex.isSource) {

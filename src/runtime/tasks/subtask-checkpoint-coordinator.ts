@@ -7,6 +7,7 @@ import type { StateHandle } from '../../checkpoint/storage/checkpoint-metadata.t
 import type { CheckpointStorage } from '../../checkpoint/storage/checkpoint-storage.ts';
 import { openStateWriter } from '../../checkpoint/storage/open-state-writer.ts';
 import { WeirError } from '../../core/errors/weir-error.ts';
+import type { OperatorMetricGroup } from '../../core/metrics/metric-group.ts';
 import type { AsyncKeyedStateSnapshot } from '../../core/state/keyed-state-backend.ts';
 import type { FromWorker } from '../deployment/worker-messages.ts';
 import type { ChannelStateResult } from '../io/checkpointing/checkpoint-barrier-handler.ts';
@@ -35,6 +36,8 @@ export interface SubtaskCheckpointCoordinatorOptions {
   incremental?: boolean;
   /** `checkpointing.incrementalMaxChanges`: the changes a full snapshot takes before the next is full again. */
   incrementalMaxChanges?: number | undefined;
+  /** An operator's metric group (its bases written beside the chain are counted there). */
+  metrics?: (uid: string) => OperatorMetricGroup;
 }
 
 interface StateSnapshot {
@@ -210,6 +213,7 @@ export class SubtaskCheckpointCoordinator {
         materializationChannel.publish({ checkpointId, vertexId, subtaskIndex, uid, ms: performance.now() - started, ...outcome });
       }
     };
+    const metrics = this.#options.metrics?.(uid);
     const written =
       storage === undefined
         ? Promise.reject(new WeirError('NO_CHECKPOINT_STORAGE', 'checkpointing has no storage folder', { fault: 'internal' }))
@@ -217,11 +221,14 @@ export class SubtaskCheckpointCoordinator {
     written.then(
       (handle) => {
         this.#chains.materialized(uid, checkpointId, handle);
+        metrics?.counter('materializationsCompleted').inc();
+        metrics?.counter('materializedBytes').inc(handle.size);
         publish({ bytes: handle.size });
       },
       (error: unknown) => {
         writer.release();
         this.#chains.materializationFailed(uid, checkpointId);
+        metrics?.counter('materializationsFailed').inc();
         publish({ error: error instanceof Error ? error.message : String(error) });
       },
     );
