@@ -71,7 +71,7 @@ export class FileSystemCheckpointStorage implements CheckpointStorage {
       write: async (pieces) => {
         await file.write(pieces);
         // Held once the file is partly written: a crash test's kill leaves a partial state file behind.
-        if (first) await storageTestDelay('state', location, ` (a streamed ${kind} state file, its first pieces written)`);
+        if (first) await storageTestDelay(kind === 'keyed-base' ? 'base' : 'state', location, ` (a streamed ${kind} state file, its first pieces written)`);
         first = false;
       },
       finish: () => file.finish(),

@@ -13,6 +13,7 @@ import type { CheckpointLocation } from './checkpoint-location.ts';
  * - `discard`: {@link CheckpointStorage.discard} (before anything is deleted);
  * - `state`: a task's asynchronous part: {@link CheckpointStorage.writeState} before its file is written, a
  *   streamed state file (the file system's `openState`) once its first pieces are written (the file partly there);
+ * - `base`: a disk backend's base written beside the chain (a `keyed-base` file), once its first pieces are written;
  * - `restore`: {@link CheckpointStorage.readState} (a task restoring, before its file is read).
  */
 const delays = parse(process.env.WEIR_TEST_STORAGE_DELAY);
@@ -25,7 +26,7 @@ interface Delay {
   ms: number;
 }
 
-export type DelayedStorageOperation = 'metadata' | 'discard' | 'state' | 'restore';
+export type DelayedStorageOperation = 'metadata' | 'discard' | 'state' | 'base' | 'restore';
 
 /** Waits as WEIR_TEST_STORAGE_DELAY asks for this operation on this location (at once when it asks nothing). */
 export async function storageTestDelay(operation: DelayedStorageOperation, location: CheckpointLocation | string, detail = ''): Promise<void> {
@@ -42,8 +43,8 @@ export async function storageTestDelay(operation: DelayedStorageOperation, locat
 function parse(spec: string | undefined): Delay[] | undefined {
   if (spec === undefined || spec === '') return undefined;
   return spec.split(',').map((part) => {
-    const match = /^(metadata|discard|state|restore):(>=)?(\d+):(\d+)$/.exec(part.trim());
-    if (match === null) throw new Error(`WEIR_TEST_STORAGE_DELAY: "${part}" is not <metadata|discard|state|restore>:[>=]<checkpoint id>:<ms>`);
+    const match = /^(metadata|discard|state|base|restore):(>=)?(\d+):(\d+)$/.exec(part.trim());
+    if (match === null) throw new Error(`WEIR_TEST_STORAGE_DELAY: "${part}" is not <metadata|discard|state|base|restore>:[>=]<checkpoint id>:<ms>`);
     return { operation: match[1] as DelayedStorageOperation, andAbove: match[2] === '>=', checkpointId: Number(match[3]), ms: Number(match[4]) };
   });
 }

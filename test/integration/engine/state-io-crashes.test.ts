@@ -68,4 +68,39 @@ describe('SIGKILL during state file writes and restores', () => {
       assert.deepEqual(auditKeyedSum(join(folder, 'out'), count, 5000), exact(count));
     });
   }
+
+  test('disk backend: killed while a base is written beside the chain, after later checkpoints completed meanwhile: output exact, chains intact', async () => {
+    const folder = await mkdtemp(join(tmpdir(), 'weir-state-io-base-'));
+    folders.push(folder);
+    const count = 30_000;
+    const env = { KS_OUTPUT: join(folder, 'out'), KS_COUNT: String(count), KS_RATE: '15000', KS_KEYS: '5000' };
+    const config = {
+      parallelism: 2,
+      workers: 2,
+      stateBackend: 'disk' as const,
+      stateDir: join(folder, 'state'),
+      checkpointing: { interval: '100ms', storage: join(folder, 'checkpoints'), incremental: true, incrementalMaxChanges: 2, retained: 2 },
+      restartStrategy: { type: 'fixed-delay' as const, attempts: 3, delay: 100 },
+    };
+    const run = startJobProcess(jobModule, config, { ...env, WEIR_TEST_STORAGE_DELAY: 'base:>=1:30000' });
+    await waitFor('a base held beside the chain', () => /holding base of checkpoint \d+/.test(run.stderr), 60_000);
+    const held = Number(/holding base of checkpoint (\d+)/.exec(run.stderr)?.[1]);
+    // Checkpoints go on completing while the base is written.
+    const completedAfter = () =>
+      readdirSync(join(folder, 'checkpoints')).filter((name) => {
+        const id = Number(/^chk-(\d+)$/.exec(name)?.[1]);
+        return id > held + 2 && existsSync(join(folder, 'checkpoints', name, '_metadata'));
+      });
+    await waitFor(`checkpoints after ${held} completed while its base is held`, () => completedAfter().length > 0, 60_000);
+    run.child.kill('SIGKILL');
+    await run.exit;
+    assertChainsIntact(folder);
+    const partial = readdirSync(join(folder, 'checkpoints', `chk-${held}`)).filter((file) => file.endsWith('.keyed-base'));
+    assert.ok(partial.length > 0, `a base begun in checkpoint ${held}'s folder, not finished, when the process was killed`);
+    const last = startJobProcess(jobModule, config, env);
+    const exit = await last.exit;
+    assert.equal(exit.code, 0, last.stderr);
+    assertChainsIntact(folder);
+    assert.deepEqual(auditKeyedSum(join(folder, 'out'), count, 5000), exact(count));
+  });
 });
