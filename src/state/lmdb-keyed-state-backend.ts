@@ -326,7 +326,14 @@ export class LmdbKeyedStateBackend implements CheckpointableKeyedStateBackend {
     const writer = new LmdbSnapshotWriter(this.#store, states, this.maxParallelism, this.keyGroupRange, this.operatorName, this.#clock(), onEnd, delta);
     this.#pendingSnapshot = writer;
     // A base at the same barrier, written beside the chain (its barrier is the writer's: no write between them).
-    if (incremental?.materialize === true && delta !== undefined) writer.materialization = this.#baseSnapshot(incremental.checkpointId, states);
+    if (incremental?.materialize === true && delta !== undefined) {
+      try {
+        writer.materialization = this.#baseSnapshot(incremental.checkpointId, states);
+      } catch (error) {
+        writer.release(); // the checkpoint is declined: its read transaction goes now, not at the next barrier
+        throw error;
+      }
+    }
     return writer;
   }
 
