@@ -26,20 +26,26 @@ describe('SIGKILL during state file writes and restores', () => {
     for (const folder of folders) await rm(folder, { recursive: true, force: true });
   });
 
+  const count = 30_000;
+  /** A folder of its own for a run of the keyed-sum job on `backend`, its environment, and its config (incremental checkpoints every 100 ms, and `checkpointing`). */
+  const jobIn = async (backend: 'heap' | 'disk', checkpointing: { incrementalMaxChanges?: number } = {}) => {
+    const folder = await mkdtemp(join(tmpdir(), `weir-state-io-${backend}-`));
+    folders.push(folder);
+    const env = { KS_OUTPUT: join(folder, 'out'), KS_COUNT: String(count), KS_RATE: '15000', KS_KEYS: '5000' };
+    const config = {
+      parallelism: 2,
+      workers: 2,
+      stateBackend: backend,
+      stateDir: join(folder, 'state'),
+      checkpointing: { interval: '100ms', storage: join(folder, 'checkpoints'), incremental: true, retained: 2, ...checkpointing },
+      restartStrategy: { type: 'fixed-delay' as const, attempts: 3, delay: 100 },
+    };
+    return { folder, env, config };
+  };
+
   for (const backend of ['heap', 'disk'] as const) {
     test(`${backend} backend: killed while a checkpoint writes a state file, then while a restore reads one: output exact, chains intact`, async () => {
-      const folder = await mkdtemp(join(tmpdir(), `weir-state-io-${backend}-`));
-      folders.push(folder);
-      const count = 30_000;
-      const env = { KS_OUTPUT: join(folder, 'out'), KS_COUNT: String(count), KS_RATE: '15000', KS_KEYS: '5000' };
-      const config = {
-        parallelism: 2,
-        workers: 2,
-        stateBackend: backend,
-        stateDir: join(folder, 'state'),
-        checkpointing: { interval: '100ms', storage: join(folder, 'checkpoints'), incremental: true, retained: 2 },
-        restartStrategy: { type: 'fixed-delay', attempts: 3, delay: 100 },
-      };
+      const { folder, env, config } = await jobIn(backend);
       for (const [delay, line] of [
         // Checkpoint 6's files: some tasks' written, one held; the process dies with it pending.
         ['state:>=6:3000', /holding state of checkpoint \d+ \(a streamed keyed state file, its first pieces written\)/],
@@ -70,18 +76,7 @@ describe('SIGKILL during state file writes and restores', () => {
   }
 
   test('disk backend: killed while a base is written beside the chain, after later checkpoints completed meanwhile: output exact, chains intact', async () => {
-    const folder = await mkdtemp(join(tmpdir(), 'weir-state-io-base-'));
-    folders.push(folder);
-    const count = 30_000;
-    const env = { KS_OUTPUT: join(folder, 'out'), KS_COUNT: String(count), KS_RATE: '15000', KS_KEYS: '5000' };
-    const config = {
-      parallelism: 2,
-      workers: 2,
-      stateBackend: 'disk' as const,
-      stateDir: join(folder, 'state'),
-      checkpointing: { interval: '100ms', storage: join(folder, 'checkpoints'), incremental: true, incrementalMaxChanges: 2, retained: 2 },
-      restartStrategy: { type: 'fixed-delay' as const, attempts: 3, delay: 100 },
-    };
+    const { folder, env, config } = await jobIn('disk', { incrementalMaxChanges: 2 });
     const run = startJobProcess(jobModule, config, { ...env, WEIR_TEST_STORAGE_DELAY: 'base:>=1:30000' });
     await waitFor('a base held beside the chain', () => /holding base of checkpoint \d+/.test(run.stderr), 60_000);
     const held = Number(/holding base of checkpoint (\d+)/.exec(run.stderr)?.[1]);
