@@ -1,4 +1,5 @@
 import type { SubtaskStateMetadata } from '../../checkpoint/storage/checkpoint-metadata.ts';
+import type { CheckpointStorage } from '../../checkpoint/storage/checkpoint-storage.ts';
 
 /** The state of one operator in the checkpoint a job restores from, as workers need it. */
 export interface RestoredOperatorState {
@@ -29,4 +30,13 @@ export interface RestoreInfo {
    * committed, and their ids may have been reused since, so a commit answered "fenced" is not data loss.
    */
   supersededBy?: number | undefined;
+}
+
+/**
+ * Whether `restore` is a checkpoint of `storage` (its folder where the storage puts it): one that
+ * incremental checkpoints can go on adding to, since the files its chain names are in sibling
+ * folders of that storage. A savepoint, or a checkpoint of another storage, is not.
+ */
+export function isCheckpointOf(restore: RestoreInfo | undefined, storage: CheckpointStorage | undefined): restore is RestoreInfo {
+  return restore?.kind === 'checkpoint' && storage !== undefined && storage.checkpointLocation(restore.checkpointId).path === restore.folder;
 }

@@ -13,7 +13,7 @@ import { WeirError } from '../../core/errors/weir-error.ts';
 import { type Logger, toLogger } from '../../core/logging/logger.ts';
 import type { JobGraph } from '../../graph/job-graph.ts';
 import type { StreamGraph } from '../../graph/stream-graph.ts';
-import type { RestoreInfo } from '../deployment/restore-info.ts';
+import { isCheckpointOf, type RestoreInfo } from '../deployment/restore-info.ts';
 import { JobMetrics } from '../metrics/job-metrics.ts';
 import { CheckpointLogSummary, throughputOf } from './checkpoint-log-summary.ts';
 import { CommittedCheckpointRecorder } from './committed-checkpoint-recorder.ts';
@@ -157,9 +157,7 @@ class JobMaster {
             firstCheckpointId,
             stats: this.#stats,
             log: (line) => options.logger.warn(line),
-            // A checkpoint of this storage (its folder where the storage puts it): incremental chains go on from it.
-            restoredCheckpointId:
-              restore?.kind === 'checkpoint' && storage.checkpointLocation(restore.checkpointId).path === restore.folder ? restore.checkpointId : undefined,
+            restoredCheckpointId: isCheckpointOf(restore, storage) ? restore.checkpointId : undefined,
           });
     const coordinator = this.#coordinator;
     this.#committed = coordinator && storage && new CommittedCheckpointRecorder(storage, coordinator, (line) => options.logger.warn(line));

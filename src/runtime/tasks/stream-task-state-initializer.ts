@@ -1,18 +1,18 @@
 import { join } from 'node:path';
-import type { StateHandle } from '../../checkpoint/storage/checkpoint-metadata.ts';
+import type { StateHandle, SubtaskStateMetadata } from '../../checkpoint/storage/checkpoint-metadata.ts';
 import type { CheckpointStorage } from '../../checkpoint/storage/checkpoint-storage.ts';
 import { storageFor } from '../../checkpoint/storage/open-checkpoint-storage.ts';
 import { readStatePieces } from '../../checkpoint/storage/read-state-pieces.ts';
 import { DEFAULT_STATE_DIR } from '../../core/config/default-state-dir.ts';
 import type { CheckpointableKeyedStateBackend } from '../../core/state/keyed-state-backend.ts';
-import { keyGroupRangeIntersection, keyGroupRangeSize } from '../../state/key-group-range.ts';
+import { type KeyGroupRange, keyGroupRangeIntersection, keyGroupRangeSize } from '../../state/key-group-range.ts';
 import { computeKeyGroupRangeForOperatorIndex } from '../../state/key-group-range-assignment.ts';
 import { restoreKeyedStateBackend } from '../../state/keyed-state-backend-restore.ts';
 import type { LmdbBase } from '../../state/lmdb-base-format.ts';
 import { readKeyedFullSnapshot } from '../../state/lmdb-base-reader.ts';
 import { releaseRestoreFile, reserveRestoreFile } from '../../state/lmdb-working-folder.ts';
 import { OperatorStateBackend } from '../../state/operator-state-backend.ts';
-import type { RestoreInfo } from '../deployment/restore-info.ts';
+import { isCheckpointOf, type RestoreInfo } from '../deployment/restore-info.ts';
 
 export interface StateInitializerOptions {
   maxParallelism: number;
@@ -68,19 +68,11 @@ export class StreamTaskStateInitializer {
   async keyedStateBackend(uid: string, operatorName: string, reinterpreted = false): Promise<CheckpointableKeyedStateBackend> {
     const { maxParallelism, parallelism, subtaskIndex, restore, storage } = this.#options;
     const range = computeKeyGroupRangeForOperatorIndex(maxParallelism, parallelism, subtaskIndex);
-    const restored = restore?.operators.find((operator) => operator.uid === uid);
     const dir = this.#stateDir(uid);
     const spec = { stateBackend: this.#options.stateBackend ?? 'heap', maxParallelism, keyGroupRange: range, operatorName, reinterpreted, dir } as const;
     // Each old subtask's chain whose key groups overlap this subtask's: its full snapshot, then the changes on it (incremental checkpoints).
     const chains: (Uint8Array | LmdbBase)[][] = [];
-    const overlapping =
-      restore === undefined || restored === undefined || storage === undefined
-        ? []
-        : restored.subtasks.filter((subtask) => {
-            if (subtask.keyed === undefined) return false;
-            const oldRange = computeKeyGroupRangeForOperatorIndex(restore.maxParallelism, restored.parallelism, subtask.subtaskIndex);
-            return keyGroupRangeSize(keyGroupRangeIntersection(oldRange, range)) > 0;
-          });
+    const overlapping = storage === undefined ? [] : this.#overlapping(uid, range).map(({ subtask }) => subtask);
     let streamed: string | undefined;
     try {
       for (const subtask of overlapping) {
@@ -118,24 +110,29 @@ export class StreamTaskStateInitializer {
    */
   restoredChain(uid: string): { checkpointId: number; links: { checkpointId: number; handle: StateHandle }[] } | undefined {
     const { maxParallelism, parallelism, subtaskIndex, restore, storage } = this.#options;
-    if (restore === undefined || storage === undefined || restore.kind !== 'checkpoint' || restore.maxParallelism !== maxParallelism) return undefined;
-    if (storage.checkpointLocation(restore.checkpointId).path !== restore.folder) return undefined;
-    const restored = restore.operators.find((operator) => operator.uid === uid);
+    if (!isCheckpointOf(restore, storage) || restore.maxParallelism !== maxParallelism) return undefined;
     const range = computeKeyGroupRangeForOperatorIndex(maxParallelism, parallelism, subtaskIndex);
-    const overlapping = (restored?.subtasks ?? []).filter((subtask) => {
-      if (subtask.keyed === undefined || restored === undefined) return false;
-      const oldRange = computeKeyGroupRangeForOperatorIndex(maxParallelism, restored.parallelism, subtask.subtaskIndex);
-      return keyGroupRangeSize(keyGroupRangeIntersection(oldRange, range)) > 0;
-    });
+    const overlapping = this.#overlapping(uid, range);
     const only = overlapping.length === 1 ? overlapping[0] : undefined;
-    if (only === undefined || restored === undefined) return undefined;
-    const oldRange = computeKeyGroupRangeForOperatorIndex(maxParallelism, restored.parallelism, only.subtaskIndex);
-    if (oldRange.start !== range.start || oldRange.end !== range.end) return undefined;
-    const links = [only.keyed as StateHandle, ...(only.keyedChanges ?? [])].map(({ checkpoint, ...handle }) => ({
+    if (only === undefined || only.range.start !== range.start || only.range.end !== range.end) return undefined;
+    const { keyed, keyedChanges } = only.subtask;
+    const links = [keyed as StateHandle, ...(keyedChanges ?? [])].map(({ checkpoint, ...handle }) => ({
       checkpointId: checkpoint ?? restore.checkpointId,
       handle,
     }));
     return { checkpointId: restore.checkpointId, links };
+  }
+
+  /** The restored subtasks of operator `uid` with keyed state whose key groups overlap `range`, and their key groups. */
+  #overlapping(uid: string, range: KeyGroupRange): { subtask: SubtaskStateMetadata; range: KeyGroupRange }[] {
+    const { restore } = this.#options;
+    const restored = restore?.operators.find((operator) => operator.uid === uid);
+    if (restore === undefined || restored === undefined) return [];
+    return restored.subtasks.flatMap((subtask) => {
+      if (subtask.keyed === undefined) return [];
+      const oldRange = computeKeyGroupRangeForOperatorIndex(restore.maxParallelism, restored.parallelism, subtask.subtaskIndex);
+      return keyGroupRangeSize(keyGroupRangeIntersection(oldRange, range)) > 0 ? [{ subtask, range: oldRange }] : [];
+    });
   }
 
   /** The local working folder of the disk backend of operator `uid`: `<stateDir>/<job>/<uid>/<subtask>`. */
