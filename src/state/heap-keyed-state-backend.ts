@@ -10,7 +10,6 @@ import {
 import type { StateKey } from '../core/state/state-key.ts';
 import type { AggregatingState, ListState, MapState, ReducingState, ValueState } from '../core/state/state-types.ts';
 import type { TimeDomain } from '../core/time/time-domain.ts';
-import { formatKey } from './format-key.ts';
 import { HeapAggregatingState } from './heap-aggregating-state.ts';
 import { HeapListState } from './heap-list-state.ts';
 import { HeapMapState } from './heap-map-state.ts';
@@ -20,8 +19,9 @@ import { HeapValueState } from './heap-value-state.ts';
 import { type DeltaKeys, IncrementalTracker } from './incremental-tracker.ts';
 import { InternalKeyContext } from './internal-key-context.ts';
 import { InternalTimerService, VOID_NAMESPACE } from './internal-timer-service.ts';
-import { formatKeyGroupRange, type KeyGroupRange, keyGroupRange, keyGroupRangeSize } from './key-group-range.ts';
-import { assignToKeyGroup, UPPER_BOUND_MAX_PARALLELISM } from './key-group-range-assignment.ts';
+import { type KeyGroupRange, keyGroupRange, keyGroupRangeSize } from './key-group-range.ts';
+import { assignToKeyGroup } from './key-group-range-assignment.ts';
+import { checkKeyedBackendOptions, keyOutsideRangeError, unknownTimeDomainError } from './keyed-backend-checks.ts';
 import { type KeyedStateContents, restoreKeyedStateSnapshots } from './keyed-state-snapshot.ts';
 import { KeyedStateSnapshotWriter } from './keyed-state-snapshot-writer.ts';
 import { StateTable } from './state-table.ts';
@@ -77,24 +77,7 @@ export class HeapKeyedStateBackend implements KeyedStateBackend {
 
   constructor(options: HeapKeyedStateBackendOptions) {
     const { maxParallelism, keyGroupRange: range, operatorName } = options;
-    if (!Number.isInteger(maxParallelism) || maxParallelism < 1 || maxParallelism > UPPER_BOUND_MAX_PARALLELISM) {
-      throw new WeirError(
-        'INVALID_MAX_PARALLELISM',
-        `operator "${operatorName}": maxParallelism (${maxParallelism}) must be between 1 and ${UPPER_BOUND_MAX_PARALLELISM}`,
-        {
-          fault: 'internal',
-          hint: 'check parallelism settings with checkParallelism before building backends',
-        },
-      );
-    }
-    const empty = range.end < range.start;
-    if (!Number.isInteger(range.start) || !Number.isInteger(range.end) || (!empty && (range.start < 0 || range.end >= maxParallelism))) {
-      throw new WeirError(
-        'INVALID_KEY_GROUP_RANGE',
-        `operator "${operatorName}": key-group range ${range.start}-${range.end} is not inside [0, ${maxParallelism})`,
-        { fault: 'internal', hint: 'compute key-group ranges with computeKeyGroupRangeForOperatorIndex' },
-      );
-    }
+    checkKeyedBackendOptions(maxParallelism, range, operatorName);
     this.maxParallelism = maxParallelism;
     this.keyGroupRange = keyGroupRange(range.start, range.end);
     this.operatorName = operatorName;
@@ -115,28 +98,10 @@ export class HeapKeyedStateBackend implements KeyedStateBackend {
     if (key === context.currentKey && context.keyGroupIndex >= 0) return;
     const keyGroup = assignToKeyGroup(key, this.maxParallelism);
     const range = this.keyGroupRange;
-    if (keyGroup < range.start || keyGroup > range.end) {
-      if (this.#reinterpreted) throw this.#notPartitioned(key, keyGroup);
-      throw new WeirError(
-        'KEY_GROUP_OUT_OF_RANGE',
-        `operator "${this.operatorName}": key ${formatKey(key)} is in key group ${keyGroup}, outside this subtask's key groups ${formatKeyGroupRange(range)}`,
-        { fault: 'internal', hint: 'records must be routed to subtasks by key group (computeOperatorIndexForKeyGroup)' },
-      );
-    }
+    if (keyGroup < range.start || keyGroup > range.end) throw keyOutsideRangeError(this.operatorName, key, keyGroup, range, this.#reinterpreted);
     context.currentKey = key;
     context.keyGroupIndex = keyGroup - range.start;
     for (const table of this.#everyRecordCleanup) table.cleanupStep();
-  }
-
-  #notPartitioned(key: StateKey, keyGroup: number): WeirError {
-    return new WeirError(
-      'KEY_NOT_PARTITIONED',
-      `operator "${this.operatorName}" reads a stream reinterpreted as keyed, but key ${formatKey(key)} (key group ${keyGroup}) arrived at the subtask of key groups ${formatKeyGroupRange(this.keyGroupRange)}: the input is not partitioned as keyBy would partition it`,
-      {
-        hint: 'reinterpretAsKeyedStream needs every record at the subtask that owns its key group: a stream after keyBy that kept its key and parallelism, or a Kafka topic of maxParallelism partitions written with partitioner: keyGroupPartitioner; otherwise use keyBy',
-        fault: 'user',
-      },
-    );
   }
 
   /** The current key, or undefined before the first {@link setCurrentKey}. */
@@ -218,9 +183,7 @@ export class HeapKeyedStateBackend implements KeyedStateBackend {
   #timers(domain: TimeDomain): InternalTimerService {
     if (domain === 'processing') return this.#processingTimers;
     if (domain === 'event') return this.#eventTimers;
-    throw new WeirError('INVALID_TIME_DOMAIN', `operator "${this.operatorName}": unknown time domain ${JSON.stringify(domain)}`, {
-      hint: "use 'processing' or 'event'",
-    });
+    throw unknownTimeDomainError(this.operatorName, domain);
   }
 
   /**
