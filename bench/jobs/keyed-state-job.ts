@@ -7,7 +7,9 @@
  * (absolute times, so the bench can lay them over the checkpoints), and every GC pause of GC_MS or
  * more of its worker thread to STATE_BENCH_GC as `start-ms duration-ms` (so the bench can tell the
  * snapshot's pauses from the collector's), and each task's checkpoint durations as the task measured
- * them (SUBTASK_CHECKPOINT_CHANNEL) to STATE_BENCH_TASKS as `checkpoint-id vertex sync-ms async-ms`.
+ * them (SUBTASK_CHECKPOINT_CHANNEL) to STATE_BENCH_TASKS as `checkpoint-id vertex sync-ms async-ms`,
+ * and each keyed backend a task restored (SUBTASK_RESTORE_CHANNEL) to STATE_BENCH_RESTORES as
+ * `read-ms open-ms bytes files` (subscribed when the module loads: a restore comes before `open`).
  */
 import { subscribe } from 'node:diagnostics_channel';
 import { appendFileSync } from 'node:fs';
@@ -28,6 +30,8 @@ interface Totals {
 const SUBTASK_CHECKPOINT_CHANNEL = 'weir:subtask-checkpoint';
 /** SUBTASK_MATERIALIZATION_CHANNEL, by name: the bases written beside the chain, to STATE_BENCH_BASES as `end-ms bytes ms` (bytes -1: failed). */
 const SUBTASK_MATERIALIZATION_CHANNEL = 'weir:subtask-materialization';
+/** SUBTASK_RESTORE_CHANNEL of stream-task-state-initializer.ts, by name. */
+const SUBTASK_RESTORE_CHANNEL = 'weir:subtask-restore';
 const STALL_MS = 5;
 const GC_MS = 2;
 let observingGc = false;
@@ -56,6 +60,13 @@ function observeGc(file: string | undefined, tasksFile: string | undefined, base
     if (lines !== '') appendFileSync(file, lines);
   }).observe({ entryTypes: ['gc'] });
 }
+
+const restoresFile = process.env.STATE_BENCH_RESTORES;
+if (restoresFile !== undefined)
+  subscribe(SUBTASK_RESTORE_CHANNEL, (message) => {
+    const { readMs, openMs, bytes, files } = message as { readMs: number; openMs: number; bytes: number; files: number };
+    appendFileSync(restoresFile, `${readMs} ${openMs} ${bytes} ${files}\n`);
+  });
 
 export default defineJob({
   name: 'bench-keyed-state',

@@ -1,3 +1,4 @@
+import { channel } from 'node:diagnostics_channel';
 import { join } from 'node:path';
 import type { StateHandle, SubtaskStateMetadata } from '../../checkpoint/storage/checkpoint-metadata.ts';
 import type { CheckpointStorage } from '../../checkpoint/storage/checkpoint-storage.ts';
@@ -27,6 +28,16 @@ export interface StateInitializerOptions {
   /** Names the job's folder under `stateDir`. */
   jobName?: string;
 }
+
+/**
+ * Each keyed state backend a task restored, on this diagnostics channel of its worker thread:
+ * `{ uid, subtaskIndex, stateBackend, readMs, openMs, bytes, files }`: the files read from the checkpoint
+ * storage (a base's lmdb file streamed to the working folder), then the backend opened on them (the
+ * base's file opened, the changes after it applied). bench/state.ts reads it: the task's restore,
+ * as Flink's INITIALIZING to RUNNING is.
+ */
+export const SUBTASK_RESTORE_CHANNEL = 'weir:subtask-restore';
+const restoreChannel = channel(SUBTASK_RESTORE_CHANNEL);
 
 /** A name as one folder name: what is not a letter, digit, `.`, `_` or `-` becomes `_`. */
 const folderName = (name: string) => name.replace(/[^A-Za-z0-9._-]/g, '_').slice(0, 100) || '_';
@@ -74,6 +85,8 @@ export class StreamTaskStateInitializer {
     const chains: (Uint8Array | LmdbBase)[][] = [];
     const overlapping = storage === undefined ? [] : this.#overlapping(uid, range).map(({ subtask }) => subtask);
     let streamed: string | undefined;
+    const started = performance.now();
+    let bytes = 0;
     try {
       for (const subtask of overlapping) {
         const reader = this.#reader(storage as CheckpointStorage);
@@ -93,8 +106,15 @@ export class StreamTaskStateInitializer {
         const chain = [full];
         for (const changes of subtask.keyedChanges ?? []) chain.push(await reader.readState(folder, changes));
         chains.push(chain);
+        bytes += keyed.size + (subtask.keyedChanges ?? []).reduce((sum, changes) => sum + changes.size, 0);
       }
-      return await restoreKeyedStateBackend(spec, chains);
+      const read = performance.now();
+      const backend = await restoreKeyedStateBackend(spec, chains);
+      if (overlapping.length > 0 && restoreChannel.hasSubscribers) {
+        const { subtaskIndex } = this.#options;
+        restoreChannel.publish({ uid, subtaskIndex, stateBackend: spec.stateBackend, readMs: read - started, openMs: performance.now() - read, bytes, files: chains.flat().length });
+      }
+      return backend;
     } finally {
       // Moved into the store when it opened; deleted when the restore failed before.
       if (streamed !== undefined) releaseRestoreFile(streamed);

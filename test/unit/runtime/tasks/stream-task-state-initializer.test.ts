@@ -1,11 +1,12 @@
 import assert from 'node:assert/strict';
+import { subscribe, unsubscribe } from 'node:diagnostics_channel';
 import { type TestContext, test } from 'node:test';
 import type { CheckpointLocation } from '../../../../src/checkpoint/storage/checkpoint-location.ts';
 import type { StateHandle, SubtaskStateMetadata } from '../../../../src/checkpoint/storage/checkpoint-metadata.ts';
 import { FileSystemCheckpointStorage } from '../../../../src/checkpoint/storage/file-system-checkpoint-storage.ts';
 import { valueState } from '../../../../src/core/state/state-descriptors.ts';
 import type { RestoreInfo } from '../../../../src/runtime/deployment/restore-info.ts';
-import { StreamTaskStateInitializer } from '../../../../src/runtime/tasks/stream-task-state-initializer.ts';
+import { SUBTASK_RESTORE_CHANNEL, StreamTaskStateInitializer } from '../../../../src/runtime/tasks/stream-task-state-initializer.ts';
 import { HeapKeyedStateBackend } from '../../../../src/state/heap-keyed-state-backend.ts';
 import { keyGroupRangeContains } from '../../../../src/state/key-group-range.ts';
 import { assignToKeyGroup, computeKeyGroupRangeForOperatorIndex } from '../../../../src/state/key-group-range-assignment.ts';
@@ -129,6 +130,28 @@ test('keyed state restores at the same parallelism: each subtask gets back its o
     assert.deepEqual(countsOf((await initializer.keyedStateBackend(UID, 'Counter')) as HeapKeyedStateBackend), expectedCounts(3, index));
     assert.deepEqual(storage.reads, [`${UID}-${index}.keyed`]);
   }
+});
+
+test('a restored keyed backend is published on the restore channel with what was read (a fresh start publishes nothing)', async (t) => {
+  const storage = await recordingStorage(t);
+  const { restore } = await writeCheckpoint(storage, 3);
+  const messages: Record<string, unknown>[] = [];
+  const listener = (message: unknown) => messages.push(message as Record<string, unknown>);
+  subscribe(SUBTASK_RESTORE_CHANNEL, listener);
+  t.after(() => unsubscribe(SUBTASK_RESTORE_CHANNEL, listener));
+  await initializerFor(storage, undefined, 2, 0).keyedStateBackend(UID, 'Counter');
+  assert.equal(messages.length, 0);
+  await initializerFor(storage, restore, 2, 0).keyedStateBackend(UID, 'Counter');
+  assert.equal(messages.length, 1);
+  const message = messages[0] as Record<string, unknown>;
+  const { subtasks } = restore.operators.find((operator) => operator.uid === UID) as RestoreInfo['operators'][number];
+  // Parallelism 2's first subtask overlaps the old subtasks 0 and 1.
+  const expectedBytes = subtasks.filter((subtask) => subtask.subtaskIndex < 2).reduce((sum, subtask) => sum + (subtask.keyed?.size ?? 0), 0);
+  assert.deepEqual(
+    { uid: message.uid, subtaskIndex: message.subtaskIndex, stateBackend: message.stateBackend, bytes: message.bytes, files: message.files },
+    { uid: UID, subtaskIndex: 0, stateBackend: 'heap', bytes: expectedBytes, files: 2 },
+  );
+  assert.ok((message.readMs as number) >= 0 && (message.openMs as number) >= 0);
 });
 
 for (const parallelism of [1, 2, 5]) {
