@@ -296,7 +296,9 @@ async function runCase(keys: number): Promise<CaseResult> {
       await sleep(20);
     }
     result.restoreMs = now() - restoring;
-    const [readMs, openMs, bytes, files] = existsSync(restoresFile) ? (await readFile(restoresFile, 'utf8')).trim().split('\n').at(-1)?.split(' ').map(Number) ?? [] : [];
+    const [readMs, openMs, bytes, files] = existsSync(restoresFile)
+      ? ((await readFile(restoresFile, 'utf8')).trim().split('\n').at(-1)?.split(' ').map(Number) ?? [])
+      : [];
     if (readMs !== undefined && openMs !== undefined && bytes !== undefined) result.taskRestore = { readMs, openMs, bytes, files: files ?? 0 };
     await again.cancel();
     return result;

@@ -112,7 +112,15 @@ export class StreamTaskStateInitializer {
       const backend = await restoreKeyedStateBackend(spec, chains);
       if (overlapping.length > 0 && restoreChannel.hasSubscribers) {
         const { subtaskIndex } = this.#options;
-        restoreChannel.publish({ uid, subtaskIndex, stateBackend: spec.stateBackend, readMs: read - started, openMs: performance.now() - read, bytes, files: chains.flat().length });
+        restoreChannel.publish({
+          uid,
+          subtaskIndex,
+          stateBackend: spec.stateBackend,
+          readMs: read - started,
+          openMs: performance.now() - read,
+          bytes,
+          files: chains.flat().length,
+        });
       }
       return backend;
     } finally {

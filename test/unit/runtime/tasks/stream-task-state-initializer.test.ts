@@ -6,7 +6,7 @@ import type { StateHandle, SubtaskStateMetadata } from '../../../../src/checkpoi
 import { FileSystemCheckpointStorage } from '../../../../src/checkpoint/storage/file-system-checkpoint-storage.ts';
 import { valueState } from '../../../../src/core/state/state-descriptors.ts';
 import type { RestoreInfo } from '../../../../src/runtime/deployment/restore-info.ts';
-import { SUBTASK_RESTORE_CHANNEL, StreamTaskStateInitializer } from '../../../../src/runtime/tasks/stream-task-state-initializer.ts';
+import { StreamTaskStateInitializer, SUBTASK_RESTORE_CHANNEL } from '../../../../src/runtime/tasks/stream-task-state-initializer.ts';
 import { HeapKeyedStateBackend } from '../../../../src/state/heap-keyed-state-backend.ts';
 import { keyGroupRangeContains } from '../../../../src/state/key-group-range.ts';
 import { assignToKeyGroup, computeKeyGroupRangeForOperatorIndex } from '../../../../src/state/key-group-range-assignment.ts';
