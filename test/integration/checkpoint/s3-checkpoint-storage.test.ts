@@ -250,6 +250,30 @@ test('a missing bucket and wrong credentials are clear errors naming the fix', a
   }
 });
 
+test("a base that lands in its checkpoint's folder after the checkpoint was aborted and discarded is deleted by the next subsume: no orphan stays", async () => {
+  // A disk backend's base written beside the chain (a multipart upload) that completes just as its
+  // checkpoint is aborted: the discard listed the folder before the object existed.
+  const storage = await fresh();
+  await complete(storage, 1);
+  const aborted = storage.checkpointLocation(2);
+  const base = await openStateWriter(storage, aborted, 'counts', 0, 'keyed-base');
+  await base.write(Array.from({ length: 9 }, () => new Uint8Array(new ArrayBuffer(1024 * 1024)).fill(7)));
+  await storage.discard(aborted);
+  await base.finish();
+  const objectsOf = async (location: CheckpointLocation) =>
+    ((await client.send(new ListObjectsV2Command({ Bucket: bucket, Prefix: `${keyOf(location.path)}/` }))).Contents ?? []).map((object) =>
+      object.Key?.split('/').pop(),
+    );
+  assert.deepEqual(await objectsOf(aborted), ['counts-0.keyed-base'], 'the base outlived the discard');
+  await complete(storage, 3);
+  assert.deepEqual(await new CompletedCheckpointStore(storage).subsume(1), [1, 2]);
+  assert.deepEqual(await objectsOf(aborted), []);
+  assert.deepEqual(
+    (await new CompletedCheckpointStore(storage).list()).map((entry) => entry.checkpointId),
+    [3],
+  );
+});
+
 test('incremental checkpoints on S3: a handle in an earlier checkpoint reads from its folder; subsume keeps what a kept checkpoint names', async () => {
   await assertIncrementalRetention(await fresh());
 });
