@@ -87,11 +87,20 @@ export class LmdbBaseSnapshot implements AsyncKeyedStateSnapshot {
       structures: store.valueStructures(),
       timerSequences: options.timerSequences,
     };
-    this.#lmdbCopy = store.startCopy(this.#folder, this.#barrier, () => {
-      // The copy's read transaction began before any write after the barrier: no correction will
-      // be needed, so the tracker need not keep the keys written since for it.
-      if (this.#lmdbCopy?.exact === true) this.#unpin();
-    });
+    try {
+      this.#lmdbCopy = store.startCopy(this.#folder, this.#barrier, () => {
+        // The copy's read transaction began before any write after the barrier: no correction will
+        // be needed, so the tracker need not keep the keys written since for it.
+        if (this.#lmdbCopy?.exact === true) this.#unpin();
+      });
+    } catch (error) {
+      // No copy started (its folder could not be made): the barrier's read transaction and the
+      // tracker's pin go now, or lmdb could never reuse a page freed after it and the tracker never
+      // drop an epoch.
+      this.#barrier.release();
+      this.#unpin();
+      throw error;
+    }
     this.copied = this.#copy = this.#lmdbCopy.done.then(
       () => {
         this.#copy = undefined;

@@ -285,7 +285,11 @@ export class LmdbStore {
    * from inside that transaction (usually within milliseconds, before such a read comes).
    */
   startCopy(folder: string, barrier: LmdbBarrier, onBegun?: () => void): LmdbCopy {
-    mkdirSync(folder, { recursive: true });
+    try {
+      mkdirSync(folder, { recursive: true });
+    } catch (error) {
+      throw stateDirError(folder, error);
+    }
     const copy = this.#starting.add(join(folder, 'data.mdb'), onBegun);
     let started: Promise<void> | undefined;
     barrier.whenTaken(() => {

@@ -1,5 +1,8 @@
 import assert from 'node:assert/strict';
+import { readdirSync, writeFileSync } from 'node:fs';
+import { join } from 'node:path';
 import { test } from 'node:test';
+import { WeirError } from '../../../src/core/errors/weir-error.ts';
 import type { AsyncKeyedStateSnapshot } from '../../../src/core/state/keyed-state-backend.ts';
 import type { StateKey } from '../../../src/core/state/state-key.ts';
 import type { HeapKeyedStateBackend } from '../../../src/state/heap-keyed-state-backend.ts';
@@ -140,4 +143,42 @@ test('a base taken beside a checkpoint that is aborted is given up', async () =>
   backend.notifyCheckpointAborted(2);
   await assert.rejects(writtenSnapshot(base), /./);
   assert.equal(base.done, true);
+});
+
+test('a base beside that cannot start (its folder cannot be made) is an error naming stateDir, and lets go of its barrier and its pin: later checkpoints stay changes', async () => {
+  const dir = folder('c');
+  const backend = new LmdbKeyedStateBackend({
+    maxParallelism: MAX_PARALLELISM,
+    keyGroupRange: range,
+    operatorName: 'beside',
+    dir,
+    settings: { writeBufferEntries: 64 },
+  });
+  keep(() => backend.dispose());
+  const heapView = backend as unknown as HeapKeyedStateBackend;
+  fillAll(heapView);
+  const next = random(5);
+  await writtenSnapshot(backend.snapshotAsync({ checkpointId: 1, base: undefined }));
+  backend.notifyCheckpointComplete(1);
+  mutate(heapView, next);
+  await writtenSnapshot(backend.snapshotAsync({ checkpointId: 2, base: 1 }));
+  backend.notifyCheckpointComplete(2);
+  mutate(heapView, next);
+  // A file where the base's copy would make its folder.
+  const [store] = readdirSync(dir);
+  writeFileSync(join(dir, store as string, 'base-3'), 'in the way');
+  assert.throws(
+    () => backend.snapshotAsync({ checkpointId: 3, base: 2, materialize: true }),
+    (error: unknown) => error instanceof WeirError && error.code === 'INVALID_CONFIG' && /stateDir/.test(error.message),
+  );
+  // Without the pin let go, the tracker keeps every epoch after it and, past 16, makes every checkpoint full.
+  let base = 2;
+  for (let id = 4; id <= 24; id++) {
+    mutate(heapView, next);
+    const writer = backend.snapshotAsync({ checkpointId: id, base });
+    assert.deepEqual(writer.delta && { base: writer.delta.base }, { base }, `checkpoint ${id} adds to ${base}`);
+    await writtenSnapshot(writer);
+    backend.notifyCheckpointComplete(id);
+    base = id;
+  }
 });
