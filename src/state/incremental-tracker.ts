@@ -31,7 +31,11 @@ interface Epoch {
   timers: readonly [DirtyKeys, DirtyKeys];
 }
 
-/** More unconfirmed epochs than this (checkpoints failing in a row): tracking starts again from a full snapshot. */
+/**
+ * More unconfirmed epochs than this (checkpoints failing in a row): tracking starts again from a
+ * full snapshot. Epochs kept only for a pin (a base beside the chain, which may take longer than
+ * this many checkpoints) are confirmed ones and do not count.
+ */
 const MAX_UNCONFIRMED_EPOCHS = 16;
 /** Keys a spill moves at a time past the limit (about 20 ms of lmdb writes). */
 const SPILL_CHUNK = 16_384;
@@ -65,6 +69,8 @@ export class IncrementalTracker {
   #since: number | undefined;
   #epochs: Epoch[] = [];
   #current: Epoch | undefined;
+  /** The latest confirmed checkpoint: epochs up to it are kept only for pins. */
+  #confirmed: number | undefined;
   /** Barriers whose later changes a snapshot still reads ({@link pin}): their epochs are kept. */
   readonly #pins: number[] = [];
   readonly #spill: DirtyKeysSpill | undefined;
@@ -121,7 +127,7 @@ export class IncrementalTracker {
       closed.checkpointId = checkpointId;
       this.#epochs.push(closed);
     }
-    if (this.#since === undefined || this.#epochs.length > MAX_UNCONFIRMED_EPOCHS) {
+    if (this.#since === undefined || this.#unconfirmedEpochs() > MAX_UNCONFIRMED_EPOCHS) {
       this.#since = checkpointId;
       this.#drop(checkpointId);
     }
@@ -160,7 +166,16 @@ export class IncrementalTracker {
 
   /** Checkpoint `checkpointId` completed: the changes up to its barrier are in it. */
   confirm(checkpointId: number): void {
+    this.#confirmed = Math.max(this.#confirmed ?? checkpointId, checkpointId);
     this.#drop(checkpointId);
+  }
+
+  /** The epochs after the latest confirmed checkpoint (and after tracking last started): those a failing run piles up. */
+  #unconfirmedEpochs(): number {
+    const floor = Math.max(this.#since ?? Number.NEGATIVE_INFINITY, this.#confirmed ?? Number.NEGATIVE_INFINITY);
+    let count = 0;
+    for (const epoch of this.#epochs) if (epoch.checkpointId > floor) count++;
+    return count;
   }
 
   /**
