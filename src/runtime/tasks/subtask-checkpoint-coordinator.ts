@@ -57,6 +57,9 @@ interface StateSnapshot {
  */
 const SNAPSHOT_SLICE_MS = 4;
 
+/** Checkpoints aborted ahead of their barrier that a task remembers (Flink's MAX_RECORD_ABORTED_CHECKPOINTS is 128). */
+const MAX_ABORTED_AHEAD = 128;
+
 /**
  * Each task's acknowledged checkpoint, with its {@link SubtaskCheckpointDurations}, published on
  * this diagnostics channel of the task's worker thread (nothing is built when no one subscribes):
@@ -104,6 +107,14 @@ export class SubtaskCheckpointCoordinator {
    * the changes the next checkpoint's delta still needs (those after its base, up to the savepoint).
    */
   readonly #savepoints = new Set<number>();
+  /** The highest checkpoint whose barrier this task has seen. */
+  #lastBarrier = Number.NEGATIVE_INFINITY;
+  /**
+   * Checkpoints aborted before their barrier reached this task (a barrier late behind back
+   * pressure, the checkpoint expired meanwhile): no base is taken beside the chain at their
+   * barrier, for it could never be used (Flink's SubtaskCheckpointCoordinatorImpl keeps such ids too).
+   */
+  readonly #abortedAhead = new Set<number>();
 
   constructor(options: SubtaskCheckpointCoordinatorOptions) {
     this.#options = options;
@@ -126,6 +137,8 @@ export class SubtaskCheckpointCoordinator {
     const id = location.checkpointId;
     const snapshots: StateSnapshot[] = [];
     const started = performance.now();
+    this.#lastBarrier = Math.max(this.#lastBarrier, id);
+    const abortedAhead = this.#abortedAhead.delete(id);
     if (location.kind === 'savepoint') this.#savepoints.add(id);
     try {
       await chain.snapshotState(id);
@@ -134,7 +147,7 @@ export class SubtaskCheckpointCoordinator {
         const keyed = holder.keyed === undefined || holder.keyed.isEmpty() ? undefined : holder.keyed;
         const base = incremental ? this.#chains.baseFor(holder.uid, location.incrementalBase, keyed?.materializesBeside === true) : undefined;
         const writer = incremental
-          ? keyed?.snapshotAsync({ checkpointId: id, base: base?.checkpointId, materialize: base?.materialize === true })
+          ? keyed?.snapshotAsync({ checkpointId: id, base: base?.checkpointId, materialize: base?.materialize === true && !abortedAhead })
           : keyed?.snapshotAsync();
         snapshots.push({
           uid: holder.uid,
@@ -189,6 +202,11 @@ export class SubtaskCheckpointCoordinator {
   }
 
   async notifyCheckpointAborted(checkpointId: number): Promise<void> {
+    if (checkpointId > this.#lastBarrier) {
+      this.#abortedAhead.add(checkpointId);
+      // Bounded: the oldest goes (its barrier will not come any more once later ones came).
+      if (this.#abortedAhead.size > MAX_ABORTED_AHEAD) this.#abortedAhead.delete(Math.min(...this.#abortedAhead));
+    }
     this.#chains.aborted(checkpointId);
     this.#savepoints.delete(checkpointId);
     for (const holder of this.#options.stateHolders()) holder.keyed?.notifyCheckpointAborted?.(checkpointId);

@@ -1,5 +1,6 @@
 import assert from 'node:assert/strict';
-import { test } from 'node:test';
+import { readdir } from 'node:fs/promises';
+import { type TestContext, test } from 'node:test';
 import type { StateHandle } from '../../../../src/checkpoint/storage/checkpoint-metadata.ts';
 import { StreamOperator } from '../../../../src/core/operator/stream-operator.ts';
 import { valueState } from '../../../../src/core/state/state-descriptors.ts';
@@ -29,7 +30,8 @@ class PassThrough extends StreamOperator<unknown, unknown> {
   }
 }
 
-test('past incrementalMaxChanges a base is written beside the chain while the checkpoint acknowledges its changes; the next chain starts on it', async (t) => {
+/** A task of one keyed operator on the disk backend, checkpointing incrementally with a base beside the chain after every change. */
+async function diskTask(t: TestContext) {
   const storage = await tempStorage(t);
   const range = computeKeyGroupRangeForOperatorIndex(128, 1, 0);
   const keyed = new LmdbKeyedStateBackend({ maxParallelism: 128, keyGroupRange: range, operatorName: 'counter', dir: folder('task') });
@@ -62,6 +64,11 @@ test('past incrementalMaxChanges a base is written beside the chain while the ch
   };
   const operatorMetric = (name: string) => metrics.snapshot(1, 0, 0).operators[`counter.${name}`] ?? 0;
 
+  return { storage, range, keyed, coordinator, master, set, checkpoint, operatorMetric };
+}
+
+test('past incrementalMaxChanges a base is written beside the chain while the checkpoint acknowledges its changes; the next chain starts on it', async (t) => {
+  const { storage, range, set, checkpoint, operatorMetric } = await diskTask(t);
   for (let i = 0; i < 100; i++) set(`k${i}`, i);
   await checkpoint(10, undefined);
   set('k1', 100);
@@ -97,4 +104,30 @@ test('past incrementalMaxChanges a base is written beside the chain while the ch
     restored.setCurrentKey(key);
     assert.equal(restored.getState(count).value(), value, key);
   }
+});
+
+test('a checkpoint aborted before its barrier reached the task takes no base beside the chain at that barrier (it could never be used); the next one does', async (t) => {
+  const { storage, coordinator, set, checkpoint, operatorMetric } = await diskTask(t);
+  for (let i = 0; i < 100; i++) set(`k${i}`, i);
+  await checkpoint(10, undefined);
+  set('k1', 100);
+  await checkpoint(11, 10);
+  // Checkpoint 12 expired while its barrier was held up behind back pressure: the abort comes first.
+  await coordinator.notifyCheckpointAborted(12);
+  set('k2', 200);
+  await coordinator.checkpointState({ ...storage.checkpointLocation(12), incrementalBase: 11 }, 0);
+  set('k3', 300);
+  await checkpoint(13, 11);
+  await until(() => operatorMetric('materializationsCompleted') === 1, 'the base beside the chain written');
+  const files = async (id: number) => readdir(storage.checkpointLocation(id).path).catch(() => [] as string[]);
+  assert.deepEqual(
+    (await files(12)).filter((name) => name.endsWith('.keyed-base')),
+    [],
+    'no base in the aborted checkpoint 12',
+  );
+  assert.deepEqual(
+    (await files(13)).filter((name) => name.endsWith('.keyed-base')),
+    ['counter-0.keyed-base'],
+    'the base taken at 13',
+  );
 });
