@@ -28,6 +28,8 @@ interface Materialization {
   startedAt: number;
   endedAt?: number;
   handle?: StateHandle;
+  /** The written base this one took the place of: back in its place when this one fails or its checkpoint aborts. */
+  replaced?: Materialization;
 }
 
 /**
@@ -108,7 +110,10 @@ export class KeyedStateChains {
 
   /** A base of `uid` is being written beside the chain, taken at the barrier of `checkpointId`. */
   materializing(uid: string, checkpointId: number): void {
-    this.#materialized.set(uid, { checkpointId, startedAt: this.#now() });
+    const written = this.#materialized.get(uid);
+    // A written base may not be in a chain yet (the barrier that takes this one is the first on it).
+    const replaced = written?.handle === undefined ? undefined : { ...written, replaced: undefined };
+    this.#materialized.set(uid, { checkpointId, startedAt: this.#now(), ...(replaced === undefined ? {} : { replaced }) });
   }
 
   /** The base of `uid` taken at `checkpointId` is written (in that checkpoint's folder). */
@@ -123,8 +128,15 @@ export class KeyedStateChains {
   /** The base of `uid` taken at `checkpointId` failed or was given up: a later barrier takes another. */
   materializationFailed(uid: string, checkpointId: number): void {
     if (this.#materialized.get(uid)?.checkpointId !== checkpointId) return;
-    this.#materialized.delete(uid);
+    this.#forget(uid);
     this.#failures.set(uid, (this.#failures.get(uid) ?? 0) + 1);
+  }
+
+  /** The base being written for `uid` goes; the written one it took the place of (if any) is back. */
+  #forget(uid: string): void {
+    const replaced = this.#materialized.get(uid)?.replaced;
+    if (replaced === undefined) this.#materialized.delete(uid);
+    else this.#materialized.set(uid, replaced);
   }
 
   /**
@@ -153,7 +165,7 @@ export class KeyedStateChains {
   /** Checkpoint `checkpointId` was aborted: nothing adds to it (nor to a base taken at its barrier: its folder goes). */
   aborted(checkpointId: number): void {
     for (const chains of this.#written.values()) chains.delete(checkpointId);
-    for (const [uid, materialized] of this.#materialized) if (materialized.checkpointId === checkpointId) this.#materialized.delete(uid);
+    for (const [uid, materialized] of this.#materialized) if (materialized.checkpointId === checkpointId) this.#forget(uid);
   }
 }
 

@@ -138,3 +138,41 @@ test('bases beside the chain are spaced by the time the last one took; after 3 f
   assert.equal(step(30), undefined, 'a full snapshot');
   assert.deepEqual(asked, [4, 24, 26, 28]);
 });
+
+test('a barrier that starts a chain on a written base and takes the next base: if that checkpoint aborts, the written base is used again, not the old chain', () => {
+  const clock = { now: 0 };
+  const chains = new KeyedStateChains(1, () => clock.now);
+  chains.written('keyed', 1, handle(1_000_000), undefined);
+  chains.written('keyed', 2, handle(2), chains.baseFor('keyed', 1, true));
+  const three = chains.baseFor('keyed', 2, true);
+  assert.equal(three?.materialize, true);
+  chains.materializing('keyed', 3);
+  chains.written('keyed', 3, handle(3), three);
+  // Checkpoints 4 and 5 complete while the base of 3 is written.
+  chains.written('keyed', 4, handle(4), chains.baseFor('keyed', 3, true));
+  chains.written('keyed', 5, handle(5), chains.baseFor('keyed', 4, true));
+  clock.now = 10;
+  chains.materialized('keyed', 3, handle(500));
+  clock.now = 100;
+  // Barrier 6: the chain starts on the base of 3, and is already past 1 change: another base.
+  const six = chains.baseFor('keyed', 5, true);
+  assert.deepEqual(
+    six?.chain.map((link) => link.checkpointId),
+    [3, 4, 5],
+  );
+  assert.equal(six?.materialize, true);
+  chains.materializing('keyed', 6);
+  chains.aborted(6);
+  assert.deepEqual(
+    chains.baseFor('keyed', 5, true)?.chain.map((link) => link.checkpointId),
+    [3, 4, 5],
+    'the base of 3 still starts the chain',
+  );
+  chains.materializing('keyed', 7);
+  chains.materializationFailed('keyed', 7);
+  assert.deepEqual(
+    chains.baseFor('keyed', 5, true)?.chain.map((link) => link.checkpointId),
+    [3, 4, 5],
+    'and after a base that failed',
+  );
+});
