@@ -42,7 +42,7 @@ export async function resolveS3ProxyClasspath(): Promise<string> {
 export interface S3TestServer {
   /** http://127.0.0.1:<port> */
   endpoint: string;
-  /** The environment a process needs to use it (AWS_ENDPOINT_URL, credentials, region). */
+  /** The environment a process needs to use it (AWS_ENDPOINT_URL, credentials, region; a shorter S3 socket timeout). */
   env: Record<string, string>;
   /** Creates a bucket, through the S3 API. */
   createBucket(name: string): Promise<void>;
@@ -96,7 +96,16 @@ export async function startS3Proxy(): Promise<S3TestServer> {
   }
   return {
     endpoint,
-    env: { AWS_ENDPOINT_URL: endpoint, AWS_ACCESS_KEY_ID: S3_TEST_IDENTITY, AWS_SECRET_ACCESS_KEY: S3_TEST_CREDENTIAL, AWS_REGION: 'us-east-1' },
+    env: {
+      AWS_ENDPOINT_URL: endpoint,
+      AWS_ACCESS_KEY_ID: S3_TEST_IDENTITY,
+      AWS_SECRET_ACCESS_KEY: S3_TEST_CREDENTIAL,
+      AWS_REGION: 'us-east-1',
+      // A request S3Proxy leaves unanswered under load (a CI run saw a task's state upload stall for
+      // 45 s during a cluster stop) fails after 10 s of silence and the SDK sends it again, instead of
+      // after Weir's 30 s default per attempt, which three attempts make longer than a test's stop.
+      WEIR_S3_SOCKET_TIMEOUT_MS: '10000',
+    },
     async createBucket(name) {
       const client = new S3Client({
         endpoint,
