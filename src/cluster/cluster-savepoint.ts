@@ -13,6 +13,9 @@ import { appendControl, ControlState, controlTopicName, decodeControl, ensureCon
 import { clusterTopicName } from './stage-plan.ts';
 import { latestTaskCheckpoints, type TaskCheckpoint, type TaskSavepointPart } from './task-checkpoint.ts';
 
+/** How long a savepoint's first read of the tasks' records waits for the transactions open at its start. */
+const OPEN_TRANSACTIONS_WAIT_MS = 3_000;
+
 export interface ClusterSavepointOptions {
   cluster: string;
   /** The cluster's --checkpoint-storage: the savepoint goes to its `savepoints/` folder; undefined: the one its tasks' checkpoints name. */
@@ -57,12 +60,16 @@ export async function takeClusterSavepoint(options: ClusterSavepointOptions): Pr
       control.add(decodeControl(record), record.offset);
     const checkpointTopic = clusterTopicName(cluster, 'checkpoints');
     // What is committed now (up to the last stable offset): a member's open transaction (a paused member's, say) holds no poll back.
-    const parts = async () =>
-      latestTaskCheckpoints(
-        await readTopic({ bootstrap, connection, topic: checkpointTopic, timeoutMs: 60_000, until: 'last-stable-offset' }),
-        checkpointTopic,
-      );
-    const current = await parts();
+    const parts = async (until: 'high-watermark' | 'last-stable-offset' = 'last-stable-offset', timeoutMs = 60_000) =>
+      latestTaskCheckpoints(await readTopic({ bootstrap, connection, topic: checkpointTopic, timeoutMs, until }), checkpointTopic);
+    // The first read waits a little for the transactions open now: a task's final record committed
+    // just before (its commit markers not written yet, or behind another task's open transaction)
+    // is seen, and the request is refused before it is appended. A member's open transaction that
+    // stays (a paused member) holds it no longer than that: then what is committed is read.
+    const current = await parts('high-watermark', OPEN_TRANSACTIONS_WAIT_MS).catch((error: unknown) => {
+      if (error instanceof WeirError && error.code === 'READ_TIMEOUT') return parts();
+      throw error;
+    });
     // Bounded input: a task that ended takes no part (it runs no more), and the tasks behind it would wait for its barrier.
     const endedBefore = tasks.filter((name) => current.get(name)?.ended === true);
     if (endedBefore.length > 0) throw endedTasksRefusal(cluster, endedBefore, tasks.length, options.stop !== undefined);
