@@ -16,6 +16,24 @@ export function kafkaErrorIds(error: unknown): string[] {
   return ids;
 }
 
+/**
+ * What the broker said of each error, where it said more than the id (the error message of a
+ * partition's answer, with its path: "/responses/0/partitions/1"), so a failure names which check refused it.
+ */
+export function kafkaServerMessages(error: unknown): string[] {
+  const messages: string[] = [];
+  const visit = (value: unknown, depth: number) => {
+    if (depth > 4 || value === null || typeof value !== 'object') return;
+    const { serverErrorMessage, path } = value as { serverErrorMessage?: unknown; path?: unknown };
+    if (typeof serverErrorMessage === 'string' && serverErrorMessage !== '')
+      messages.push(typeof path === 'string' ? `${path}: ${serverErrorMessage}` : serverErrorMessage);
+    if (value instanceof AggregateError) for (const inner of value.errors) visit(inner, depth + 1);
+    visit((value as { cause?: unknown }).cause, depth + 1);
+  };
+  visit(error, 0);
+  return messages;
+}
+
 /** Whether the error carries any of these Kafka error ids. */
 export function hasKafkaError(error: unknown, ...ids: string[]): boolean {
   return kafkaErrorIds(error).some((id) => ids.includes(id));

@@ -251,9 +251,16 @@ interface PartitionWindow {
 }
 
 /**
- * Runs the caller's retry loop until the request is done. An answer that mixes
- * DUPLICATE_SEQUENCE_NUMBER (those batches are in) with retriable errors for other partitions ends
- * the caller's loop, which knows only the retriable ones: it is run again, a few times.
+ * Runs the caller's retry loop until the request is done. Two answers end the caller's loop, which
+ * knows only the retriable errors, and are sent again a few times (backing off) before the request
+ * fails for good:
+ * - DUPLICATE_SEQUENCE_NUMBER (those batches are in) mixed with retriable errors for other partitions;
+ * - OUT_OF_ORDER_SEQUENCE_NUMBER, although every request before this one completed: the broker did
+ *   not append the batch (a refused batch is never appended, so sending the same batch again cannot
+ *   duplicate it). Seen once, in a CI run, on a retry right after a connection cut, its cause not
+ *   pinned down (the suspects: the cut connection's requests the broker still handles beside the
+ *   retries, or its transaction verification state). A broker that lost batches for good (an
+ *   unclean leader election) answers it every time: the pipeline then fails, as before.
  */
 async function retryUntilDone(retry: () => Promise<unknown>): Promise<void> {
   for (let round = 1; ; round++) {
@@ -263,15 +270,19 @@ async function retryUntilDone(retry: () => Promise<unknown>): Promise<void> {
     } catch (error) {
       if (isDuplicate(error)) return;
       const ids = kafkaErrorIds(error);
-      const mixed = ids.includes(DUPLICATE) && ids.every((id) => id === DUPLICATE || RETRIABLE_TRANSACTION_ERRORS.includes(id));
-      if (!mixed || round >= MIXED_DUPLICATE_ROUNDS) throw error;
+      const again =
+        (ids.includes(DUPLICATE) || ids.includes(OUT_OF_ORDER)) &&
+        ids.every((id) => id === DUPLICATE || id === OUT_OF_ORDER || RETRIABLE_TRANSACTION_ERRORS.includes(id));
+      if (!again || round >= RETRY_AGAIN_ROUNDS) throw error;
       await sleep(100 * round);
     }
   }
 }
 
 const DUPLICATE = 'DUPLICATE_SEQUENCE_NUMBER';
-const MIXED_DUPLICATE_ROUNDS = 10;
+const OUT_OF_ORDER = 'OUT_OF_ORDER_SEQUENCE_NUMBER';
+/** How many times the caller's loop runs for such an answer: backing off 100 ms more each time, about 5 s in all. */
+const RETRY_AGAIN_ROUNDS = 10;
 
 /**
  * Whether a produce request's answer says only that the broker already has its batches

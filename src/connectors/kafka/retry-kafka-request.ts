@@ -3,7 +3,7 @@ import { WeirError } from '../../core/errors/weir-error.ts';
 import type { BrokerOutage } from './broker-outage.ts';
 import { describeNetworkError } from './cluster-connections.ts';
 import { formatBootstrap } from './kafka-connection-options.ts';
-import { kafkaErrorIds, RETRIABLE_TRANSACTION_ERRORS } from './kafka-error-ids.ts';
+import { kafkaErrorIds, kafkaServerMessages, RETRIABLE_TRANSACTION_ERRORS } from './kafka-error-ids.ts';
 
 /** The connections a request runs over, as far as retrying needs them: their brokers and their outage report. */
 export interface RetryReporting {
@@ -36,10 +36,11 @@ export async function retryKafkaRequest<T>(
       const retriable = ids.length === 0 ? isNetworkError(error) : ids.every((id) => RETRIABLE_TRANSACTION_ERRORS.includes(id));
       if (!retriable || Date.now() > deadline) {
         if (error instanceof WeirError) throw error;
+        const said = kafkaServerMessages(error);
         throw Object.assign(
           new WeirError(
             'KAFKA_REQUEST_FAILED',
-            `${what} failed${ids.length > 0 ? ` with ${ids.join(', ')}` : ''}: ${error instanceof Error ? error.message : String(error)}`,
+            `${what} failed${ids.length > 0 ? ` with ${ids.join(', ')}` : ''}: ${error instanceof Error ? error.message : String(error)}${said.length > 0 ? ` (the broker: ${said.join('; ')})` : ''}`,
             {
               fault: 'external',
               retriable,

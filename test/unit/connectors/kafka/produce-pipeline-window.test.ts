@@ -145,3 +145,25 @@ test('DUPLICATE_SEQUENCE_NUMBER alone is a success; mixed with another error it 
   assert.equal(pipeline.windowOf('t:0'), 0);
   assert.equal(pipeline.inFlight, 0);
 });
+
+test('a retry refused OUT_OF_ORDER_SEQUENCE_NUMBER although every request before it completed is sent again, and then goes in', async () => {
+  const partition = new FakePartition();
+  const pipeline = new ProducePipeline();
+  const cut = () => Promise.reject(Object.assign(new Error('Connection closed'), { code: 'PLT_KFK_NETWORK' }));
+  pipeline.send(
+    P,
+    async () => partition.append(0),
+    async () => partition.append(0),
+  );
+  let refused = 0;
+  pipeline.send(P, cut, async () => {
+    // The broker refuses the first retry (whatever state it was in), and takes the same batch when sent again.
+    if (refused++ === 0)
+      throw Object.assign(new Error('Produce failed'), { cause: Object.assign(new Error('out of order'), { apiId: 'OUT_OF_ORDER_SEQUENCE_NUMBER' }) });
+    partition.append(1);
+  });
+  pipeline.send(P, cut, async () => partition.append(2));
+  await pipeline.flush();
+  assert.equal(refused, 2, 'refused once, sent again once');
+  assert.deepEqual(partition.log, [0, 1, 2], 'every batch once, in order');
+});

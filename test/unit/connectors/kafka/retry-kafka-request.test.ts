@@ -59,3 +59,28 @@ test('a request failing with a non-retriable error fails at once as KAFKA_REQUES
     (error: unknown) => error === own,
   );
 });
+
+test("a broker's error message for a partition is in the failure, with the partition's path", async () => {
+  const protocolError = Object.assign(new Error('The broker received an out of order sequence number.'), {
+    apiId: 'OUT_OF_ORDER_SEQUENCE_NUMBER',
+    path: '/responses/0/partition_responses/1',
+    serverErrorMessage: 'Out of order sequence number for producer 7 at offset 12 in partition t-1: 5 (incoming seq. number), 3 (current end sequence number)',
+  });
+  await assert.rejects(
+    retryKafkaRequest(
+      'Produce for "t-0"',
+      async () => Promise.reject(new AggregateError([protocolError], 'Received response with error')),
+      10_000,
+      () => {},
+    ),
+    (error: unknown) => {
+      assert.ok(error instanceof WeirError);
+      assert.match(error.message, /^Produce for "t-0" failed with OUT_OF_ORDER_SEQUENCE_NUMBER: Received response with error/);
+      assert.match(
+        error.message,
+        /\(the broker: \/responses\/0\/partition_responses\/1: Out of order sequence number for producer 7 .* 3 \(current end sequence number\)\)$/,
+      );
+      return true;
+    },
+  );
+});
