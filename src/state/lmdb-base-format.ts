@@ -1,3 +1,4 @@
+import { zstdDecompressSync } from 'node:zlib';
 import type { StateKind } from '../core/state/state-types.ts';
 import { DataInputDeserializer } from './data-input-deserializer.ts';
 import { DataOutputSerializer } from './data-output-serializer.ts';
@@ -13,7 +14,7 @@ import { checksum, readSnapshotHeader, stateKindCode, stateKindOfCode, TTL_FLAG 
  * another range, or into the heap backend, converts a base into the canonical format first
  * (lmdb-base-restore.ts).
  *
- * Format (version 1, integers little-endian):
+ * Format (version 2, integers little-endian; version 1 held lmdb's file as it is, F bytes):
  * ```
  * "WKLB"                      magic, 4 bytes
  * uint16                      format version
@@ -27,15 +28,25 @@ import { checksum, readSnapshotHeader, stateKindCode, stateKindOfCode, TTL_FLAG 
  * 2 x float64                 the timer services' next registration sequence (processing, event)
  * uint32                      crc32 of every byte above
  * float64                     F, the length of lmdb's file
- * F bytes                     lmdb's file (data.mdb): the state as it was at some moment at or after
- *                             the barrier (the copy takes its own read transaction)
+ * chunks                      lmdb's file (data.mdb): the state as it was at some moment at or after
+ *                             the barrier (the copy takes its own read transaction), in pieces of at
+ *                             most 4 MiB each compressed on its own (zstd, level 1: one frame each),
+ *                             {uint32 raw length, uint32 compressed length, the frame}, until their
+ *                             raw lengths add up to F (lmdb's pages after random writes are about
+ *                             half empty: a base takes about a quarter of the file's bytes)
  * the rest                    a canonical incremental snapshot (keyed-state-snapshot.ts, flag 0x01):
  *                             the values at the barrier of every key written between the barrier
  *                             and the end of the copy, which puts the file back to the barrier
  * ```
  * States first used after the barrier (ids past S) may hold entries in the file: a restore deletes them.
  */
-export const LMDB_BASE_FORMAT_VERSION = 1;
+export const LMDB_BASE_FORMAT_VERSION = 2;
+/** The version that held lmdb's file uncompressed (still read). */
+export const LMDB_BASE_RAW_FORMAT_VERSION = 1;
+/** The bytes before each compressed piece of lmdb's file: its raw and compressed lengths. */
+export const LMDB_BASE_CHUNK_HEADER_BYTES = 8;
+/** The most raw bytes of lmdb's file in one compressed piece (a larger claim is damage). */
+export const LMDB_BASE_CHUNK_MAX_BYTES = 4 * 1024 * 1024;
 /** "WKLB": Weir keyed lmdb base. */
 export const LMDB_BASE_MAGIC = Uint8Array.of(0x57, 0x4b, 0x4c, 0x42);
 
@@ -65,11 +76,12 @@ export interface LmdbBase extends LmdbBaseHeader {
   correction: Uint8Array;
 }
 
-/** Where lmdb's file starts in a base, and its length. */
+/** Where lmdb's file starts in a base, its length, and whether it is in compressed pieces (version 2). */
 export interface LmdbBaseLayout {
   header: LmdbBaseHeader;
   fileStart: number;
   fileLength: number;
+  compressed: boolean;
 }
 
 /** Whether `bytes` is an lmdb base (else a canonical keyed snapshot). */
@@ -77,11 +89,14 @@ export function isLmdbBase(bytes: Uint8Array): boolean {
   return bytes.length >= 4 && LMDB_BASE_MAGIC.every((byte, i) => bytes[i] === byte);
 }
 
-/** The header of a base, up to (and with) the length of lmdb's file: the snapshot's first piece. */
-export function writeLmdbBaseHeader(header: LmdbBaseHeader, fileLength: number): Uint8Array {
+/**
+ * The header of a base, up to (and with) the length of lmdb's file: the snapshot's first piece.
+ * `version`: what follows it (tests write version 1, lmdb's file as it is).
+ */
+export function writeLmdbBaseHeader(header: LmdbBaseHeader, fileLength: number, version = LMDB_BASE_FORMAT_VERSION): Uint8Array {
   const out = new DataOutputSerializer(256);
   out.writeBytes(LMDB_BASE_MAGIC);
-  out.writeUint16(LMDB_BASE_FORMAT_VERSION);
+  out.writeUint16(version);
   out.writeUint32(header.maxParallelism);
   out.writeInt32(header.keyGroupRange.start);
   out.writeInt32(header.keyGroupRange.end);
@@ -98,11 +113,56 @@ export function writeLmdbBaseHeader(header: LmdbBaseHeader, fileLength: number):
   return Uint8Array.prototype.slice.call(out.view());
 }
 
-/** Reads a base (`source` names it in errors): its header checked, its file and correction as views of `bytes`. */
+/** The bytes that go before a compressed piece of lmdb's file. */
+export function writeLmdbBaseChunkHeader(rawLength: number, compressedLength: number): Uint8Array {
+  const out = Buffer.allocUnsafe(LMDB_BASE_CHUNK_HEADER_BYTES);
+  out.writeUint32LE(rawLength, 0);
+  out.writeUint32LE(compressedLength, 4);
+  return out;
+}
+
+/** A compressed piece's lengths, from its header's bytes; damage (a piece larger than any written, or empty) throws. */
+export function readLmdbBaseChunkHeader(bytes: Uint8Array, source: string): { rawLength: number; compressedLength: number } {
+  const input = new DataInputDeserializer(bytes, source);
+  const rawLength = input.readUint32('the raw length of a piece of its lmdb file');
+  const compressedLength = input.readUint32('the compressed length of a piece of its lmdb file');
+  if (rawLength === 0 || rawLength > LMDB_BASE_CHUNK_MAX_BYTES || compressedLength === 0)
+    throw input.corrupt(`a piece of its lmdb file claims ${rawLength} bytes in ${compressedLength}`);
+  return { rawLength, compressedLength };
+}
+
+/** Decompresses a piece of lmdb's file, checking it holds the length its header said. */
+export function decompressLmdbBaseChunk(frame: Uint8Array, rawLength: number, source: string): Buffer {
+  let raw: Buffer;
+  try {
+    raw = zstdDecompressSync(frame, { maxOutputLength: LMDB_BASE_CHUNK_MAX_BYTES });
+  } catch (error) {
+    throw new DataInputDeserializer(frame, source).corrupt(`a piece of its lmdb file does not decompress: ${(error as Error).message}`, error);
+  }
+  if (raw.length !== rawLength) throw new DataInputDeserializer(frame, source).corrupt(`a piece of its lmdb file holds ${raw.length} bytes, not ${rawLength}`);
+  return raw;
+}
+
+/** Reads a base (`source` names it in errors): its header checked, its file (decompressed) and correction (a view of `bytes`). */
 export function readLmdbBase(bytes: Uint8Array, source: string): LmdbBase & { file: Uint8Array } {
-  const { header, fileStart, fileLength } = readLmdbBaseLayout(bytes, source);
-  if (fileLength > bytes.length - fileStart) throw new DataInputDeserializer(bytes, source).corrupt(`its lmdb file (${fileLength} bytes) is not inside it`);
-  return { ...header, file: bytes.subarray(fileStart, fileStart + fileLength), correction: bytes.subarray(fileStart + fileLength) };
+  const { header, fileStart, fileLength, compressed } = readLmdbBaseLayout(bytes, source);
+  const outside = () => new DataInputDeserializer(bytes, source).corrupt(`its lmdb file (${fileLength} bytes) is not inside it`);
+  if (!compressed) {
+    if (fileLength > bytes.length - fileStart) throw outside();
+    return { ...header, file: bytes.subarray(fileStart, fileStart + fileLength), correction: bytes.subarray(fileStart + fileLength) };
+  }
+  const file = Buffer.allocUnsafe(fileLength);
+  let position = fileStart;
+  for (let written = 0; written < fileLength; ) {
+    if (position + LMDB_BASE_CHUNK_HEADER_BYTES > bytes.length) throw outside();
+    const { rawLength, compressedLength } = readLmdbBaseChunkHeader(bytes.subarray(position, position + LMDB_BASE_CHUNK_HEADER_BYTES), source);
+    position += LMDB_BASE_CHUNK_HEADER_BYTES;
+    if (position + compressedLength > bytes.length || written + rawLength > fileLength) throw outside();
+    file.set(decompressLmdbBaseChunk(bytes.subarray(position, position + compressedLength), rawLength, source), written);
+    position += compressedLength;
+    written += rawLength;
+  }
+  return { ...header, file, correction: bytes.subarray(position) };
 }
 
 /**
@@ -112,7 +172,7 @@ export function readLmdbBase(bytes: Uint8Array, source: string): LmdbBase & { fi
  */
 export function readLmdbBaseLayout(bytes: Uint8Array, source: string): LmdbBaseLayout {
   const input = new DataInputDeserializer(bytes, source);
-  readSnapshotHeader(input, LMDB_BASE_MAGIC, 'disk state backend', LMDB_BASE_FORMAT_VERSION);
+  const version = readSnapshotHeader(input, LMDB_BASE_MAGIC, 'disk state backend', LMDB_BASE_FORMAT_VERSION);
   const maxParallelism = input.readUint32('maxParallelism');
   const start = input.readInt32('the key-group range');
   const end = input.readInt32('the key-group range');
@@ -145,5 +205,6 @@ export function readLmdbBaseLayout(bytes: Uint8Array, source: string): LmdbBaseL
     header: { maxParallelism, keyGroupRange: keyGroupRange(start, end), states, structures: structures as string[][], timerSequences },
     fileStart: input.position,
     fileLength,
+    compressed: version !== LMDB_BASE_RAW_FORMAT_VERSION,
   };
 }

@@ -1,6 +1,17 @@
 import { type FileHandle, open } from 'node:fs/promises';
+import { promisify } from 'node:util';
+import { zstdDecompress } from 'node:zlib';
 import { WeirError } from '../core/errors/weir-error.ts';
-import { isLmdbBase, type LmdbBase, type LmdbBaseHeader, type LmdbBaseLayout, readLmdbBaseLayout } from './lmdb-base-format.ts';
+import {
+  isLmdbBase,
+  LMDB_BASE_CHUNK_HEADER_BYTES,
+  LMDB_BASE_CHUNK_MAX_BYTES,
+  type LmdbBase,
+  type LmdbBaseHeader,
+  type LmdbBaseLayout,
+  readLmdbBaseChunkHeader,
+  readLmdbBaseLayout,
+} from './lmdb-base-format.ts';
 
 /** The most bytes a base's header may take before lmdb's file starts (it names states and value shapes: kilobytes). */
 const MAX_HEADER_BYTES = 64 * 1024 * 1024;
@@ -66,20 +77,21 @@ async function readFrom(
 /** Writes lmdb's file of a base into `path` as its pieces come (`held`: those read already), keeping the correction. */
 async function streamBase(layout: LmdbBaseLayout, held: Uint8Array[], iterator: AsyncIterator<Uint8Array>, path: string, source: string): Promise<LmdbBase> {
   const { fileStart, fileLength } = layout;
-  const fileEnd = fileStart + fileLength;
   const correction: Uint8Array[] = [];
-  let position = 0;
   let file: FileHandle | undefined;
+  let position = 0;
+  let output: FileOutput | undefined;
   try {
     file = await open(path, 'w');
+    output = layout.compressed ? new CompressedFileOutput(file, fileLength, source) : new RawFileOutput(file, fileLength);
+    const into = output;
     const take = async (piece: Uint8Array) => {
       const start = position;
-      const end = position + piece.byteLength;
-      position = end;
-      const from = Math.max(start, fileStart);
-      const to = Math.min(end, fileEnd);
-      if (to > from) await (file as FileHandle).write(piece.subarray(from - start, to - start));
-      if (end > fileEnd) correction.push(piece.subarray(Math.max(0, fileEnd - start)));
+      position += piece.byteLength;
+      if (position <= fileStart) return;
+      let rest = piece.subarray(Math.max(0, fileStart - start));
+      if (!into.full) rest = await into.take(rest);
+      if (rest.byteLength > 0) correction.push(rest);
     };
     for (const piece of held) await take(piece);
     held.length = 0;
@@ -106,10 +118,110 @@ async function streamBase(layout: LmdbBaseLayout, held: Uint8Array[], iterator: 
         });
   }
   await file.close();
-  if (position < fileEnd)
+  if (!output.full)
     throw new WeirError('STATE_SNAPSHOT_CORRUPT', `${source} is corrupt: its lmdb file (${fileLength} bytes) is not inside it`, {
       fault: 'external',
       hint: 'restore from another checkpoint or savepoint',
     });
   return { ...layout.header, file: { path }, correction: correction.length === 1 ? (correction[0] as Uint8Array) : Buffer.concat(correction) };
+}
+
+/** Where the bytes of lmdb's file go as they come: a local file. */
+interface FileOutput {
+  /** The whole file was written: the bytes left are the correction's. */
+  readonly full: boolean;
+  /** Takes the file's bytes from the start of `bytes`; returns the bytes past the file's end. */
+  take(bytes: Uint8Array): Promise<Uint8Array>;
+}
+
+/** Version 1: lmdb's file as it is. */
+class RawFileOutput implements FileOutput {
+  readonly #file: FileHandle;
+  #left: number;
+
+  constructor(file: FileHandle, length: number) {
+    this.#file = file;
+    this.#left = length;
+  }
+
+  get full(): boolean {
+    return this.#left === 0;
+  }
+
+  async take(bytes: Uint8Array): Promise<Uint8Array> {
+    const part = bytes.subarray(0, Math.min(this.#left, bytes.byteLength));
+    if (part.byteLength > 0) await this.#file.write(part);
+    this.#left -= part.byteLength;
+    return bytes.subarray(part.byteLength);
+  }
+}
+
+/** Version 2: pieces each compressed on its own, decompressed in libuv's pool as they complete. */
+class CompressedFileOutput implements FileOutput {
+  readonly #file: FileHandle;
+  readonly #source: string;
+  #left: number;
+  /** The bytes of the piece's header or frame gathered so far. */
+  #gathered: Uint8Array[] = [];
+  #gatheredBytes = 0;
+  /** The piece whose frame is gathered; undefined: its header is. */
+  #chunk: { rawLength: number; compressedLength: number } | undefined;
+
+  constructor(file: FileHandle, length: number, source: string) {
+    this.#file = file;
+    this.#left = length;
+    this.#source = source;
+  }
+
+  get full(): boolean {
+    return this.#left === 0 && this.#chunk === undefined;
+  }
+
+  async take(bytes: Uint8Array): Promise<Uint8Array> {
+    let rest = bytes;
+    while (!this.full && rest.byteLength > 0) {
+      const wanted = (this.#chunk === undefined ? LMDB_BASE_CHUNK_HEADER_BYTES : this.#chunk.compressedLength) - this.#gatheredBytes;
+      const part = rest.subarray(0, wanted);
+      rest = rest.subarray(part.byteLength);
+      this.#gathered.push(part);
+      this.#gatheredBytes += part.byteLength;
+      if (part.byteLength < wanted) break;
+      const whole = this.#gathered.length === 1 ? (this.#gathered[0] as Uint8Array) : Buffer.concat(this.#gathered);
+      this.#gathered = [];
+      this.#gatheredBytes = 0;
+      const chunk = this.#chunk;
+      if (chunk === undefined) {
+        const next = readLmdbBaseChunkHeader(whole, this.#source);
+        if (next.rawLength > this.#left) throw corruptBase(this.#source, `a piece of its lmdb file (${next.rawLength} bytes) goes past the file's end`);
+        this.#chunk = next;
+        continue;
+      }
+      this.#chunk = undefined;
+      const raw = await decompress(whole, chunk.rawLength, this.#source);
+      await this.#file.write(raw);
+      this.#left -= raw.length;
+    }
+    return rest;
+  }
+}
+
+const zstdDecompressAsync = promisify(zstdDecompress);
+
+/** Decompresses a piece of lmdb's file off the thread, checking it holds the length its header said. */
+async function decompress(frame: Uint8Array, rawLength: number, source: string): Promise<Buffer> {
+  let raw: Buffer;
+  try {
+    raw = await zstdDecompressAsync(frame, { maxOutputLength: LMDB_BASE_CHUNK_MAX_BYTES });
+  } catch (error) {
+    throw corruptBase(source, `a piece of its lmdb file does not decompress: ${(error as Error).message}`);
+  }
+  if (raw.length !== rawLength) throw corruptBase(source, `a piece of its lmdb file holds ${raw.length} bytes, not ${rawLength}`);
+  return raw;
+}
+
+function corruptBase(source: string, problem: string): WeirError {
+  return new WeirError('STATE_SNAPSHOT_CORRUPT', `${source} is corrupt: ${problem}`, {
+    fault: 'external',
+    hint: 'restore from another checkpoint or savepoint',
+  });
 }

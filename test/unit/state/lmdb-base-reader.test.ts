@@ -5,6 +5,13 @@ import { join } from 'node:path';
 import { after, test } from 'node:test';
 import { valueState } from '../../../src/core/state/state-descriptors.ts';
 import { keyGroupRange } from '../../../src/state/key-group-range.ts';
+import {
+  LMDB_BASE_CHUNK_HEADER_BYTES,
+  LMDB_BASE_FORMAT_VERSION,
+  readLmdbBase,
+  readLmdbBaseLayout,
+  writeLmdbBaseHeader,
+} from '../../../src/state/lmdb-base-format.ts';
 import { readKeyedFullSnapshot } from '../../../src/state/lmdb-base-reader.ts';
 import { LmdbKeyedStateBackend } from '../../../src/state/lmdb-keyed-state-backend.ts';
 import { releaseRestoreFile, reserveRestoreFile } from '../../../src/state/lmdb-working-folder.ts';
@@ -82,4 +89,32 @@ test('a base the backend does not take, and a canonical snapshot, come back whol
     readKeyedFullSnapshot(piecesOf(bytes.subarray(0, 30), 7), 'a truncated base', () => path),
     /a truncated base is corrupt/,
   );
+});
+
+test("lmdb's file goes compressed (version 2, pieces of zstd frames); a version-1 base (the file as it is) still reads; a damaged frame is named", async () => {
+  const { bytes, canonical } = await baseBytes();
+  const base = readLmdbBase(bytes, 'the test base');
+  assert.equal(Buffer.from(bytes).readUint16LE(4), LMDB_BASE_FORMAT_VERSION);
+  assert.ok(bytes.length < base.file.length / 2, `${bytes.length} bytes for a file of ${base.file.length}`);
+  const { header } = readLmdbBaseLayout(bytes, 'the test base');
+  const v1 = Buffer.concat([writeLmdbBaseHeader(header, base.file.length, 1), base.file, base.correction]);
+  assert.deepEqual(backend({ base: readLmdbBase(v1, 'a version-1 base') }).snapshot(), canonical, 'a version-1 base in memory');
+  for (const size of [7, v1.length]) {
+    const path = reserveRestoreFile(mkdtempSync(join(root, 'v1-')));
+    const read = await readKeyedFullSnapshot(piecesOf(v1, size), 'a version-1 base', () => path);
+    assert.ok('base' in read);
+    assert.deepEqual(backend({ base: read.base }).snapshot(), canonical, `a version-1 base streamed in pieces of ${size}`);
+    releaseRestoreFile(path);
+  }
+  const damaged = Buffer.from(bytes);
+  const { fileStart } = readLmdbBaseLayout(bytes, 'the test base');
+  const at = fileStart + LMDB_BASE_CHUNK_HEADER_BYTES + 40;
+  damaged[at] = (damaged[at] as number) ^ 0xff;
+  assert.throws(() => readLmdbBase(damaged, 'a damaged base'), /a damaged base is corrupt: .*a piece of its lmdb file/);
+  const path = reserveRestoreFile(mkdtempSync(join(root, 'd-')));
+  await assert.rejects(
+    readKeyedFullSnapshot(piecesOf(damaged, 4096), 'a damaged base', () => path),
+    /a damaged base is corrupt: a piece of its lmdb file/,
+  );
+  releaseRestoreFile(path);
 });
