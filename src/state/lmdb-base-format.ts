@@ -135,7 +135,7 @@ export function readLmdbBaseChunkHeader(bytes: Uint8Array, source: string): { ra
 export function decompressLmdbBaseChunk(frame: Uint8Array, rawLength: number, source: string): Buffer {
   let raw: Buffer;
   try {
-    raw = zstdDecompressSync(frame, { maxOutputLength: LMDB_BASE_CHUNK_MAX_BYTES });
+    raw = zstdDecompressSync(frame, { maxOutputLength: LMDB_BASE_CHUNK_MAX_BYTES, chunkSize: LMDB_BASE_CHUNK_MAX_BYTES });
   } catch (error) {
     throw new DataInputDeserializer(frame, source).corrupt(`a piece of its lmdb file does not decompress: ${(error as Error).message}`, error);
   }

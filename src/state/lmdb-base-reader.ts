@@ -211,7 +211,7 @@ const zstdDecompressAsync = promisify(zstdDecompress);
 async function decompress(frame: Uint8Array, rawLength: number, source: string): Promise<Buffer> {
   let raw: Buffer;
   try {
-    raw = await zstdDecompressAsync(frame, { maxOutputLength: LMDB_BASE_CHUNK_MAX_BYTES });
+    raw = await zstdDecompressAsync(frame, { maxOutputLength: LMDB_BASE_CHUNK_MAX_BYTES, chunkSize: LMDB_BASE_CHUNK_MAX_BYTES });
   } catch (error) {
     throw corruptBase(source, `a piece of its lmdb file does not decompress: ${(error as Error).message}`);
   }
