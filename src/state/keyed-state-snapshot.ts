@@ -1,6 +1,7 @@
 import { WeirError } from '../core/errors/weir-error.ts';
 import type { StateKey } from '../core/state/state-key.ts';
 import type { StateKind } from '../core/state/state-types.ts';
+import { inflateKeyedSnapshot } from './compressed-snapshot.ts';
 import { DataInputDeserializer } from './data-input-deserializer.ts';
 import { formatKey } from './format-key.ts';
 import type { InternalKeyContext } from './internal-key-context.ts';
@@ -86,14 +87,16 @@ export interface KeyedStateContents {
 /**
  * Loads the key groups the backend owns from snapshots of any earlier parallelism: one full
  * snapshot per old subtask, in any order, each followed by the incremental snapshots taken on it,
- * oldest first (a checkpoint's chain).
+ * oldest first (a checkpoint's chain). Incremental snapshots are read compressed too (as their
+ * files hold them: compressed-snapshot.ts), as is {@link applyKeyedStateDeltas}.
  */
 export function restoreKeyedStateSnapshots(contents: KeyedStateContents, snapshots: readonly Uint8Array[]): void {
   const restoredFrom = new Map<number, number>();
   let fulls = 0;
   for (let s = 0; s < snapshots.length; s++) {
     const source = `keyed state snapshot ${s + 1} of ${snapshots.length} for operator "${contents.operatorName}"`;
-    if (restoreOne(contents, new DataInputDeserializer(snapshots[s]!, source), s, restoredFrom, fulls > 0)) fulls++;
+    const bytes = inflateKeyedSnapshot(snapshots[s] as Uint8Array, source);
+    if (restoreOne(contents, new DataInputDeserializer(bytes, source), s, restoredFrom, fulls > 0)) fulls++;
   }
 }
 
@@ -104,7 +107,7 @@ export function restoreKeyedStateSnapshots(contents: KeyedStateContents, snapsho
 export function applyKeyedStateDeltas(contents: KeyedStateContents, deltas: readonly Uint8Array[]): void {
   for (let s = 0; s < deltas.length; s++) {
     const source = `incremental keyed state snapshot ${s + 1} of ${deltas.length} for operator "${contents.operatorName}"`;
-    const input = new DataInputDeserializer(deltas[s] as Uint8Array, source);
+    const input = new DataInputDeserializer(inflateKeyedSnapshot(deltas[s] as Uint8Array, source), source);
     if (restoreOne(contents, input, s, new Map(), true)) throw input.corrupt('it is a full snapshot where the changes on a base belong');
   }
 }

@@ -1,9 +1,9 @@
-import { zstdDecompressSync } from 'node:zlib';
 import type { StateKind } from '../core/state/state-types.ts';
 import { DataInputDeserializer } from './data-input-deserializer.ts';
 import { DataOutputSerializer } from './data-output-serializer.ts';
 import { formatKeyGroupRange, type KeyGroupRange, keyGroupRange } from './key-group-range.ts';
 import { checksum, readSnapshotHeader, stateKindCode, stateKindOfCode, TTL_FLAG } from './state-snapshot-format.ts';
+import { readZstdChunks } from './zstd-chunks.ts';
 
 /*
  * The disk backend's own checkpoint of its whole state (an "lmdb base"): lmdb's file as lmdb's
@@ -29,11 +29,10 @@ import { checksum, readSnapshotHeader, stateKindCode, stateKindOfCode, TTL_FLAG 
  * uint32                      crc32 of every byte above
  * float64                     F, the length of lmdb's file
  * chunks                      lmdb's file (data.mdb): the state as it was at some moment at or after
- *                             the barrier (the copy takes its own read transaction), in pieces of at
- *                             most 4 MiB each compressed on its own (zstd, level 1: one frame each),
- *                             {uint32 raw length, uint32 compressed length, the frame}, until their
- *                             raw lengths add up to F (lmdb's pages after random writes are about
- *                             half empty: a base takes about a quarter of the file's bytes)
+ *                             the barrier (the copy takes its own read transaction), in compressed
+ *                             chunks (zstd-chunks.ts) of 4 MiB of it each, until their raw lengths
+ *                             add up to F (lmdb's pages after random writes are about half empty:
+ *                             a base of small values takes about an eighth of the file's bytes)
  * the rest                    a canonical incremental snapshot (keyed-state-snapshot.ts, flag 0x01):
  *                             the values at the barrier of every key written between the barrier
  *                             and the end of the copy, which puts the file back to the barrier
@@ -43,10 +42,6 @@ import { checksum, readSnapshotHeader, stateKindCode, stateKindOfCode, TTL_FLAG 
 export const LMDB_BASE_FORMAT_VERSION = 2;
 /** The version that held lmdb's file uncompressed (still read). */
 export const LMDB_BASE_RAW_FORMAT_VERSION = 1;
-/** The bytes before each compressed piece of lmdb's file: its raw and compressed lengths. */
-export const LMDB_BASE_CHUNK_HEADER_BYTES = 8;
-/** The most raw bytes of lmdb's file in one compressed piece (a larger claim is damage). */
-export const LMDB_BASE_CHUNK_MAX_BYTES = 4 * 1024 * 1024;
 /** "WKLB": Weir keyed lmdb base. */
 export const LMDB_BASE_MAGIC = Uint8Array.of(0x57, 0x4b, 0x4c, 0x42);
 
@@ -113,56 +108,15 @@ export function writeLmdbBaseHeader(header: LmdbBaseHeader, fileLength: number, 
   return Uint8Array.prototype.slice.call(out.view());
 }
 
-/** The bytes that go before a compressed piece of lmdb's file. */
-export function writeLmdbBaseChunkHeader(rawLength: number, compressedLength: number): Uint8Array {
-  const out = Buffer.allocUnsafe(LMDB_BASE_CHUNK_HEADER_BYTES);
-  out.writeUint32LE(rawLength, 0);
-  out.writeUint32LE(compressedLength, 4);
-  return out;
-}
-
-/** A compressed piece's lengths, from its header's bytes; damage (a piece larger than any written, or empty) throws. */
-export function readLmdbBaseChunkHeader(bytes: Uint8Array, source: string): { rawLength: number; compressedLength: number } {
-  const input = new DataInputDeserializer(bytes, source);
-  const rawLength = input.readUint32('the raw length of a piece of its lmdb file');
-  const compressedLength = input.readUint32('the compressed length of a piece of its lmdb file');
-  if (rawLength === 0 || rawLength > LMDB_BASE_CHUNK_MAX_BYTES || compressedLength === 0)
-    throw input.corrupt(`a piece of its lmdb file claims ${rawLength} bytes in ${compressedLength}`);
-  return { rawLength, compressedLength };
-}
-
-/** Decompresses a piece of lmdb's file, checking it holds the length its header said. */
-export function decompressLmdbBaseChunk(frame: Uint8Array, rawLength: number, source: string): Buffer {
-  let raw: Buffer;
-  try {
-    raw = zstdDecompressSync(frame, { maxOutputLength: LMDB_BASE_CHUNK_MAX_BYTES, chunkSize: LMDB_BASE_CHUNK_MAX_BYTES });
-  } catch (error) {
-    throw new DataInputDeserializer(frame, source).corrupt(`a piece of its lmdb file does not decompress: ${(error as Error).message}`, error);
-  }
-  if (raw.length !== rawLength) throw new DataInputDeserializer(frame, source).corrupt(`a piece of its lmdb file holds ${raw.length} bytes, not ${rawLength}`);
-  return raw;
-}
-
 /** Reads a base (`source` names it in errors): its header checked, its file (decompressed) and correction (a view of `bytes`). */
 export function readLmdbBase(bytes: Uint8Array, source: string): LmdbBase & { file: Uint8Array } {
   const { header, fileStart, fileLength, compressed } = readLmdbBaseLayout(bytes, source);
-  const outside = () => new DataInputDeserializer(bytes, source).corrupt(`its lmdb file (${fileLength} bytes) is not inside it`);
   if (!compressed) {
-    if (fileLength > bytes.length - fileStart) throw outside();
+    if (fileLength > bytes.length - fileStart) throw new DataInputDeserializer(bytes, source).corrupt(`its lmdb file (${fileLength} bytes) is not inside it`);
     return { ...header, file: bytes.subarray(fileStart, fileStart + fileLength), correction: bytes.subarray(fileStart + fileLength) };
   }
-  const file = Buffer.allocUnsafe(fileLength);
-  let position = fileStart;
-  for (let written = 0; written < fileLength; ) {
-    if (position + LMDB_BASE_CHUNK_HEADER_BYTES > bytes.length) throw outside();
-    const { rawLength, compressedLength } = readLmdbBaseChunkHeader(bytes.subarray(position, position + LMDB_BASE_CHUNK_HEADER_BYTES), source);
-    position += LMDB_BASE_CHUNK_HEADER_BYTES;
-    if (position + compressedLength > bytes.length || written + rawLength > fileLength) throw outside();
-    file.set(decompressLmdbBaseChunk(bytes.subarray(position, position + compressedLength), rawLength, source), written);
-    position += compressedLength;
-    written += rawLength;
-  }
-  return { ...header, file, correction: bytes.subarray(position) };
+  const { raw: file, end } = readZstdChunks(bytes, fileStart, fileLength, source);
+  return { ...header, file, correction: bytes.subarray(end) };
 }
 
 /**

@@ -1,17 +1,7 @@
 import { type FileHandle, open } from 'node:fs/promises';
-import { promisify } from 'node:util';
-import { zstdDecompress } from 'node:zlib';
 import { WeirError } from '../core/errors/weir-error.ts';
-import {
-  isLmdbBase,
-  LMDB_BASE_CHUNK_HEADER_BYTES,
-  LMDB_BASE_CHUNK_MAX_BYTES,
-  type LmdbBase,
-  type LmdbBaseHeader,
-  type LmdbBaseLayout,
-  readLmdbBaseChunkHeader,
-  readLmdbBaseLayout,
-} from './lmdb-base-format.ts';
+import { isLmdbBase, type LmdbBase, type LmdbBaseHeader, type LmdbBaseLayout, readLmdbBaseLayout } from './lmdb-base-format.ts';
+import { corruptChunks, decompressZstdChunk, readZstdChunkHeader, ZSTD_CHUNK_HEADER_BYTES } from './zstd-chunks.ts';
 
 /** The most bytes a base's header may take before lmdb's file starts (it names states and value shapes: kilobytes). */
 const MAX_HEADER_BYTES = 64 * 1024 * 1024;
@@ -156,7 +146,7 @@ class RawFileOutput implements FileOutput {
   }
 }
 
-/** Version 2: pieces each compressed on its own, decompressed in libuv's pool as they complete. */
+/** Version 2: compressed chunks (zstd-chunks.ts), each decompressed in libuv's pool as it completes. */
 class CompressedFileOutput implements FileOutput {
   readonly #file: FileHandle;
   readonly #source: string;
@@ -180,7 +170,7 @@ class CompressedFileOutput implements FileOutput {
   async take(bytes: Uint8Array): Promise<Uint8Array> {
     let rest = bytes;
     while (!this.full && rest.byteLength > 0) {
-      const wanted = (this.#chunk === undefined ? LMDB_BASE_CHUNK_HEADER_BYTES : this.#chunk.compressedLength) - this.#gatheredBytes;
+      const wanted = (this.#chunk === undefined ? ZSTD_CHUNK_HEADER_BYTES : this.#chunk.compressedLength) - this.#gatheredBytes;
       const part = rest.subarray(0, wanted);
       rest = rest.subarray(part.byteLength);
       this.#gathered.push(part);
@@ -191,37 +181,17 @@ class CompressedFileOutput implements FileOutput {
       this.#gatheredBytes = 0;
       const chunk = this.#chunk;
       if (chunk === undefined) {
-        const next = readLmdbBaseChunkHeader(whole, this.#source);
-        if (next.rawLength > this.#left) throw corruptBase(this.#source, `a piece of its lmdb file (${next.rawLength} bytes) goes past the file's end`);
+        const next = readZstdChunkHeader(whole, this.#source);
+        if (next.rawLength > this.#left)
+          throw corruptChunks(this.#source, `a compressed chunk of its lmdb file (${next.rawLength} bytes) goes past the file's end`);
         this.#chunk = next;
         continue;
       }
       this.#chunk = undefined;
-      const raw = await decompress(whole, chunk.rawLength, this.#source);
+      const raw = await decompressZstdChunk(whole, chunk.rawLength, this.#source);
       await this.#file.write(raw);
       this.#left -= raw.length;
     }
     return rest;
   }
-}
-
-const zstdDecompressAsync = promisify(zstdDecompress);
-
-/** Decompresses a piece of lmdb's file off the thread, checking it holds the length its header said. */
-async function decompress(frame: Uint8Array, rawLength: number, source: string): Promise<Buffer> {
-  let raw: Buffer;
-  try {
-    raw = await zstdDecompressAsync(frame, { maxOutputLength: LMDB_BASE_CHUNK_MAX_BYTES, chunkSize: LMDB_BASE_CHUNK_MAX_BYTES });
-  } catch (error) {
-    throw corruptBase(source, `a piece of its lmdb file does not decompress: ${(error as Error).message}`);
-  }
-  if (raw.length !== rawLength) throw corruptBase(source, `a piece of its lmdb file holds ${raw.length} bytes, not ${rawLength}`);
-  return raw;
-}
-
-function corruptBase(source: string, problem: string): WeirError {
-  return new WeirError('STATE_SNAPSHOT_CORRUPT', `${source} is corrupt: ${problem}`, {
-    fault: 'external',
-    hint: 'restore from another checkpoint or savepoint',
-  });
 }

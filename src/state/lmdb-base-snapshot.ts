@@ -1,28 +1,19 @@
 import { close, fstatSync, openSync, read, rm } from 'node:fs';
 import { join } from 'node:path';
-import { constants as zlibConstants, zstdCompress } from 'node:zlib';
 import { WeirError } from '../core/errors/weir-error.ts';
 import type { AsyncKeyedStateSnapshot } from '../core/state/keyed-state-backend.ts';
 import { ChangedKeys } from './dirty-keys.ts';
 import type { DeltaKeys, IncrementalTracker } from './incremental-tracker.ts';
 import type { KeyGroupRange } from './key-group-range.ts';
-import { LMDB_BASE_CHUNK_MAX_BYTES, type LmdbBaseHeader, writeLmdbBaseChunkHeader, writeLmdbBaseHeader } from './lmdb-base-format.ts';
+import { type LmdbBaseHeader, writeLmdbBaseHeader } from './lmdb-base-format.ts';
 import type { LmdbCopy } from './lmdb-copy-starts.ts';
 import { LmdbSnapshotWriter, type SnapshotState } from './lmdb-snapshot-writer.ts';
 import type { LmdbBarrier, LmdbStore } from './lmdb-store.ts';
 import { SnapshotPieces } from './snapshot-pieces.ts';
+import { compressZstdChunk, ZSTD_CHUNK_MAX_BYTES } from './zstd-chunks.ts';
 
-/** Bytes of lmdb's file per piece, each compressed on its own. */
-const FILE_PIECE_BYTES = LMDB_BASE_CHUNK_MAX_BYTES;
-/**
- * zstd at level 1 (about 400 MB/s a core here, 4x smaller on a base of random writes), each frame
- * with its content checksum, so a damaged piece fails to decompress instead of giving a damaged file.
- */
-const ZSTD_OPTIONS = {
-  params: { [zlibConstants.ZSTD_c_compressionLevel]: 1, [zlibConstants.ZSTD_c_checksumFlag]: 1 },
-  // Node's default (16 KiB) hands the output back in many small steps between the threads: several times slower.
-  chunkSize: FILE_PIECE_BYTES,
-};
+/** Bytes of lmdb's file per piece, each compressed on its own (a chunk, zstd-chunks.ts). */
+const FILE_PIECE_BYTES = ZSTD_CHUNK_MAX_BYTES;
 /** Pieces read and compressed at once (threads of libuv's pool); a piece's compression takes several of its reads. */
 const PIECES_IN_FLIGHT = 4;
 
@@ -239,14 +230,22 @@ export class LmdbBaseSnapshot implements AsyncKeyedStateSnapshot {
       });
     const piece: FilePiece = { settled: Promise.resolve(), out: undefined, failure: undefined };
     piece.settled = new Promise<void>((resolve) => {
-      const done = (error: unknown, compressed?: Buffer) => {
-        if (error !== undefined && error !== null) piece.failure = error;
-        else if (compressed !== undefined) piece.out = [writeLmdbBaseChunkHeader(length, compressed.length), compressed];
-        resolve();
-      };
       readFrom(0, (error) => {
-        if (error !== undefined || this.#ended) done(error ?? new Error('the base was given up'));
-        else zstdCompress(raw, ZSTD_OPTIONS, done);
+        if (error !== undefined || this.#ended) {
+          piece.failure = error ?? new Error('the base was given up');
+          resolve();
+          return;
+        }
+        compressZstdChunk(raw).then(
+          (chunk) => {
+            piece.out = chunk;
+            resolve();
+          },
+          (failure: unknown) => {
+            piece.failure = failure;
+            resolve();
+          },
+        );
       });
     });
     this.#pieces.push(piece);

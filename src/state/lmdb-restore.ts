@@ -1,6 +1,7 @@
 import { WeirError } from '../core/errors/weir-error.ts';
 import type { StateKey } from '../core/state/state-key.ts';
 import type { StateKind } from '../core/state/state-types.ts';
+import { inflateKeyedSnapshot } from './compressed-snapshot.ts';
 import { InternalKeyContext } from './internal-key-context.ts';
 import { InternalTimerService } from './internal-timer-service.ts';
 import { type KeyGroupRange, keyGroupRange } from './key-group-range.ts';
@@ -39,7 +40,12 @@ export function restoreIntoLmdb(target: LmdbRestoreTarget, snapshots: readonly U
   const { store, keyGroupRange: range } = target;
   const key = new KeyWriter();
   const restoredFrom = new Map<number, number>();
-  const chains = chainsOf(snapshots);
+  // Incremental snapshots as their files hold them are compressed (compressed-snapshot.ts): their flags are read inflated.
+  const chains = chainsOf(
+    snapshots.map((snapshot, index) =>
+      inflateKeyedSnapshot(snapshot, `keyed state snapshot ${index + 1} of ${snapshots.length} for operator "${target.operatorName}"`),
+    ),
+  );
   // Key groups a batch: each snapshot's header and index are read once per batch, so at most
   // RESTORE_BATCHES reads of them per chain, whatever maxParallelism is.
   const size = range.end - range.start + 1;

@@ -9,6 +9,7 @@ import { openStateWriter } from '../../checkpoint/storage/open-state-writer.ts';
 import { WeirError } from '../../core/errors/weir-error.ts';
 import type { OperatorMetricGroup } from '../../core/metrics/metric-group.ts';
 import type { AsyncKeyedStateSnapshot } from '../../core/state/keyed-state-backend.ts';
+import { SnapshotCompressor } from '../../state/compressed-snapshot.ts';
 import type { FromWorker } from '../deployment/worker-messages.ts';
 import type { ChannelStateResult } from '../io/checkpointing/checkpoint-barrier-handler.ts';
 import type { CheckpointOptions } from '../io/checkpointing/checkpoint-options.ts';
@@ -309,12 +310,19 @@ async function streamKeyedSnapshot(
   kind: 'keyed' | 'keyed-base' = 'keyed',
 ): Promise<StateHandle> {
   const file = await openStateWriter(storage, location, uid, subtaskIndex, kind);
+  // An incremental checkpoint's changes are written compressed (compressed-snapshot.ts); full snapshots as they are.
+  const compressor = writer.delta === undefined ? undefined : new SnapshotCompressor();
   try {
     for (;;) {
       const done = writer.step(SNAPSHOT_SLICE_MS);
-      const pieces = writer.drain();
+      const drained = writer.drain();
+      const pieces = compressor === undefined || drained.length === 0 ? drained : await compressor.push(drained);
       if (pieces.length > 0) await file.write(pieces);
-      if (done) break;
+      if (done) {
+        const last = (await compressor?.finish()) ?? [];
+        if (last.length > 0) await file.write(last);
+        break;
+      }
       const waiting = writer.waiting?.();
       if (waiting === undefined) await nextTurn();
       else await waiting;

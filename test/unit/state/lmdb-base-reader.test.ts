@@ -5,16 +5,11 @@ import { join } from 'node:path';
 import { after, test } from 'node:test';
 import { valueState } from '../../../src/core/state/state-descriptors.ts';
 import { keyGroupRange } from '../../../src/state/key-group-range.ts';
-import {
-  LMDB_BASE_CHUNK_HEADER_BYTES,
-  LMDB_BASE_FORMAT_VERSION,
-  readLmdbBase,
-  readLmdbBaseLayout,
-  writeLmdbBaseHeader,
-} from '../../../src/state/lmdb-base-format.ts';
+import { LMDB_BASE_FORMAT_VERSION, readLmdbBase, readLmdbBaseLayout, writeLmdbBaseHeader } from '../../../src/state/lmdb-base-format.ts';
 import { readKeyedFullSnapshot } from '../../../src/state/lmdb-base-reader.ts';
 import { LmdbKeyedStateBackend } from '../../../src/state/lmdb-keyed-state-backend.ts';
 import { releaseRestoreFile, reserveRestoreFile } from '../../../src/state/lmdb-working-folder.ts';
+import { ZSTD_CHUNK_HEADER_BYTES } from '../../../src/state/zstd-chunks.ts';
 
 /**
  * A restore streams a disk backend's base into its working folder as the storage reads it (never
@@ -108,13 +103,13 @@ test("lmdb's file goes compressed (version 2, pieces of zstd frames); a version-
   }
   const damaged = Buffer.from(bytes);
   const { fileStart } = readLmdbBaseLayout(bytes, 'the test base');
-  const at = fileStart + LMDB_BASE_CHUNK_HEADER_BYTES + 40;
+  const at = fileStart + ZSTD_CHUNK_HEADER_BYTES + 40;
   damaged[at] = (damaged[at] as number) ^ 0xff;
-  assert.throws(() => readLmdbBase(damaged, 'a damaged base'), /a damaged base is corrupt: .*a piece of its lmdb file/);
+  assert.throws(() => readLmdbBase(damaged, 'a damaged base'), /a damaged base is corrupt: a compressed chunk does not decompress/);
   const path = reserveRestoreFile(mkdtempSync(join(root, 'd-')));
   await assert.rejects(
     readKeyedFullSnapshot(piecesOf(damaged, 4096), 'a damaged base', () => path),
-    /a damaged base is corrupt: a piece of its lmdb file/,
+    /a damaged base is corrupt: a compressed chunk does not decompress/,
   );
   releaseRestoreFile(path);
 });
