@@ -97,6 +97,7 @@ async function streamBase(layout: LmdbBaseLayout, held: Uint8Array[], iterator: 
       ahead = readAhead();
       await take(next.value);
     }
+    await output.written();
   } catch (error) {
     await file?.close().catch(() => {});
     throw error instanceof WeirError
@@ -122,6 +123,8 @@ interface FileOutput {
   readonly full: boolean;
   /** Takes the file's bytes from the start of `bytes`; returns the bytes past the file's end. */
   take(bytes: Uint8Array): Promise<Uint8Array>;
+  /** Settles once every byte taken is in the file (throws a write's failure). */
+  written(): Promise<void>;
 }
 
 /** Version 1: lmdb's file as it is. */
@@ -144,6 +147,8 @@ class RawFileOutput implements FileOutput {
     this.#left -= part.byteLength;
     return bytes.subarray(part.byteLength);
   }
+
+  async written(): Promise<void> {}
 }
 
 /** Version 2: compressed chunks (zstd-chunks.ts), each decompressed in libuv's pool as it completes. */
@@ -156,6 +161,8 @@ class CompressedFileOutput implements FileOutput {
   #gatheredBytes = 0;
   /** The piece whose frame is gathered; undefined: its header is. */
   #chunk: { rawLength: number; compressedLength: number } | undefined;
+  /** The last chunk's write: the next chunk is decompressed while it runs. */
+  #writing: Promise<unknown> = Promise.resolve();
 
   constructor(file: FileHandle, length: number, source: string) {
     this.#file = file;
@@ -189,9 +196,16 @@ class CompressedFileOutput implements FileOutput {
       }
       this.#chunk = undefined;
       const raw = await decompressZstdChunk(whole, chunk.rawLength, this.#source);
-      await this.#file.write(raw);
+      await this.#writing;
+      this.#writing = this.#file.write(raw);
+      // A failure shows at the next chunk or at written(); marked handled meanwhile.
+      this.#writing.catch(() => {});
       this.#left -= raw.length;
     }
     return rest;
+  }
+
+  async written(): Promise<void> {
+    await this.#writing;
   }
 }

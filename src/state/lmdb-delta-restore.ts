@@ -1,5 +1,6 @@
 import { WeirError } from '../core/errors/weir-error.ts';
 import type { StateKey } from '../core/state/state-key.ts';
+import { inflateKeyedSnapshot } from './compressed-snapshot.ts';
 import { InternalKeyContext } from './internal-key-context.ts';
 import type { InternalTimerService } from './internal-timer-service.ts';
 import { formatKeyGroupRange, keyGroupRange } from './key-group-range.ts';
@@ -64,8 +65,12 @@ const DELTA_BATCHES = 64;
  * buffer, so the flush thread writes one layer into lmdb while the task reads the next (measured:
  * a base of 1M keys and 5 changes of 300k keys, 2.8-2.9 s -> 1.7-2.2 s).
  */
-export function applyDeltasToLmdb(target: LmdbRestoreTarget, deltas: readonly Uint8Array[]): void {
+export function applyDeltasToLmdb(target: LmdbRestoreTarget, compressed: readonly Uint8Array[]): void {
   const range = target.keyGroupRange;
+  // As their files hold them (compressed-snapshot.ts): inflated once, not once per batch.
+  const deltas = compressed.map((delta, index) =>
+    inflateKeyedSnapshot(delta, `incremental keyed state snapshot ${index + 1} of ${compressed.length} for operator "${target.operatorName}"`),
+  );
   const size = range.end - range.start + 1;
   const perBatch = Math.max(1, Math.ceil(size / DELTA_BATCHES));
   const key = new KeyWriter();
