@@ -161,8 +161,8 @@ class CompressedFileOutput implements FileOutput {
   #gatheredBytes = 0;
   /** The piece whose frame is gathered; undefined: its header is. */
   #chunk: { rawLength: number; compressedLength: number } | undefined;
-  /** The last chunk's write: the next chunk is decompressed while it runs. */
-  #writing: Promise<unknown> = Promise.resolve();
+  /** Chunks being decompressed (in libuv's pool), oldest first: written in order, the next ones decompressed meanwhile. */
+  readonly #decompressing: Promise<Buffer>[] = [];
 
   constructor(file: FileHandle, length: number, source: string) {
     this.#file = file;
@@ -195,17 +195,24 @@ class CompressedFileOutput implements FileOutput {
         continue;
       }
       this.#chunk = undefined;
-      const raw = await decompressZstdChunk(whole, chunk.rawLength, this.#source);
-      await this.#writing;
-      this.#writing = this.#file.write(raw);
-      // A failure shows at the next chunk or at written(); marked handled meanwhile.
-      this.#writing.catch(() => {});
-      this.#left -= raw.length;
+      const raw = decompressZstdChunk(whole, chunk.rawLength, this.#source);
+      // A failure shows when the chunk is written; marked handled meanwhile.
+      raw.catch(() => {});
+      this.#decompressing.push(raw);
+      this.#left -= chunk.rawLength;
+      if (this.#decompressing.length >= CHUNKS_IN_FLIGHT) await this.#writeOldest();
     }
     return rest;
   }
 
   async written(): Promise<void> {
-    await this.#writing;
+    while (this.#decompressing.length > 0) await this.#writeOldest();
+  }
+
+  async #writeOldest(): Promise<void> {
+    await this.#file.write(await (this.#decompressing.shift() as Promise<Buffer>));
   }
 }
+
+/** Chunks of a base decompressed at once (threads of libuv's pool) while the oldest is written. */
+const CHUNKS_IN_FLIGHT = 4;
