@@ -15,6 +15,8 @@
  * `--memory-limit`: each case's process runs in a memory cgroup of that size (Linux, root;
  * bench/memory-cgroup.ts): its own memory and the page cache it uses together (the kernel drops
  * clean file pages at the limit; a process whose own memory does not fit is killed).
+ * `STATE_BENCH_MEMORY=<file>` in the environment: the worker thread appends what its memory is made
+ * of every 2 s (RssAnon, V8 heap used and total, external, array buffers, malloced: bench/jobs/keyed-state-job.ts).
  * `--incremental`: checkpointing.incremental (`--max-changes`: checkpointing.incrementalMaxChanges); `--modes full,incremental`: each size with full, then
  * with incremental checkpoints (each in a process of its own), side by side in one table; `--rate`:
  * the generator's records/s (default as fast as it goes), so a checkpoint interval changes only part

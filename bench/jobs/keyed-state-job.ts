@@ -12,8 +12,9 @@
  * `read-ms open-ms bytes files` (subscribed when the module loads: a restore comes before `open`).
  */
 import { subscribe } from 'node:diagnostics_channel';
-import { appendFileSync } from 'node:fs';
+import { appendFileSync, readFileSync } from 'node:fs';
 import { PerformanceObserver } from 'node:perf_hooks';
+import { getHeapStatistics } from 'node:v8';
 import { defineJob } from '../../src/api/define-job.ts';
 import { dataGenSource } from '../../src/connectors/datagen/datagen-source.ts';
 import { discardingSink } from '../../src/connectors/discarding-sink.ts';
@@ -35,6 +36,7 @@ const SUBTASK_RESTORE_CHANNEL = 'weir:subtask-restore';
 const STALL_MS = 5;
 const GC_MS = 2;
 let observingGc = false;
+let observingMemory = false;
 
 /** Records the worker thread's GC pauses and its tasks' checkpoint durations (once per thread). */
 function observeGc(file: string | undefined, tasksFile: string | undefined, basesFile: string | undefined): void {
@@ -61,6 +63,25 @@ function observeGc(file: string | undefined, tasksFile: string | undefined, base
   }).observe({ entryTypes: ['gc'] });
 }
 
+/**
+ * Every 2 s, what the worker thread's memory is made of, to STATE_BENCH_MEMORY as `ms rss-anon-MB
+ * heap-used-MB heap-total-MB external-MB array-buffers-MB malloced-MB` (the process's RssAnon; the
+ * rest this thread's isolate), so the bench tells the V8 heap from buffers and native memory.
+ */
+function sampleMemory(file: string | undefined): void {
+  if (file === undefined) return;
+  const mb = (bytes: number) => (bytes / 1048576).toFixed(0);
+  setInterval(() => {
+    const anon = /^RssAnon:\s+(\d+) kB/m.exec(readFileSync('/proc/self/status', 'utf8'))?.[1];
+    const usage = process.memoryUsage();
+    const heap = getHeapStatistics();
+    appendFileSync(
+      file,
+      `${Date.now()} ${mb(Number(anon ?? 0) * 1024)} ${mb(usage.heapUsed)} ${mb(usage.heapTotal)} ${mb(usage.external)} ${mb(usage.arrayBuffers)} ${mb(heap.malloced_memory)}\n`,
+    );
+  }, 2000).unref();
+}
+
 const restoresFile = process.env.STATE_BENCH_RESTORES;
 if (restoresFile !== undefined)
   subscribe(SUBTASK_RESTORE_CHANNEL, (message) => {
@@ -83,6 +104,8 @@ export default defineJob({
         {
           open(context) {
             observeGc(process.env.STATE_BENCH_GC, process.env.STATE_BENCH_TASKS, process.env.STATE_BENCH_BASES);
+            if (!observingMemory) sampleMemory(process.env.STATE_BENCH_MEMORY);
+            observingMemory = true;
             totals = context.getState(valueState<Totals>('totals'));
           },
           processElement(record, _context, out) {

@@ -39,8 +39,11 @@ export class LmdbFlushThread {
   #failure: FlushFailure | undefined;
   #closed: Promise<void> | undefined;
   #closedResolve: (() => void) | undefined;
-  /** Called (on the event loop) when a layer was written: the store drops it and takes what waited for it (must not throw). */
-  onWritten: () => void = () => {};
+  /**
+   * Called (on the event loop) when a layer was written, with the layer's buffer the thread gave
+   * back: the store drops the layer, takes what waited for it and may reuse the buffer (must not throw).
+   */
+  onWritten: (buffer: ArrayBuffer | undefined) => void = () => {};
 
   readonly #toError: (failure: Error) => Error;
 
@@ -54,7 +57,7 @@ export class LmdbFlushThread {
     this.#port = port1;
     port1.on('message', (reply: FlushReply) => {
       this.#reply(reply);
-      if (reply.type === 'written') this.onWritten();
+      if (reply.type === 'written') this.onWritten(reply.buffer);
     });
     port1.unref();
     const open: FlushOpenMessage = { type: 'open', options, databases: [...databases], port: port2, flag: this.#flag };

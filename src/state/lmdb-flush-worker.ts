@@ -60,7 +60,9 @@ function open(message: FlushOpenMessage): void {
     }
     Atomics.store(flag, 0, request.seq);
     Atomics.notify(flag, 0);
-    port.postMessage({ type: 'written', seq: request.seq } satisfies FlushReply);
+    // The layer's buffer goes back to the store (moved) for its next layer.
+    const buffer = request.bytes.buffer as ArrayBuffer;
+    port.postMessage({ type: 'written', seq: request.seq, buffer } satisfies FlushReply, [buffer]);
   });
 }
 

@@ -58,11 +58,14 @@ export class LmdbWriteBehind {
   /** Barriers whose read transaction waits for the layers before them. */
   readonly #barriers: LmdbBarrier[] = [];
   #size = 1 << 20;
+  /** Buffers of layers written, given back by the flush thread, for the next layers. */
+  readonly #freeBuffers: ArrayBuffer[] = [];
 
   constructor(target: WriteBehindTarget, environment: object, databases: readonly string[]) {
     this.#target = target;
     this.#thread = new LmdbFlushThread(environment, databases, (error) => target.writeFailed(error));
-    this.#thread.onWritten = () => {
+    this.#thread.onWritten = (buffer) => {
+      if (buffer !== undefined && this.#freeBuffers.length < MAX_LAYERS_IN_FLIGHT) this.#freeBuffers.push(buffer);
       try {
         this.reap();
       } catch (error) {
@@ -126,7 +129,10 @@ export class LmdbWriteBehind {
     }
     const tables = this.#target.tables;
     const bytes = this.#encode(tables);
-    if (bytes.length === 0) return;
+    if (bytes.length === 0) {
+      this.#freeBuffers.push(bytes.buffer as ArrayBuffer);
+      return;
+    }
     const seq = ++this.#seq;
     for (const table of tables) {
       table.flushing.push(table.pending);
@@ -165,7 +171,7 @@ export class LmdbWriteBehind {
 
   /** The pending writes of every table as a layer's bytes (lmdb-flush-worker.ts reads them). */
   #encode(tables: readonly BufferedTable[]): Uint8Array {
-    let out = Buffer.allocUnsafeSlow(this.#size);
+    let out = this.#buffer();
     let at = 0;
     const room = (bytes: number) => {
       if (at + bytes <= out.length) return;
@@ -198,6 +204,14 @@ export class LmdbWriteBehind {
     // The next layer starts at about this one's size.
     this.#size = Math.max(1 << 16, out.length);
     return new Uint8Array(out.buffer, 0, at);
+  }
+
+  /** A buffer of at least the last layer's size: one the flush thread gave back, else a new one. */
+  #buffer(): Buffer {
+    for (let free = this.#freeBuffers.pop(); free !== undefined; free = this.#freeBuffers.pop()) {
+      if (free.byteLength >= this.#size) return Buffer.from(free);
+    }
+    return Buffer.allocUnsafeSlow(this.#size);
   }
 
   #keyTooLong(text: string): WeirError {

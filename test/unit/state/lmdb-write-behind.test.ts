@@ -146,6 +146,35 @@ test("a layer the flush thread could not write fails the next wait by the store'
   }
 });
 
+test("a written layer's buffer comes back from the flush thread (moved) for the store's next layer", async () => {
+  const folder = join(root, `s${folders++}`);
+  const store = new LmdbStore(folder);
+  const thread = new LmdbFlushThread(
+    { path: store.dir, maxDbs: 128, noSync: true, noMetaSync: true, cache: false, keyEncoding: 'binary', encoding: 'binary' },
+    ['state'],
+    (error) => error,
+  );
+  try {
+    // One put of table 0: key "k" (1 byte), value "v" (1 byte), in a buffer larger than the layer.
+    const buffer = new ArrayBuffer(64);
+    const layer = new Uint8Array(buffer, 0, 10);
+    layer.set([0, 1, 0, 1, 0x6b, 0, 0, 0, 1, 0x76]);
+    const back = new Promise<ArrayBuffer | undefined>((resolve) => {
+      thread.onWritten = resolve;
+    });
+    thread.send(1, layer);
+    assert.equal(buffer.byteLength, 0, 'moved to the flush thread, not copied');
+    const returned = await back;
+    assert.ok(returned !== undefined, 'the buffer came back');
+    assert.equal(returned.byteLength, 64, 'the whole buffer, not the layer');
+    assert.equal(thread.written(), 1);
+  } finally {
+    thread.idle();
+    await thread.close();
+    await store.close();
+  }
+});
+
 test('clearing a map state with more entries than the write buffer deletes them all (the buffer is a new map after each send)', async () => {
   const backend = new LmdbKeyedStateBackend({
     maxParallelism: 4,
