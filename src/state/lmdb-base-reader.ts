@@ -143,7 +143,7 @@ class RawFileOutput implements FileOutput {
 
   async take(bytes: Uint8Array): Promise<Uint8Array> {
     const part = bytes.subarray(0, Math.min(this.#left, bytes.byteLength));
-    if (part.byteLength > 0) await this.#file.write(part);
+    if (part.byteLength > 0) await writeAll(this.#file, part);
     this.#left -= part.byteLength;
     return bytes.subarray(part.byteLength);
   }
@@ -210,7 +210,16 @@ class CompressedFileOutput implements FileOutput {
   }
 
   async #writeOldest(): Promise<void> {
-    await this.#file.write(await (this.#decompressing.shift() as Promise<Buffer>));
+    await writeAll(this.#file, await (this.#decompressing.shift() as Promise<Buffer>));
+  }
+}
+
+/** Writes all of `bytes` at the file's position: a write may take fewer bytes than asked (a full disk, a network file system). */
+async function writeAll(file: FileHandle, bytes: Uint8Array): Promise<void> {
+  for (let rest = bytes; rest.byteLength > 0; ) {
+    const { bytesWritten } = await file.write(rest);
+    if (bytesWritten === 0) throw Object.assign(new Error('the disk took no more bytes'), { code: 'ENOSPC' });
+    rest = rest.subarray(bytesWritten);
   }
 }
 

@@ -53,9 +53,15 @@ export function readZstdChunkHeader(bytes: Uint8Array, source: string): { rawLen
   const header = Buffer.from(bytes.buffer, bytes.byteOffset, ZSTD_CHUNK_HEADER_BYTES);
   const rawLength = header.readUint32LE(0);
   const compressedLength = header.readUint32LE(4);
-  if (rawLength === 0 || rawLength > ZSTD_CHUNK_MAX_BYTES || compressedLength === 0)
+  // zstd never makes a frame much larger than its input (ZSTD_compressBound: about 1/256 more); a larger claim is damage.
+  if (rawLength === 0 || rawLength > ZSTD_CHUNK_MAX_BYTES || compressedLength === 0 || compressedLength > zstdBound(rawLength))
     throw corruptChunks(source, `a compressed chunk claims ${rawLength} bytes in ${compressedLength}`);
   return { rawLength, compressedLength };
+}
+
+/** The largest frame zstd makes of `rawLength` bytes (ZSTD_compressBound), its header and checksum with room to spare. */
+function zstdBound(rawLength: number): number {
+  return rawLength + (rawLength >>> 8) + 1024;
 }
 
 /** Decompresses a chunk's frame in libuv's pool, checking it holds the length its header said. */

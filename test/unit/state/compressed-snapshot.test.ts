@@ -41,7 +41,7 @@ test('pieces of any size, across chunk boundaries, come back as the same bytes; 
   assert.equal(inflateKeyedSnapshot(empty, 'empty changes').length, 0);
 });
 
-test('bytes without the magic read as they are; a damaged chunk, a cut file and a newer version are named', async () => {
+test('bytes without the magic read as they are; a damaged chunk, a cut file, an impossible frame length and a newer version are named', async () => {
   const plain = sample(1000);
   assert.equal(inflateKeyedSnapshot(plain, 'plain'), plain);
   const file = await compress([sample(100_000)]);
@@ -50,6 +50,10 @@ test('bytes without the magic read as they are; a damaged chunk, a cut file and 
   damaged[at] = (damaged[at] as number) ^ 0xff;
   assert.throws(() => inflateKeyedSnapshot(damaged, 'damaged changes'), /damaged changes is corrupt: a compressed chunk does not decompress/);
   assert.throws(() => inflateKeyedSnapshot(file.subarray(0, file.length - 10), 'cut changes'), /cut changes is corrupt: it ends inside a compressed chunk/);
+  // A chunk header claiming a frame larger than zstd ever makes of its raw length is damage, named at once.
+  const claims = Buffer.from(file);
+  claims.writeUint32LE(file.length * 1000, 6 + 4);
+  assert.throws(() => inflateKeyedSnapshot(claims, 'claiming changes'), /claiming changes is corrupt: a compressed chunk claims 100000 bytes in/);
   const newer = Buffer.from(file);
   newer.writeUint16LE(9, COMPRESSED_SNAPSHOT_MAGIC.length);
   assert.throws(() => inflateKeyedSnapshot(newer, 'newer changes'), /format version 9 is newer than this Weir supports/);
