@@ -44,6 +44,12 @@ function transactionOf(barrier: LmdbBarrier): LmdbTransaction {
   return transaction;
 }
 
+/** A flush thread of its own on `store`'s environment (its database "state" is table 0 of a layer). */
+function flushThreadOf(store: LmdbStore, toError: (error: Error) => Error): LmdbFlushThread {
+  const options = { path: store.dir, maxDbs: 128, noSync: true, noMetaSync: true, cache: false, keyEncoding: 'binary', encoding: 'binary' };
+  return new LmdbFlushThread(options, ['state'], toError);
+}
+
 /** Writes round `round` of `count` keys, each read back at once. */
 function writeRound(store: LmdbStore, round: number, count: number): void {
   for (let i = 0; i < count; i++) {
@@ -125,13 +131,8 @@ test('a deletion in flight reads as deleted; a value that cannot be written fail
 });
 
 test("a layer the flush thread could not write fails the next wait by the store's error, and every one after", async () => {
-  const folder = join(root, `s${folders++}`);
-  const store = new LmdbStore(folder);
-  const thread = new LmdbFlushThread(
-    { path: store.dir, maxDbs: 128, noSync: true, noMetaSync: true, cache: false, keyEncoding: 'binary', encoding: 'binary' },
-    ['state'],
-    (error) => Object.assign(new Error(`named: ${error.message}`), { cause: error }),
-  );
+  const store = new LmdbStore(join(root, `s${folders++}`));
+  const thread = flushThreadOf(store, (error) => Object.assign(new Error(`named: ${error.message}`), { cause: error }));
   try {
     // One entry of table 0 with a key of length 0: lmdb refuses it.
     const layer = new Uint8Array(8);
@@ -147,13 +148,8 @@ test("a layer the flush thread could not write fails the next wait by the store'
 });
 
 test("a written layer's buffer comes back from the flush thread (moved) for the store's next layer", async () => {
-  const folder = join(root, `s${folders++}`);
-  const store = new LmdbStore(folder);
-  const thread = new LmdbFlushThread(
-    { path: store.dir, maxDbs: 128, noSync: true, noMetaSync: true, cache: false, keyEncoding: 'binary', encoding: 'binary' },
-    ['state'],
-    (error) => error,
-  );
+  const store = new LmdbStore(join(root, `s${folders++}`));
+  const thread = flushThreadOf(store, (error) => error);
   try {
     // One put of table 0: key "k" (1 byte), value "v" (1 byte), in a buffer larger than the layer.
     const buffer = new ArrayBuffer(64);
