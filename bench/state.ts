@@ -132,6 +132,8 @@ interface CaseResult {
   changedKeys?: number[];
   /** The job started again on its storage: until its tasks run (their state read back). */
   restoreMs: number | undefined;
+  /** The process's anonymous memory through the restore (sampled every 100 ms): its peak, and at the restore's start. */
+  restoreAnonMb?: { peak: number; before: number };
   /** The keyed task's restore as it measured it (SUBTASK_RESTORE_CHANNEL): reading the files, opening the backend on them (absent for Flink's peer and code without the channel). */
   taskRestore?: { readMs: number; openMs: number; bytes: number; files: number };
   /** Bases the disk backend wrote beside its chain that ended in the window: their bytes and how long each took (absent before the code had them). */
@@ -291,6 +293,13 @@ async function runCase(keys: number): Promise<CaseResult> {
     // The restore: the job started again on its storage resumes from its latest checkpoint; it runs
     // once every task is open (its state read back; the disk backend's loaded into a fresh store).
     const restoring = now();
+    // The process's own memory through the restore: its peak, and what it held when the restore began
+    // (what the window's job left: glibc keeps freed memory), so the restore's own share shows.
+    const anonBefore = rssAnonMb();
+    let restorePeakAnonMb = anonBefore;
+    const sampleRestoreAnon = setInterval(() => {
+      restorePeakAnonMb = Math.max(restorePeakAnonMb, rssAnonMb());
+    }, 100);
     const again = await startJob({ job, config, log: () => {} });
     while (again.status().state !== 'running') {
       const state = again.status().state;
@@ -298,6 +307,8 @@ async function runCase(keys: number): Promise<CaseResult> {
       await sleep(20);
     }
     result.restoreMs = now() - restoring;
+    clearInterval(sampleRestoreAnon);
+    result.restoreAnonMb = { peak: Math.max(restorePeakAnonMb, rssAnonMb()), before: anonBefore };
     const [readMs, openMs, bytes, files] = existsSync(restoresFile)
       ? ((await readFile(restoresFile, 'utf8')).trim().split('\n').at(-1)?.split(' ').map(Number) ?? [])
       : [];
@@ -464,6 +475,7 @@ function rowOf(keys: number, mode: string, result: CaseResult, fullBytes: number
     fmt(result.changedKeys === undefined ? undefined : (sum(result.bytes) + sum(besideBytes)) / sum(changedBytes), 2),
     `${besideBytes.length} (${fmt(sum(besideBytes) / 1e6)} MB, ${fmt(Math.max(0, ...(result.basesBeside ?? []).map((base) => base.ms)))} ms)`,
     fmt(result.restoreMs),
+    result.restoreAnonMb === undefined ? '-' : `${fmt(result.restoreAnonMb.peak)} (${fmt(result.restoreAnonMb.before)})`,
     result.taskRestore === undefined
       ? '-'
       : `${fmt(result.taskRestore.readMs + result.taskRestore.openMs)} (${fmt(result.taskRestore.readMs)} + ${fmt(result.taskRestore.openMs)}, ${fmt(result.taskRestore.bytes / 1e6)} MB in ${result.taskRestore.files})`,
@@ -502,6 +514,7 @@ const section = [
       'all / changed',
       'bases beside (MB, longest ms)',
       'restore ms',
+      'restore anon MB (peak, at start)',
       'task restore ms (read + open, MB in files)',
     ],
     rows,
@@ -511,7 +524,7 @@ const section = [
 const intro = [
   '# Keyed state: checkpoints of the heap backend (issue 34)',
   '',
-  'generator over N keys -> keyBy -> a small object per key ({ count, sum, last }) in ValueState -> discarding sink; parallelism 1, one worker thread, exactly-once checkpoints every 2 s to the local file system, the heap backend (`--backend disk`: the disk backend, lmdb). "mode": full checkpoints, or incremental ones (`--incremental`; `--modes full,incremental` runs both, each in a process of its own). Each size runs in a process of its own: first until every key has a value ("fill s"), then for the measured window (`--seconds`, default 30), over which everything is reported. records/s: through the sink. Peak RSS: the whole process (job master and worker thread); "peak anon": its anonymous memory alone (RssAnon, sampled every 100 ms), the RSS less mapped file pages (lmdb maps its file: those pages count in RSS, yet the kernel drops them under memory pressure; "-" for Flink). `--young-mb`: workerHeap.youngGenerationMb for the run. Sync pause: per checkpoint triggered and completed in the window, the longest time the keyed task stood still (the gap between two records it processed) while the checkpoint was pending; GC pauses in that time count too. "less GC": the same pause less the worker thread\'s GC pauses inside it (what the checkpoint itself cost the task); "GC max": the longest GC pause of the worker thread in the window, checkpoint or not. "task sync" and "task async": the synchronous part (snapshot hooks and the backends\' synchronous snapshots, up to the barrier going on) and the asynchronous part (serializing and writing the state, up to the acknowledgement) as the keyed task measured them (the diagnostics channel `weir:subtask-checkpoint`; "-" where the code measured has no such channel). Checkpoint: trigger to completion. MB per checkpoint: what the tasks acknowledged (p50, and the largest: a full snapshot); MB changed per interval (p50): per checkpoint, the keys the records between the trigger of the checkpoint it builds on and its own trigger touched (the generator cycles through the keys; records through the sink, sampled every 100 ms), at a key\'s bytes in the canonical format (the heap backend\'s full snapshot of 20,000 such keys; for Flink, 2 s of records at its largest checkpoint\'s bytes per key); p50 / changed: per checkpoint, what it wrote against what its interval changed, the median; all / changed: every byte the window\'s checkpoints wrote (full ones and bases too, and the bases written beside the chain that ended in the window) against all the data changed. Bases beside: the disk backend\'s bases written beside the chain (FLIP-158\'s materialization; not part of any checkpoint\'s bytes) that ended in the window, their MB and the longest one\'s duration. Restore ms: the job started again on its storage after the window, until its tasks run (every one has its state back; the disk backend\'s loaded into a fresh store). Task restore: the keyed task\'s own restore as it measured it (the diagnostics channel `weir:subtask-restore`), what Flink\'s restore ms is: reading the checkpoint\'s files (a base\'s lmdb file streamed into the working folder) + opening the backend on them (the changes after the base applied), and the MB read in how many files (the base and the changes after it); "-" for Flink (its restore ms is the task\'s) and code without the channel. `--flink`: Apache Flink 2.0 on the same job (bench/state-flink.ts: RocksDB, incremental checkpoints, local execution in one JVM), measured the same way from its own log and files; its restore ms is the keyed task\'s INITIALIZING to RUNNING after a SIGKILL, and its sync pause counts the JVM\'s GC too (not told apart: the less-GC and GC columns stay empty).',
+  'generator over N keys -> keyBy -> a small object per key ({ count, sum, last }) in ValueState -> discarding sink; parallelism 1, one worker thread, exactly-once checkpoints every 2 s to the local file system, the heap backend (`--backend disk`: the disk backend, lmdb). "mode": full checkpoints, or incremental ones (`--incremental`; `--modes full,incremental` runs both, each in a process of its own). Each size runs in a process of its own: first until every key has a value ("fill s"), then for the measured window (`--seconds`, default 30), over which everything is reported. records/s: through the sink. Peak RSS: the whole process (job master and worker thread); "peak anon": its anonymous memory alone (RssAnon, sampled every 100 ms), the RSS less mapped file pages (lmdb maps its file: those pages count in RSS, yet the kernel drops them under memory pressure; "-" for Flink). `--young-mb`: workerHeap.youngGenerationMb for the run. Sync pause: per checkpoint triggered and completed in the window, the longest time the keyed task stood still (the gap between two records it processed) while the checkpoint was pending; GC pauses in that time count too. "less GC": the same pause less the worker thread\'s GC pauses inside it (what the checkpoint itself cost the task); "GC max": the longest GC pause of the worker thread in the window, checkpoint or not. "task sync" and "task async": the synchronous part (snapshot hooks and the backends\' synchronous snapshots, up to the barrier going on) and the asynchronous part (serializing and writing the state, up to the acknowledgement) as the keyed task measured them (the diagnostics channel `weir:subtask-checkpoint`; "-" where the code measured has no such channel). Checkpoint: trigger to completion. MB per checkpoint: what the tasks acknowledged (p50, and the largest: a full snapshot); MB changed per interval (p50): per checkpoint, the keys the records between the trigger of the checkpoint it builds on and its own trigger touched (the generator cycles through the keys; records through the sink, sampled every 100 ms), at a key\'s bytes in the canonical format (the heap backend\'s full snapshot of 20,000 such keys; for Flink, 2 s of records at its largest checkpoint\'s bytes per key); p50 / changed: per checkpoint, what it wrote against what its interval changed, the median; all / changed: every byte the window\'s checkpoints wrote (full ones and bases too, and the bases written beside the chain that ended in the window) against all the data changed. Bases beside: the disk backend\'s bases written beside the chain (FLIP-158\'s materialization; not part of any checkpoint\'s bytes) that ended in the window, their MB and the longest one\'s duration. Restore ms: the job started again on its storage after the window, until its tasks run (every one has its state back; the disk backend\'s loaded into a fresh store). Restore anon: the process\'s anonymous memory through the restore, its peak and what it held as the restore began (what the window\'s job left, glibc keeping freed memory). Task restore: the keyed task\'s own restore as it measured it (the diagnostics channel `weir:subtask-restore`), what Flink\'s restore ms is: reading the checkpoint\'s files (a base\'s lmdb file streamed into the working folder) + opening the backend on them (the changes after the base applied), and the MB read in how many files (the base and the changes after it); "-" for Flink (its restore ms is the task\'s) and code without the channel. `--flink`: Apache Flink 2.0 on the same job (bench/state-flink.ts: RocksDB, incremental checkpoints, local execution in one JVM), measured the same way from its own log and files; its restore ms is the keyed task\'s INITIALIZING to RUNNING after a SIGKILL, and its sync pause counts the JVM\'s GC too (not told apart: the less-GC and GC columns stay empty).',
   '',
 ].join('\n');
 const previous = existsSync(results) ? await readFile(results, 'utf8') : intro;
