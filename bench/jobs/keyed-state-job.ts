@@ -36,7 +36,6 @@ const SUBTASK_RESTORE_CHANNEL = 'weir:subtask-restore';
 const STALL_MS = 5;
 const GC_MS = 2;
 let observingGc = false;
-let observingMemory = false;
 
 /** Records the worker thread's GC pauses and its tasks' checkpoint durations (once per thread). */
 function observeGc(file: string | undefined, tasksFile: string | undefined, basesFile: string | undefined): void {
@@ -82,6 +81,9 @@ function sampleMemory(file: string | undefined): void {
   }, 2000).unref();
 }
 
+// From the module's load in each worker thread: a restore comes before `open`.
+sampleMemory(process.env.STATE_BENCH_MEMORY);
+
 const restoresFile = process.env.STATE_BENCH_RESTORES;
 if (restoresFile !== undefined)
   subscribe(SUBTASK_RESTORE_CHANNEL, (message) => {
@@ -104,8 +106,6 @@ export default defineJob({
         {
           open(context) {
             observeGc(process.env.STATE_BENCH_GC, process.env.STATE_BENCH_TASKS, process.env.STATE_BENCH_BASES);
-            if (!observingMemory) sampleMemory(process.env.STATE_BENCH_MEMORY);
-            observingMemory = true;
             totals = context.getState(valueState<Totals>('totals'));
           },
           processElement(record, _context, out) {

@@ -208,6 +208,8 @@ export class LmdbWriteBehind {
 
   /** A buffer of at least the last layer's size: one the flush thread gave back, else a new one. */
   #buffer(): Buffer {
+    // The buffers given back may still wait on the port (the task thread has not yielded since).
+    if (this.#freeBuffers.length === 0) this.#thread.deliverReplies();
     for (let free = this.#freeBuffers.pop(); free !== undefined; free = this.#freeBuffers.pop()) {
       if (free.byteLength >= this.#size) return Buffer.from(free);
     }
