@@ -171,6 +171,37 @@ test("a written layer's buffer comes back from the flush thread (moved) for the 
   }
 });
 
+test('in a synchronous stretch (a restore), the answers waiting on the port are taken at once, each buffer with them', async () => {
+  const store = new LmdbStore(join(root, `s${folders++}`));
+  const thread = flushThreadOf(store, (error) => error);
+  try {
+    const returned: (ArrayBuffer | undefined)[] = [];
+    thread.onWritten = (buffer) => returned.push(buffer);
+    for (let seq = 1; seq <= 3; seq++) {
+      const layer = new Uint8Array(new ArrayBuffer(32), 0, 10);
+      layer.set([0, 1, 0, 1, 0x6b, 0, 0, 0, 1, 0x30 + seq]);
+      thread.send(seq, layer);
+      thread.waitFor(seq);
+    }
+    // No turn of the event loop since: the answers wait on the port until taken.
+    assert.equal(returned.length, 0);
+    // The thread marks a layer written just before it posts the answer: taken as they arrive, never yielding.
+    const pause = new Int32Array(new SharedArrayBuffer(4));
+    for (let waited = 0; returned.length < 3 && waited < 2000; waited++) {
+      thread.deliverReplies();
+      if (returned.length < 3) Atomics.wait(pause, 0, 0, 1);
+    }
+    assert.deepEqual(
+      returned.map((buffer) => buffer?.byteLength),
+      [32, 32, 32],
+    );
+  } finally {
+    thread.idle();
+    await thread.close();
+    await store.close();
+  }
+});
+
 test('clearing a map state with more entries than the write buffer deletes them all (the buffer is a new map after each send)', async () => {
   const backend = new LmdbKeyedStateBackend({
     maxParallelism: 4,
