@@ -44,10 +44,18 @@ function transactionOf(barrier: LmdbBarrier): LmdbTransaction {
   return transaction;
 }
 
-/** A flush thread of its own on `store`'s environment (its database "state" is table 0 of a layer). */
-function flushThreadOf(store: LmdbStore, toError: (error: Error) => Error): LmdbFlushThread {
+/** Runs `body` with a flush thread of its own on a new store's environment (its database "state" is table 0 of a layer), then closes both. */
+async function withFlushThread(toError: (error: Error) => Error, body: (thread: LmdbFlushThread) => Promise<void> | void): Promise<void> {
+  const store = new LmdbStore(join(root, `s${folders++}`));
   const options = { path: store.dir, maxDbs: 128, noSync: true, noMetaSync: true, cache: false, keyEncoding: 'binary', encoding: 'binary' };
-  return new LmdbFlushThread(options, ['state'], toError);
+  const thread = new LmdbFlushThread(options, ['state'], toError);
+  try {
+    await body(thread);
+  } finally {
+    thread.idle();
+    await thread.close();
+    await store.close();
+  }
 }
 
 /** Writes round `round` of `count` keys, each read back at once. */
@@ -130,77 +138,65 @@ test('a deletion in flight reads as deleted; a value that cannot be written fail
   }
 });
 
-test("a layer the flush thread could not write fails the next wait by the store's error, and every one after", async () => {
-  const store = new LmdbStore(join(root, `s${folders++}`));
-  const thread = flushThreadOf(store, (error) => Object.assign(new Error(`named: ${error.message}`), { cause: error }));
-  try {
-    // One entry of table 0 with a key of length 0: lmdb refuses it.
-    const layer = new Uint8Array(8);
-    layer[1] = 1;
-    thread.send(1, layer);
-    assert.throws(() => thread.waitFor(1), /named: /);
-    assert.throws(() => thread.written(), /named: /);
-  } finally {
-    thread.idle();
-    await thread.close();
-    await store.close();
-  }
-});
+test("a layer the flush thread could not write fails the next wait by the store's error, and every one after", () =>
+  withFlushThread(
+    (error) => Object.assign(new Error(`named: ${error.message}`), { cause: error }),
+    async (thread) => {
+      // One entry of table 0 with a key of length 0: lmdb refuses it.
+      const layer = new Uint8Array(8);
+      layer[1] = 1;
+      thread.send(1, layer);
+      assert.throws(() => thread.waitFor(1), /named: /);
+      assert.throws(() => thread.written(), /named: /);
+    },
+  ));
 
-test("a written layer's buffer comes back from the flush thread (moved) for the store's next layer", async () => {
-  const store = new LmdbStore(join(root, `s${folders++}`));
-  const thread = flushThreadOf(store, (error) => error);
-  try {
-    // One put of table 0: key "k" (1 byte), value "v" (1 byte), in a buffer larger than the layer.
-    const buffer = new ArrayBuffer(64);
-    const layer = new Uint8Array(buffer, 0, 10);
-    layer.set([0, 1, 0, 1, 0x6b, 0, 0, 0, 1, 0x76]);
-    const back = new Promise<ArrayBuffer | undefined>((resolve) => {
-      thread.onWritten = resolve;
-    });
-    thread.send(1, layer);
-    assert.equal(buffer.byteLength, 0, 'moved to the flush thread, not copied');
-    const returned = await back;
-    assert.ok(returned !== undefined, 'the buffer came back');
-    assert.equal(returned.byteLength, 64, 'the whole buffer, not the layer');
-    assert.equal(thread.written(), 1);
-  } finally {
-    thread.idle();
-    await thread.close();
-    await store.close();
-  }
-});
+test("a written layer's buffer comes back from the flush thread (moved) for the store's next layer", () =>
+  withFlushThread(
+    (error) => error,
+    async (thread) => {
+      // One put of table 0: key "k" (1 byte), value "v" (1 byte), in a buffer larger than the layer.
+      const buffer = new ArrayBuffer(64);
+      const layer = new Uint8Array(buffer, 0, 10);
+      layer.set([0, 1, 0, 1, 0x6b, 0, 0, 0, 1, 0x76]);
+      const back = new Promise<ArrayBuffer | undefined>((resolve) => {
+        thread.onWritten = resolve;
+      });
+      thread.send(1, layer);
+      assert.equal(buffer.byteLength, 0, 'moved to the flush thread, not copied');
+      const returned = await back;
+      assert.ok(returned !== undefined, 'the buffer came back');
+      assert.equal(returned.byteLength, 64, 'the whole buffer, not the layer');
+      assert.equal(thread.written(), 1);
+    },
+  ));
 
-test('in a synchronous stretch (a restore), the answers waiting on the port are taken at once, each buffer with them', async () => {
-  const store = new LmdbStore(join(root, `s${folders++}`));
-  const thread = flushThreadOf(store, (error) => error);
-  try {
-    const returned: (ArrayBuffer | undefined)[] = [];
-    thread.onWritten = (buffer) => returned.push(buffer);
-    for (let seq = 1; seq <= 3; seq++) {
-      const layer = new Uint8Array(new ArrayBuffer(32), 0, 10);
-      layer.set([0, 1, 0, 1, 0x6b, 0, 0, 0, 1, 0x30 + seq]);
-      thread.send(seq, layer);
-      thread.waitFor(seq);
-    }
-    // No turn of the event loop since: the answers wait on the port until taken.
-    assert.equal(returned.length, 0);
-    // The thread marks a layer written just before it posts the answer: taken as they arrive, never yielding.
-    const pause = new Int32Array(new SharedArrayBuffer(4));
-    for (let waited = 0; returned.length < 3 && waited < 2000; waited++) {
-      thread.deliverReplies();
-      if (returned.length < 3) Atomics.wait(pause, 0, 0, 1);
-    }
-    assert.deepEqual(
-      returned.map((buffer) => buffer?.byteLength),
-      [32, 32, 32],
-    );
-  } finally {
-    thread.idle();
-    await thread.close();
-    await store.close();
-  }
-});
+test('in a synchronous stretch (a restore), the answers waiting on the port are taken at once, each buffer with them', () =>
+  withFlushThread(
+    (error) => error,
+    async (thread) => {
+      const returned: (ArrayBuffer | undefined)[] = [];
+      thread.onWritten = (buffer) => returned.push(buffer);
+      for (let seq = 1; seq <= 3; seq++) {
+        const layer = new Uint8Array(new ArrayBuffer(32), 0, 10);
+        layer.set([0, 1, 0, 1, 0x6b, 0, 0, 0, 1, 0x30 + seq]);
+        thread.send(seq, layer);
+        thread.waitFor(seq);
+      }
+      // No turn of the event loop since: the answers wait on the port until taken.
+      assert.equal(returned.length, 0);
+      // The thread marks a layer written just before it posts the answer: taken as they arrive, never yielding.
+      const pause = new Int32Array(new SharedArrayBuffer(4));
+      for (let waited = 0; returned.length < 3 && waited < 2000; waited++) {
+        thread.deliverReplies();
+        if (returned.length < 3) Atomics.wait(pause, 0, 0, 1);
+      }
+      assert.deepEqual(
+        returned.map((buffer) => buffer?.byteLength),
+        [32, 32, 32],
+      );
+    },
+  ));
 
 test('clearing a map state with more entries than the write buffer deletes them all (the buffer is a new map after each send)', async () => {
   const backend = new LmdbKeyedStateBackend({
