@@ -62,9 +62,10 @@ const DELTA_BATCHES = 64;
  * its timers. One change at a time, inflated (compressed-snapshot.ts) once and dropped before the
  * next, and a batch of its key groups at a time through the canonical reader (its checks and
  * versions): memory holds one change inflated and a batch of its values, not the chain inflated
- * (the changes after a base grow with how long the next base takes: 31-34 at 50M keys). A key changed by several changes is written once per
- * change, each newer one over the last. The writes go through the write buffer, so the flush thread
- * writes one layer into lmdb while the task reads the next.
+ * (the changes after a base grow with how long the next base takes: 27-34 at 50M keys). A key
+ * changed by several changes is written once per change, each newer one over the last. The writes
+ * go through the write buffer, so the flush thread writes one layer into lmdb while the task reads
+ * the next.
  */
 export function applyDeltasToLmdb(target: LmdbRestoreTarget, compressed: readonly Uint8Array[]): void {
   const range = target.keyGroupRange;
