@@ -32,7 +32,7 @@
  * measures what a full and an incremental checkpoint cost the task, no job (bench/state-incremental.ts).
  */
 import { spawn } from 'node:child_process';
-import { existsSync, readFileSync } from 'node:fs';
+import { existsSync } from 'node:fs';
 import { mkdtemp, readFile, rm, writeFile } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
@@ -45,6 +45,7 @@ import { HeapKeyedStateBackend } from '../src/state/heap-keyed-state-backend.ts'
 import { keyGroupRange } from '../src/state/key-group-range.ts';
 import { markdownTable } from './compare/report.ts';
 import { createMemoryCgroup } from './memory-cgroup.ts';
+import { rssAnonMb } from './rss-anon-mb.ts';
 import { runFlinkStateCase } from './state-flink.ts';
 
 const { values } = parseArgs({
@@ -347,16 +348,6 @@ function canonicalBytesPerKey(keys: number): number {
   const writer = backend.snapshotAsync();
   writer.runToEnd();
   return writer.result().byteLength / sample;
-}
-
-/** This process's anonymous resident memory now, in MB (Linux's RssAnon; 0 where /proc has none). */
-function rssAnonMb(): number {
-  try {
-    const match = /^RssAnon:\s+(\d+) kB/m.exec(readFileSync('/proc/self/status', 'utf8'));
-    return match === null ? 0 : Number(match[1]) / 1024;
-  } catch {
-    return 0;
-  }
 }
 
 if (values.case !== undefined) {

@@ -12,7 +12,7 @@
  * `read-ms open-ms bytes files` (subscribed when the module loads: a restore comes before `open`).
  */
 import { subscribe } from 'node:diagnostics_channel';
-import { appendFileSync, readFileSync } from 'node:fs';
+import { appendFileSync } from 'node:fs';
 import { PerformanceObserver } from 'node:perf_hooks';
 import { getHeapStatistics } from 'node:v8';
 import { defineJob } from '../../src/api/define-job.ts';
@@ -20,6 +20,7 @@ import { dataGenSource } from '../../src/connectors/datagen/datagen-source.ts';
 import { discardingSink } from '../../src/connectors/discarding-sink.ts';
 import { valueState } from '../../src/core/state/state-descriptors.ts';
 import type { ValueState } from '../../src/core/state/state-types.ts';
+import { rssAnonMb } from '../rss-anon-mb.ts';
 
 interface Totals {
   count: number;
@@ -71,12 +72,11 @@ function sampleMemory(file: string | undefined): void {
   if (file === undefined) return;
   const mb = (bytes: number) => (bytes / 1048576).toFixed(0);
   setInterval(() => {
-    const anon = /^RssAnon:\s+(\d+) kB/m.exec(readFileSync('/proc/self/status', 'utf8'))?.[1];
     const usage = process.memoryUsage();
     const heap = getHeapStatistics();
     appendFileSync(
       file,
-      `${Date.now()} ${mb(Number(anon ?? 0) * 1024)} ${mb(usage.heapUsed)} ${mb(usage.heapTotal)} ${mb(usage.external)} ${mb(usage.arrayBuffers)} ${mb(heap.malloced_memory)}\n`,
+      `${Date.now()} ${rssAnonMb().toFixed(0)} ${mb(usage.heapUsed)} ${mb(usage.heapTotal)} ${mb(usage.external)} ${mb(usage.arrayBuffers)} ${mb(heap.malloced_memory)}\n`,
     );
   }, 2000).unref();
 }
