@@ -4,7 +4,7 @@
  * counted the history's rows).
  */
 import assert from 'node:assert/strict';
-import { mkdtemp, rm } from 'node:fs/promises';
+import { mkdtemp, rm, writeFile } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { test } from 'node:test';
@@ -39,13 +39,23 @@ test('checkpoint counts cover the job past 100 checkpoints and across a restart,
       '--ui-port',
       '0',
     ],
-    // The mapper throws once, after 2000 records of one subtask (about 1 s in).
-    { KS_OUTPUT: join(folder, 'out'), KS_COUNT: '10000000', KS_RATE: '4000', KS_FAIL_MARKER: join(folder, 'failed'), KS_FAIL_AFTER: '2000' },
+    // The mapper throws once, when the test writes the file KS_FAIL_WHEN (after a checkpoint completed).
+    {
+      KS_OUTPUT: join(folder, 'out'),
+      KS_COUNT: '10000000',
+      KS_RATE: '4000',
+      KS_FAIL_MARKER: join(folder, 'failed'),
+      KS_FAIL_AFTER: '1',
+      KS_FAIL_WHEN: join(folder, 'fail-now'),
+    },
   );
   const browser = await launchBrowser();
   try {
     const url = await run.url();
     const jobInfo = async () => (await (await fetch(`${url}/api/job`)).json()) as { state: string; restarts: unknown[]; checkpointCounts: Counts };
+    // Fail only once a checkpoint completed, so the restart has one to restore however slow the machine.
+    await until('a completed checkpoint', async () => ((await jobInfo()).checkpointCounts.completed >= 1 ? true : undefined), 60_000);
+    await writeFile(join(folder, 'fail-now'), 'now\n');
     const counts = await until(
       '150 completed checkpoints after a restart',
       async () => {
