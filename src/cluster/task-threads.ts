@@ -2,6 +2,7 @@ import { setTimeout as sleep } from 'node:timers/promises';
 import { Worker } from 'node:worker_threads';
 import type { OffsetsOwner } from '../connectors/kafka/offsets-owner.ts';
 import { WeirError } from '../core/errors/weir-error.ts';
+import { serveDiskBackendCopies } from '../state/lmdb-store.ts';
 import { type ControlSnapshot, controlSnapshot, sameControl } from './relayed-control.ts';
 import { type FailureDetail, RemoteTask } from './remote-task.ts';
 import type { ControlReader } from './savepoint-control.ts';
@@ -132,6 +133,8 @@ export class TaskThreads {
     slot.incarnation++;
     const { config } = this.#options.init;
     const init: TaskThreadInit = { ...this.#options.init, thread: slot.index, incarnation: slot.incarnation, owner: this.#owner, control: this.#control };
+    // Disk backends' bases are copied in this (the main) thread, where ending a worker cannot abort the process.
+    serveDiskBackendCopies();
     const worker = new Worker(ENTRY, {
       workerData: init,
       execArgv: [],

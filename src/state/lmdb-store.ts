@@ -5,6 +5,7 @@ import { WeirError } from '../core/errors/weir-error.ts';
 import type { LmdbBarrier, LmdbTransaction } from './lmdb-barrier.ts';
 import { loadLmdbBase } from './lmdb-base-load.ts';
 import { repairCompactedCopy } from './lmdb-compacted-meta.ts';
+import { copyLmdb, serveLmdbCopies } from './lmdb-copy-service.ts';
 import { type LmdbCopy, LmdbCopyStarts, STARTING_COPY_BUFFER_FACTOR } from './lmdb-copy-starts.ts';
 import { FIRST_KEY } from './lmdb-key-codec.ts';
 import { type LmdbScratch, openLmdbScratch } from './lmdb-scratch.ts';
@@ -56,6 +57,15 @@ function loadLmdb(): { open(options: object): LmdbDatabase } {
   return lmdbModule;
 }
 
+/**
+ * In the main thread, before it starts the threads that host tasks: their disk backends' bases are
+ * copied here, where a thread's termination cannot reach the copy (lmdb-copy-service.ts). lmdb is
+ * loaded on the first copy only.
+ */
+export function serveDiskBackendCopies(): void {
+  serveLmdbCopies((options) => loadLmdb().open(options));
+}
+
 /** An encoder as lmdb-js takes it (msgpackr's Packr: encoder and decoder with shared record structures). */
 export interface ValueCodec {
   encode(value: unknown): Uint8Array;
@@ -102,6 +112,8 @@ export class LmdbStore {
   readonly processingTimers: LmdbTable;
   readonly eventTimers: LmdbTable;
   readonly #root: LmdbDatabase;
+  /** lmdb.open's options for this store's environment (the flush thread and a copy open it with them too). */
+  readonly #environment: object;
   readonly #tables: LmdbTable[];
   readonly #writeBufferEntries: number;
   readonly #codec: ValueCodec & { structures: string[][] };
@@ -158,6 +170,7 @@ export class LmdbStore {
       keyEncoding: 'binary',
       encoding: 'binary',
     };
+    this.#environment = environment;
     try {
       this.#root = lmdb.open(environment);
       if (load !== undefined) loadLmdbBase(lmdb, this.#root, load, STATE_DATABASES);
@@ -269,7 +282,8 @@ export class LmdbStore {
 
   /**
    * Starts a copy of lmdb into `<folder>/data.mdb` holding the state at `barrier` (taken from
-   * {@link barrier} just before), written in a thread of libuv's pool: the task goes on meanwhile.
+   * {@link barrier} just before), written in a thread of libuv's pool (of the main thread when it
+   * serves copies: lmdb-copy-service.ts): the task goes on meanwhile.
    * The copy starts once the barrier's transaction is taken (its writes are in lmdb). lmdb's
    * compacting copy (MDB_CP_COMPACT): the pages in use, renumbered, without the free ones a store
    * gathers as it is rewritten. (A compacted file has no free pages at all: with the write map, its
@@ -293,7 +307,7 @@ export class LmdbStore {
     const copy = this.#starting.add(join(folder, 'data.mdb'), onBegun);
     let started: Promise<void> | undefined;
     barrier.whenTaken(() => {
-      started = this.#root.backup(folder, true);
+      started = copyLmdb(this.#root, this.#environment, folder);
     });
     copy.done = barrier.taken
       .then(() => {

@@ -2,6 +2,7 @@ import { availableParallelism } from 'node:os';
 import { type TransferListItem, Worker } from 'node:worker_threads';
 import type { ConnectorDefaults } from '../../core/config/connector-defaults.ts';
 import type { EnvironmentConfig } from '../../core/config/environment-config.ts';
+import { serveDiskBackendCopies } from '../../state/lmdb-store.ts';
 import type { WarmWorkerData } from '../deployment/worker-messages.ts';
 
 /** Every worker thread of a job runs this module (runtime/taskexecutor/worker-main). */
@@ -11,6 +12,8 @@ type WorkerHeap = EnvironmentConfig['workerHeap'];
 
 /** A worker thread of a job, with the V8 heap limits `workerHeap` gives it. */
 export function spawnWorker(workerData: unknown, heap: WorkerHeap, transferList?: readonly TransferListItem[]): Worker {
+  // Disk backends' bases are copied in this (the main) thread, where ending a worker cannot abort the process.
+  serveDiskBackendCopies();
   return new Worker(WORKER_ENTRY, {
     workerData,
     ...(transferList === undefined ? {} : { transferList: [...transferList] }),
