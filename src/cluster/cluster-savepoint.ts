@@ -1,17 +1,20 @@
 import { setTimeout as sleep } from 'node:timers/promises';
 import type { ConnectionOptions } from '@platformatic/kafka';
 import type { CheckpointMetadata, OperatorStateMetadata } from '../checkpoint/storage/checkpoint-metadata.ts';
+import type { CheckpointStorage } from '../checkpoint/storage/checkpoint-storage.ts';
 import { openCheckpointStorage } from '../checkpoint/storage/open-checkpoint-storage.ts';
 import { ClusterConnections } from '../connectors/kafka/cluster-connections.ts';
 import type { BrokerAddress } from '../connectors/kafka/kafka-connection-options.ts';
 import { describeGroupsV5 } from '../connectors/kafka/kafka-protocol.ts';
 import { readTopic } from '../connectors/kafka/topic-reader.ts';
 import { WeirError } from '../core/errors/weir-error.ts';
+import type { SavepointBarrier } from './exchange-frames.ts';
 import { withGroupCoordinator } from './find-group-coordinator.ts';
 import { decodeMemberMetadata } from './member-protocol.ts';
 import { appendControl, ControlState, controlTopicName, decodeControl, ensureControlTopic } from './savepoint-control.ts';
 import { clusterTopicName } from './stage-plan.ts';
 import { latestTaskCheckpoints, type TaskCheckpoint, type TaskSavepointPart } from './task-checkpoint.ts';
+import { copySavepointPart } from './task-savepoint.ts';
 
 /** How long a savepoint's first read of the tasks' records waits for the transactions open at its start. */
 const OPEN_TRANSACTIONS_WAIT_MS = 3_000;
@@ -70,9 +73,10 @@ export async function takeClusterSavepoint(options: ClusterSavepointOptions): Pr
       if (error instanceof WeirError && error.code === 'READ_TIMEOUT') return parts();
       throw error;
     });
-    // Bounded input: a task that ended takes no part (it runs no more), and the tasks behind it would wait for its barrier.
+    // Bounded input: a task that ended runs no more; its final checkpoint is its part (Flink's
+    // FLIP-147), and the tasks behind it count its end frame as its barrier (savepoint-alignment.ts).
     const endedBefore = tasks.filter((name) => current.get(name)?.ended === true);
-    if (endedBefore.length > 0) throw endedTasksRefusal(cluster, endedBefore, tasks.length, options.stop !== undefined);
+    if (endedBefore.length === tasks.length) throw endedTasksRefusal(cluster, tasks.length);
     const latest = [...current.values()];
     const before = Math.max(0, ...latest.map((checkpoint) => checkpoint.savepoint?.id ?? 0));
     const id = Math.max(control.latestId, before) + 1;
@@ -81,8 +85,9 @@ export async function takeClusterSavepoint(options: ClusterSavepointOptions): Pr
     const location = storage.savepointLocation(id);
     await appendControl(connections, cluster, { kind: 'request', id, target: location.path, ...(options.stop === undefined ? {} : { stop: options.stop }) });
     options.log(`savepoint ${id} of cluster "${cluster}" asked of its ${tasks.length} tasks: ${location.path}`);
+    if (endedBefore.length > 0) options.log(`${endedBefore.length} of them ended (bounded input): their final checkpoints are their parts`);
     const deadline = Date.now() + options.timeoutMs;
-    let done: TaskSavepointPart[] = [];
+    let checkpoints = current;
     let missing: string[] = tasks;
     while (missing.length > 0) {
       if (Date.now() > deadline) {
@@ -97,19 +102,15 @@ export async function takeClusterSavepoint(options: ClusterSavepointOptions): Pr
         );
       }
       await sleep(500);
-      const latest = await parts();
-      done = tasks.flatMap((name) => {
-        const part = latest.get(name)?.savepoint;
-        return part?.id === id ? [part] : [];
-      });
-      missing = tasks.filter((name) => latest.get(name)?.savepoint?.id !== id);
-      // A task whose input ended meanwhile without its part (its final checkpoint came first) will never take it.
-      const ended = missing.filter((name) => latest.get(name)?.ended === true);
-      if (ended.length > 0) {
-        await appendControl(connections, cluster, { kind: 'aborted', id }).catch(() => {});
-        throw endedTasksRefusal(cluster, ended, tasks.length, options.stop !== undefined);
-      }
+      checkpoints = await parts();
+      // A task whose input ended meanwhile without its part (its final checkpoint came first) never takes one: that checkpoint is its part.
+      missing = tasks.filter((name) => checkpoints.get(name)?.savepoint?.id !== id && checkpoints.get(name)?.ended !== true);
     }
+    const barrier = { savepoint: id, target: location.path, stop: options.stop };
+    const done = await savepointParts(storage, cluster, tasks, checkpoints, barrier).catch(async (error: unknown) => {
+      await appendControl(connections, cluster, { kind: 'aborted', id }).catch(() => {});
+      throw error;
+    });
     await storage.commitMetadata(location, savepointMetadata(cluster, id, tasks, done));
     // A savepoint is marked committed once everything it holds is (one process marks it after its
     // commits): a two-phase-commit sink's part is committed after its transaction, so a savepoint
@@ -124,25 +125,66 @@ export async function takeClusterSavepoint(options: ClusterSavepointOptions): Pr
 }
 
 /**
- * A savepoint of a cluster some of whose tasks have ended (bounded input) is refused, at once: an
- * ended task runs no more, so it takes no part, and a task behind it would wait for ever for its
- * barrier (Flink's FLIP-147 would mark the ended tasks finished in the savepoint: not built). The
- * cluster goes on (nothing was asked of it, or the request is given up).
+ * A savepoint of a cluster every one of whose tasks has ended (bounded input) is refused, at once:
+ * nothing runs to take it, and its output is complete. (Some tasks ended: their final checkpoints
+ * are their parts, FLIP-147.)
  */
-export function endedTasksRefusal(cluster: string, ended: readonly string[], tasks: number, stop: boolean): WeirError {
-  const all = ended.length === tasks;
+export function endedTasksRefusal(cluster: string, tasks: number): WeirError {
   return new WeirError(
     'SAVEPOINT_FAILED',
-    all
-      ? `cluster "${cluster}" has ended (bounded input): every one of its ${tasks} tasks committed its final checkpoint, so there is nothing to take a savepoint of`
-      : `a savepoint of cluster "${cluster}" cannot be taken: ${ended.length} of its ${tasks} tasks have ended (bounded input: ${ended.slice(0, 5).join(', ')}${ended.length > 5 ? ', ...' : ''}), and an ended task takes no part (a savepoint of a cluster with ended tasks is not built)`,
-    {
-      hint: all
-        ? 'its output is complete; to run the job again, start a new cluster id'
-        : `let the bounded job end (every member exits 0 once every task ended: its output is then complete)${stop ? '; to stop it before, stop its members with SIGTERM: a run of the same cluster id goes on from the tasks’ checkpoints, the ended ones staying ended' : ''}`,
-      fault: 'external',
-    },
+    `cluster "${cluster}" has ended (bounded input): every one of its ${tasks} tasks committed its final checkpoint, so there is nothing to take a savepoint of`,
+    { hint: 'its output is complete; to run the job again, start a new cluster id', fault: 'external' },
   );
+}
+
+/**
+ * Every task's part of savepoint `barrier.savepoint`: the one it committed, or, for a task that
+ * ended (bounded input) without one, its final checkpoint's state copied in as its part (it is
+ * subtask `task` of its stage at the stage's task count; names, job name and maxParallelism as the
+ * other tasks' parts give them). When every task ended without a part, there is nothing running
+ * to take the savepoint of: refused as the cluster having ended.
+ */
+async function savepointParts(
+  storage: CheckpointStorage,
+  cluster: string,
+  tasks: readonly string[],
+  checkpoints: ReadonlyMap<string, TaskCheckpoint>,
+  barrier: SavepointBarrier,
+): Promise<TaskSavepointPart[]> {
+  const taken = tasks.flatMap((name) => {
+    const part = checkpoints.get(name)?.savepoint;
+    return part?.id === barrier.savepoint ? [part] : [];
+  });
+  const first = taken[0];
+  if (first === undefined) throw endedTasksRefusal(cluster, tasks.length);
+  const names = new Map(taken.flatMap((part) => part.operators.map(({ uid, name }) => [uid, name] as const)));
+  const stageOf = (name: string) => name.slice(0, name.lastIndexOf('/'));
+  const parts: TaskSavepointPart[] = [];
+  for (const name of tasks) {
+    const checkpoint = checkpoints.get(name) as TaskCheckpoint;
+    if (checkpoint.savepoint?.id === barrier.savepoint) {
+      parts.push(checkpoint.savepoint);
+      continue;
+    }
+    const state = checkpoint.state;
+    parts.push(
+      await copySavepointPart({
+        storage,
+        folder: `ended-${name.replace(/[^A-Za-z0-9._-]/g, '_')}-c${checkpoint.checkpointId}`,
+        read: (handle) => storage.readState(state?.location ?? '', handle),
+        operators: state?.operators ?? [],
+        barrier,
+        task: checkpoint.task,
+        taskCount: tasks.filter((other) => stageOf(other) === stageOf(name)).length,
+        jobName: first.jobName,
+        maxParallelism: first.maxParallelism,
+        nameOf: (uid) => names.get(uid) ?? uid,
+        // Its final committables were (or are being) committed; a restore commits them again, idempotently.
+        committables: checkpoint.sinkCommit !== undefined,
+      }),
+    );
+  }
+  return parts;
 }
 
 /** The checkpoint storage the tasks' checkpoints are in (`<storage>/tasks/<stage>-<task>/p<producer>-e<epoch>/chk-<N>`). */

@@ -21,7 +21,7 @@ import { type PendingCheckpoint, sinkCommittedRecord, sourceOffsets, taskCheckpo
 import { TaskHousekeeping } from './task-housekeeping.ts';
 import { TaskOutput } from './task-output.ts';
 import { writeSavepointPart } from './task-savepoint.ts';
-import { TaskSavepoints } from './task-savepoints.ts';
+import { type Aligned, TaskSavepoints } from './task-savepoints.ts';
 import { createTaskSinkOperator, sinkCommitFault } from './task-sink.ts';
 import { taskStorageRoot } from './task-storage.ts';
 
@@ -62,6 +62,7 @@ export class ClusterTask {
   readonly #pending = new Map<number, PendingCheckpoint>();
   readonly #savepoints: TaskSavepoints;
   #inputLayout: InputPartitionLayout[] = [];
+  #inputChannels = 0;
   /** What the task had read and its watermark when the last checkpoint was triggered. */
   #lastTrigger: { recordsIn: number; watermark: number } | undefined;
   readonly #housekeeping = new TaskHousekeeping();
@@ -141,6 +142,7 @@ export class ClusterTask {
     // One channel per upstream task of each exchange it reads, so its valve takes their minimum watermark.
     const { inputChannels, inputIndexOf, partitions } = taskInputs({ graph, plan, taskCounts, stage, task, restored: this.#restored });
     this.#inputLayout = inputLayout(partitions, inputChannels.length);
+    this.#inputChannels = inputChannels.length;
     this.#streamTask = new StreamTask({
       jobName: graph.jobName,
       config,
@@ -186,6 +188,10 @@ export class ClusterTask {
         marks,
         skips,
         onBarrier: (barrier, at) => this.#onBarrier(barrier, at),
+        onEnd: (at) => {
+          const aligned = this.#stopped ? undefined : this.#savepoints.onEnd(at);
+          if (aligned !== undefined) this.#aligned(aligned);
+        },
       });
       await this.#input.open();
     }
@@ -254,8 +260,10 @@ export class ClusterTask {
       return;
     }
     if (this.#stopped || this.ended || this.#savepoints.halted || this.#pending.size > 0 || this.#savepoints.aligning) return;
-    // A source task takes its part of a savepoint asked for at its next checkpoint, idle or not.
-    const savepoint = this.#input === undefined ? this.#savepoints.requested() : undefined;
+    // A source task takes its part of a savepoint asked for at its next checkpoint, idle or not; so
+    // does a task whose every input channel ended (no barrier will come: FLIP-147) while it still runs.
+    const noBarrierComes = this.#input === undefined || this.#input.endedChannels().length === this.#inputChannels;
+    const savepoint = noBarrierComes ? this.#savepoints.requested() : undefined;
     // An idle task commits nothing (Issue 35): no record came in since the last checkpoint was
     // triggered, none went out, its watermark and its exchange frames' did not move, so its latest
     // checkpoint record still holds. (A processing-time timer that only changes state is left to
@@ -276,26 +284,34 @@ export class ClusterTask {
     }
     // The barrier goes in behind everything read so far, on every channel: aligned at once.
     const offsets = this.#input.positions(id);
-    this.#pending.set(id, { id, location, offsets, channels: this.#input.marks(), skips: this.#input.skipsAfter(offsets), savepoint: undefined });
+    this.#pending.set(id, { id, location, offsets, channels: this.#input.marks(), skips: this.#input.skipsAfter(offsets), savepoint });
     for (let channel = 0; channel < this.#streamTask.env.inputChannels.length; channel++) this.#streamTask.deliver({ kind: 'barrier', channel, location });
   }
 
   /** A savepoint's barrier frame was read on a channel: into the task (its barrier handler blocks the channel); the last one completes the alignment. */
   #onBarrier(barrier: SavepointBarrier, at: BarrierAt): boolean {
     if (this.#stopped) return false;
-    const alignment = this.#savepoints.onBarrier(barrier, at, this.#inputLayout, () => {
+    const aligned = this.#savepoints.onBarrier(barrier, at, this.#inputLayout, this.#input?.endedChannels() ?? [], () => {
       const id = this.#nextCheckpointId++;
       return { id, location: this.#storage.checkpointLocation(id) };
     });
-    if (alignment === undefined) return false;
-    if (alignment instanceof WeirError) {
-      this.#fail(alignment);
+    if (aligned instanceof WeirError) {
+      this.#fail(aligned);
       return false;
     }
-    this.#streamTask.deliver({ kind: 'barrier', channel: at.channel, location: alignment.location });
-    if (!alignment.complete) return true;
-    const offsets = alignment.positions();
-    const { checkpointId: id, location } = alignment;
+    return aligned !== undefined && this.#aligned(aligned);
+  }
+
+  /**
+   * The task's barrier handler gets a barrier for every channel the alignment counts now (an ended
+   * channel's end frame stands for its barrier: FLIP-147); once complete, the savepoint's part is
+   * the checkpoint it takes. True when the frame's channel is blocked until then.
+   */
+  #aligned({ alignment, added, blocks }: Aligned): boolean {
+    for (const { channel } of added) this.#streamTask.deliver({ kind: 'barrier', channel, location: alignment.location });
+    if (!alignment.complete) return blocks;
+    const offsets = alignment.positions(this.#input?.positions(alignment.checkpointId) ?? []);
+    const { checkpointId: id, location, barrier } = alignment;
     this.#pending.set(id, { id, location, offsets, channels: alignment.marks(), skips: alignment.skips(offsets), savepoint: barrier });
     this.#input?.alignmentDone();
     return false;

@@ -69,6 +69,7 @@ export class ExchangeInput {
   /** Per channel, the offset below which its frames are read past (a restored savepoint alignment's). */
   readonly #skips = new Map<number, ChannelSkip>();
   readonly #onBarrier: ((barrier: SavepointBarrier, at: BarrierAt) => boolean) | undefined;
+  readonly #onEnd: ((at: BarrierAt) => void) | undefined;
   /** Channels whose savepoint barrier the task holds them behind. */
   readonly #blocked = new Set<number>();
   /** Batches delivered to blocked channels (counted once the alignment is done). */
@@ -92,10 +93,13 @@ export class ExchangeInput {
     skips?: readonly ChannelSkip[];
     /** A savepoint's barrier frame was read: true when the task took it (the channel is then blocked until {@link alignmentDone}). */
     onBarrier?: (barrier: SavepointBarrier, at: BarrierAt) => boolean;
+    /** A channel's end frame was read (after its end-of-data was delivered): a savepoint aligning counts it as that channel's barrier. */
+    onEnd?: (at: BarrierAt) => void;
   }) {
     for (const mark of options.marks ?? []) this.#marks.set(mark.channel, mark);
     for (const skip of options.skips ?? []) this.#skips.set(skip.channel, skip);
     this.#onBarrier = options.onBarrier;
+    this.#onEnd = options.onEnd;
     this.#partitions = options.partitions;
     this.#deliver = options.deliver;
     this.#onFailure = options.onFailure;
@@ -148,6 +152,11 @@ export class ExchangeInput {
     this.#inFlight += this.#held;
     this.#held = 0;
     this.#blocked.clear();
+  }
+
+  /** The channels whose end frame came (read now, or before the restored checkpoint), with what they last said. */
+  endedChannels(): ChannelMark[] {
+    return [...this.#marks.values()].filter((mark) => mark.ended === true).map((mark) => ({ ...mark }));
   }
 
   /** What every channel's latest watermark frame said (read before the barrier it goes with). */
@@ -209,8 +218,10 @@ export class ExchangeInput {
           // Once per channel: a task restored from a checkpoint before its upstream's end reads that end again.
           const mark = this.#marks.get(channel) ?? { channel, watermark: Number.NEGATIVE_INFINITY, idle: false };
           if (mark.ended === true) continue;
-          this.#marks.set(channel, { ...mark, ended: true });
+          const ended = { ...mark, ended: true };
+          this.#marks.set(channel, ended);
           this.#deliver({ kind: 'end-of-data', channel });
+          this.#onEnd?.({ channel, topic: record.topic, partition: record.partition, offset: record.offset, mark: { ...ended } });
         } else if (this.#marks.get(channel)?.ended !== true) {
           const mark = { channel, watermark: frame.watermark, idle: frame.idle };
           this.#marks.set(channel, mark);

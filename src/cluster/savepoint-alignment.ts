@@ -3,6 +3,9 @@ import type { InputOffset } from '../connectors/kafka/transaction-driver.ts';
 import type { SavepointBarrier } from './exchange-frames.ts';
 import type { BarrierAt, ChannelMark, ChannelSkip } from './exchange-input.ts';
 
+/** The offset of a channel that ended before an alignment began (it bounds nothing: see SavepointAlignment). */
+export const ENDED_BEFORE = -1n;
+
 /** One exchange partition a task reads, and its channels (one per upstream task). */
 export interface InputPartitionLayout {
   topic: string;
@@ -29,6 +32,12 @@ export function inputLayout(partitions: readonly { topic: string; partition: num
  * `checkpointId`). Several upstream tasks share one partition, so one offset cannot say where
  * that state ends: the checkpoint resumes each partition at its earliest channel's barrier and
  * reads past the frames of the other channels below their own barrier (`skips`).
+ *
+ * A channel whose upstream task ended (bounded input) writes no barrier: its end frame counts as
+ * one (Flink's FLIP-147, where EndOfPartition aligns as a barrier), at its offset when it is read
+ * during the alignment, and at no offset ({@link ENDED_BEFORE}) when it was read before the
+ * alignment began: then every frame of that channel lies below every barrier still to come in its
+ * partition, so it bounds neither the partition's position nor any skip.
  */
 export class SavepointAlignment {
   readonly barrier: SavepointBarrier;
@@ -58,21 +67,28 @@ export class SavepointAlignment {
     return this.#at.size === this.#channels;
   }
 
-  /** Per partition, the offset after its earliest channel's barrier. */
-  positions(): InputOffset[] {
+  /**
+   * Per partition, the offset after its earliest channel's barrier; a partition all of whose
+   * channels ended before the alignment, where it was read to (`read`: everything read is in the state).
+   */
+  positions(read: readonly InputOffset[]): InputOffset[] {
     return this.#layout.map(({ topic, partition, firstChannel, channels }) => {
       let offset: bigint | undefined;
       for (let channel = firstChannel; channel < firstChannel + channels; channel++) {
-        const next = (this.#at.get(channel)?.offset ?? -1n) + 1n;
+        const at = this.#at.get(channel);
+        if (at?.offset === ENDED_BEFORE) continue;
+        const next = at === undefined ? 0n : at.offset + 1n;
         if (offset === undefined || next < offset) offset = next;
       }
-      return { topic, partition, offset: offset ?? 0n };
+      offset ??= read.find((entry) => entry.topic === topic && entry.partition === partition)?.offset ?? 0n;
+      return { topic, partition, offset };
     });
   }
 
   /** The channels whose barrier lies past their partition's position: their frames below it are in the state. */
   skips(positions: readonly InputOffset[]): ChannelSkip[] {
     return [...this.#at.values()].flatMap((at) => {
+      if (at.offset === ENDED_BEFORE) return [];
       const position = positions.find((entry) => entry.topic === at.topic && entry.partition === at.partition)?.offset ?? 0n;
       return at.offset + 1n > position ? [{ topic: at.topic, partition: at.partition, channel: at.channel, below: at.offset + 1n }] : [];
     });

@@ -2,10 +2,17 @@ import type { CheckpointLocation } from '../checkpoint/storage/checkpoint-locati
 import { WeirError } from '../core/errors/weir-error.ts';
 import { injectedFault, injectedFaultPoint } from '../runtime/jobmaster/injected-fault.ts';
 import type { SavepointBarrier } from './exchange-frames.ts';
-import type { BarrierAt } from './exchange-input.ts';
-import { type InputPartitionLayout, SavepointAlignment } from './savepoint-alignment.ts';
+import type { BarrierAt, ChannelMark } from './exchange-input.ts';
+import { ENDED_BEFORE, type InputPartitionLayout, SavepointAlignment } from './savepoint-alignment.ts';
 import type { SavepointRequest } from './savepoint-control.ts';
 import type { TaskSavepointPart } from './task-checkpoint.ts';
+
+/** What a barrier (or an end frame) did to a savepoint's alignment: the channels it counts now, and whether the frame's channel waits for the rest. */
+export interface Aligned {
+  alignment: SavepointAlignment;
+  added: BarrierAt[];
+  blocks: boolean;
+}
 
 /** The cluster's control topic as a member reads it (savepoint-control.ts). */
 export interface SavepointControlView {
@@ -88,16 +95,18 @@ export class TaskSavepoints {
   }
 
   /**
-   * A barrier frame was read: the alignment it belongs to (`start` gives a new one its checkpoint),
-   * or undefined when the task passes it (a savepoint it did, one given up, a channel's second),
-   * or an error when a newer savepoint's barrier came while an older one aligned.
+   * A barrier frame was read: the alignment it belongs to (`start` gives a new one its checkpoint)
+   * and the channels it counts now (a new one also counts the channels that had `ended` before
+   * it: FLIP-147), or undefined when the task passes it (a savepoint it did, one given up, a
+   * channel's second), or an error when a newer savepoint's barrier came while an older one aligned.
    */
   onBarrier(
     barrier: SavepointBarrier,
     at: BarrierAt,
     layout: readonly InputPartitionLayout[],
+    ended: readonly ChannelMark[],
     start: () => { id: number; location: CheckpointLocation },
-  ): SavepointAlignment | WeirError | undefined {
+  ): Aligned | WeirError | undefined {
     if (this.halted || barrier.savepoint <= (this.part?.id ?? 0) || this.#control?.gaveUp(barrier.savepoint) === true) return undefined;
     let alignment = this.#alignment;
     if (alignment !== undefined && alignment.barrier.savepoint !== barrier.savepoint) {
@@ -108,14 +117,30 @@ export class TaskSavepoints {
         { hint: 'the older savepoint was given up: the task starts again from its latest checkpoint and aligns on the newer one', fault: 'external' },
       );
     }
+    const added: BarrierAt[] = [];
     if (alignment === undefined) {
       const { id, location } = start();
       alignment = new SavepointAlignment(barrier, id, location, layout);
       this.#alignment = alignment;
+      for (const mark of ended) {
+        const partition = layout.find((entry) => mark.channel >= entry.firstChannel && mark.channel < entry.firstChannel + entry.channels);
+        if (partition === undefined) continue;
+        const before: BarrierAt = { channel: mark.channel, topic: partition.topic, partition: partition.partition, offset: ENDED_BEFORE, mark };
+        if (alignment.add(before)) added.push(before);
+      }
     }
-    if (!alignment.add(at)) return undefined;
+    if (alignment.add(at)) added.push(at);
+    else if (added.length === 0) return undefined;
     if (alignment.complete) this.#alignment = undefined;
-    return alignment;
+    return { alignment, added, blocks: added.includes(at) };
+  }
+
+  /** A channel's end frame was read: it counts as its barrier in the alignment under way, if any (undefined otherwise). */
+  onEnd(at: BarrierAt): Aligned | undefined {
+    const alignment = this.#alignment;
+    if (alignment === undefined || !alignment.add(at)) return undefined;
+    if (alignment.complete) this.#alignment = undefined;
+    return { alignment, added: [at], blocks: false };
   }
 
   /**

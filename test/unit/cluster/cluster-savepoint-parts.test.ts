@@ -5,7 +5,7 @@ import { serialize } from 'node:v8';
 import { checkpointMetadataSchema } from '../../../src/checkpoint/storage/checkpoint-metadata.ts';
 import { savepointMetadata } from '../../../src/cluster/cluster-savepoint.ts';
 import { decodeFrame, encodeBarrierFrame, encodeRecordsFrame } from '../../../src/cluster/exchange-frames.ts';
-import { SavepointAlignment } from '../../../src/cluster/savepoint-alignment.ts';
+import { ENDED_BEFORE, SavepointAlignment } from '../../../src/cluster/savepoint-alignment.ts';
 import { ControlState } from '../../../src/cluster/savepoint-control.ts';
 import type { TaskSavepointPart } from '../../../src/cluster/task-checkpoint.ts';
 import type { TopicRecord } from '../../../src/connectors/kafka/partition-fetcher.ts';
@@ -43,7 +43,7 @@ test('an alignment resumes each partition at its earliest barrier and skips what
   assert.equal(alignment.complete, false);
   alignment.add({ channel: 2, topic: 'a', partition: 2, offset: 20n, mark: undefined });
   assert.equal(alignment.complete, true);
-  const positions = alignment.positions();
+  const positions = alignment.positions([]);
   assert.deepEqual(positions, [
     { topic: 'a', partition: 2, offset: 11n },
     { topic: 'b', partition: 2, offset: 5n },
@@ -53,6 +53,38 @@ test('an alignment resumes each partition at its earliest barrier and skips what
     { topic: 'a', partition: 2, channel: 2, below: 21n },
   ]);
   assert.deepEqual(alignment.marks(), [mark]);
+});
+
+test("a channel that ended counts as its barrier: read during the alignment at its end frame's offset, read before it at none (FLIP-147)", () => {
+  const layout = [
+    { topic: 'a', partition: 0, firstChannel: 0, channels: 2 },
+    { topic: 'b', partition: 0, firstChannel: 2, channels: 1 },
+  ];
+  const location = { kind: 'checkpoint' as const, checkpointId: 3, path: '/chk-3' };
+  const alignment = new SavepointAlignment({ savepoint: 2, target: '/sp', stop: undefined }, 3, location, layout);
+  const ended = { channel: 2, watermark: 5, idle: false, ended: true };
+  // Channel 2 (all of partition b) ended before the alignment began: b resumes where it was read to.
+  alignment.add({ channel: 2, topic: 'b', partition: 0, offset: ENDED_BEFORE, mark: ended });
+  alignment.add({ channel: 1, topic: 'a', partition: 0, offset: 30n, mark: undefined });
+  assert.equal(alignment.complete, false);
+  // Channel 0's end frame came during the alignment, before channel 1's barrier in the partition.
+  const endedDuring = { channel: 0, watermark: 7, idle: false, ended: true };
+  alignment.add({ channel: 0, topic: 'a', partition: 0, offset: 12n, mark: endedDuring });
+  assert.equal(alignment.complete, true);
+  const positions = alignment.positions([
+    { topic: 'a', partition: 0, offset: 40n },
+    { topic: 'b', partition: 0, offset: 9n },
+  ]);
+  assert.deepEqual(positions, [
+    { topic: 'a', partition: 0, offset: 13n },
+    { topic: 'b', partition: 0, offset: 9n },
+  ]);
+  assert.deepEqual(alignment.skips(positions), [{ topic: 'a', partition: 0, channel: 1, below: 31n }], 'the channel ended before bounds no skip');
+  assert.deepEqual(
+    alignment.marks().sort((x, y) => x.channel - y.channel),
+    [endedDuring, ended],
+    'ended channels stay ended on restore',
+  );
 });
 
 test('control records: the newest request is active until done or aborted; older ones are given up', () => {
