@@ -2,7 +2,7 @@ import { setTimeout as sleep } from 'node:timers/promises';
 import type { ConnectionOptions } from '@platformatic/kafka';
 import type { CheckpointMetadata, OperatorStateMetadata } from '../checkpoint/storage/checkpoint-metadata.ts';
 import type { CheckpointStorage } from '../checkpoint/storage/checkpoint-storage.ts';
-import { openCheckpointStorage } from '../checkpoint/storage/open-checkpoint-storage.ts';
+import { openCheckpointStorage, storageFor } from '../checkpoint/storage/open-checkpoint-storage.ts';
 import { ClusterConnections } from '../connectors/kafka/cluster-connections.ts';
 import type { BrokerAddress } from '../connectors/kafka/kafka-connection-options.ts';
 import { describeGroupsV5 } from '../connectors/kafka/kafka-protocol.ts';
@@ -171,7 +171,8 @@ async function savepointParts(
       await copySavepointPart({
         storage,
         folder: `ended-${name.replace(/[^A-Za-z0-9._-]/g, '_')}-c${checkpoint.checkpointId}`,
-        read: (handle) => storage.readState(state?.location ?? '', handle),
+        // Read where the task wrote it (its record names the storage: another kind or bucket than the command's, maybe).
+        read: (handle) => storageFor(state?.location ?? '', storage).readState(state?.location ?? '', handle),
         operators: state?.operators ?? [],
         barrier,
         task: checkpoint.task,

@@ -13,7 +13,7 @@ import { StreamTask } from '../runtime/tasks/stream-task.ts';
 import type { SavepointBarrier } from './exchange-frames.ts';
 import { type BarrierAt, ExchangeInput } from './exchange-input.ts';
 import type { MemberRuntime } from './member-runtime.ts';
-import { type InputPartitionLayout, inputLayout } from './savepoint-alignment.ts';
+import { type InputPartitionLayout, inputLayout, mergeSkips } from './savepoint-alignment.ts';
 import type { Stage } from './stage-plan.ts';
 import { restoredChannels, taskInputs, taskRecordWriters } from './task-channels.ts';
 import { commitTaskCheckpoint, type TaskCheckpoint } from './task-checkpoint.ts';
@@ -312,7 +312,9 @@ export class ClusterTask {
     if (!alignment.complete) return blocks;
     const offsets = alignment.positions(this.#input?.positions(alignment.checkpointId) ?? []);
     const { checkpointId: id, location, barrier } = alignment;
-    this.#pending.set(id, { id, location, offsets, channels: alignment.marks(), skips: alignment.skips(offsets), savepoint: barrier });
+    // The restored skips still ahead stay (a position from an end frame or the reader's may lie below them).
+    const skips = mergeSkips(alignment.skips(offsets), this.#input?.skipsAfter(offsets) ?? []);
+    this.#pending.set(id, { id, location, offsets, channels: alignment.marks(), skips, savepoint: barrier });
     this.#input?.alignmentDone();
     return false;
   }

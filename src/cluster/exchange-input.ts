@@ -203,6 +203,8 @@ export class ExchangeInput {
           if (skip !== undefined && record.offset < skip.below) continue;
         }
         if (frame.kind === 'records') {
+          // A channel that ended is in the state whole: frames of it read again after a restore below its end frame are passed.
+          if (this.#marks.get(channel)?.ended === true) continue;
           if (this.#blocked.has(channel)) this.#held++;
           else this.#inFlight++;
           this.#deliver(

@@ -99,3 +99,13 @@ export class SavepointAlignment {
     return [...this.#at.values()].flatMap((at) => (at.mark === undefined ? [] : [at.mark]));
   }
 }
+
+/** Skips of both lists, one per channel: the one that reads past more (the larger `below`). */
+export function mergeSkips(a: readonly ChannelSkip[], b: readonly ChannelSkip[]): ChannelSkip[] {
+  const byChannel = new Map<number, ChannelSkip>();
+  for (const skip of [...a, ...b]) {
+    const kept = byChannel.get(skip.channel);
+    if (kept === undefined || skip.below > kept.below) byChannel.set(skip.channel, skip);
+  }
+  return [...byChannel.values()];
+}

@@ -1,3 +1,5 @@
+import { existsSync } from 'node:fs';
+import { join } from 'node:path';
 import { BroadcastChannel, getEnvironmentData, isMainThread, setEnvironmentData, threadId } from 'node:worker_threads';
 
 /**
@@ -66,14 +68,29 @@ export function serveLmdbCopies(open: OpenLmdb): void {
   setEnvironmentData(SERVED, true);
 }
 
+/** Copies running in this (the main) thread: one whose worker ended runs on to its end. */
+let running = 0;
+
+/** How many copies the main thread is making now (a process that ends may leave them: see weir run). */
+export function lmdbCopiesRunning(): number {
+  return running;
+}
+
 async function copyFor(channel: BroadcastChannel, open: OpenLmdb, request: CopyRequest): Promise<void> {
   let reply: CopyReply = { type: 'copied', id: request.id };
   let environment: CopyableEnvironment | undefined;
+  running++;
   try {
-    environment = open(request.options);
+    // A store closed (its folder deleted) before the request came is not made again by opening it.
+    const path = (request.options as { path?: string }).path ?? '';
+    if (!existsSync(join(path, 'data.mdb'))) throw new Error(`the store at ${path} was closed before its copy began`);
+    // Read-only: opening the store's databases takes a read transaction, never the store's write lock.
+    environment = open({ ...request.options, readOnly: true });
     await environment.backup(request.folder, true);
   } catch (error) {
     reply = { ...reply, error: describe(error) };
+  } finally {
+    running--;
   }
   try {
     await environment?.close();

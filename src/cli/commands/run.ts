@@ -9,6 +9,7 @@ import { processLog } from '../../core/logging/pino-logger.ts';
 import { startJob } from '../../runtime/jobmaster/job-master.ts';
 import { loadJob } from '../../runtime/jobmaster/load-job.ts';
 import { startWarmWorkers } from '../../runtime/jobmaster/start-warm-workers.ts';
+import { lmdbCopiesRunning } from '../../state/lmdb-copy-service.ts';
 import { durationArgument, positiveIntegerArgument } from '../arguments.ts';
 import { addKafkaOptions, useKafkaSettings } from '../kafka-options.ts';
 
@@ -308,6 +309,9 @@ export function runCommand(): Command {
       const result = await client.result.finally(() => server?.close());
       process.off('SIGTERM', onSignal);
       process.off('SIGINT', onSignal);
+      // A disk backend's base still copied for a worker that was ended (cancel, failover) would keep
+      // the process up until lmdb finishes it: nothing needs it, so the process exits without it.
+      if (lmdbCopiesRunning() > 0) setImmediate(() => process.exit(process.exitCode ?? 0));
       if (result.cancelled) {
         console.log(
           `job "${client.graph.jobName}" cancelled after ${((Date.now() - started) / 1000).toFixed(1)}s: ${checkpoints} checkpoints, ${result.restarts} restarts, last checkpoint ${result.lastCheckpointId ?? 'none'}`,

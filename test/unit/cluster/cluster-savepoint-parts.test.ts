@@ -5,7 +5,7 @@ import { serialize } from 'node:v8';
 import { checkpointMetadataSchema } from '../../../src/checkpoint/storage/checkpoint-metadata.ts';
 import { savepointMetadata } from '../../../src/cluster/cluster-savepoint.ts';
 import { decodeFrame, encodeBarrierFrame, encodeRecordsFrame } from '../../../src/cluster/exchange-frames.ts';
-import { ENDED_BEFORE, SavepointAlignment } from '../../../src/cluster/savepoint-alignment.ts';
+import { ENDED_BEFORE, mergeSkips, SavepointAlignment } from '../../../src/cluster/savepoint-alignment.ts';
 import { ControlState } from '../../../src/cluster/savepoint-control.ts';
 import type { TaskSavepointPart } from '../../../src/cluster/task-checkpoint.ts';
 import type { TopicRecord } from '../../../src/connectors/kafka/partition-fetcher.ts';
@@ -85,6 +85,11 @@ test("a channel that ended counts as its barrier: read during the alignment at i
     [endedDuring, ended],
     'ended channels stay ended on restore',
   );
+});
+
+test('skips merged: one per channel, the one that reads past more (a restored skip ahead of a new position stays)', () => {
+  const skip = (channel: number, below: bigint) => ({ topic: 'a', partition: 0, channel, below });
+  assert.deepEqual(mergeSkips([skip(1, 31n), skip(2, 5n)], [skip(2, 21n), skip(3, 9n)]), [skip(1, 31n), skip(2, 21n), skip(3, 9n)]);
 });
 
 test('control records: the newest request is active until done or aborted; older ones are given up', () => {
