@@ -1,6 +1,7 @@
 import { existsSync } from 'node:fs';
 import { join } from 'node:path';
 import { BroadcastChannel, getEnvironmentData, isMainThread, setEnvironmentData, threadId } from 'node:worker_threads';
+import { describeThreadFailure, type ThreadFailure, threadFailureError } from './thread-failure.ts';
 
 /**
  * Where a disk backend's base is copied (lmdb's compacting copy, LmdbStore.startCopy): in the
@@ -37,7 +38,7 @@ interface CopyRequest {
 interface CopyReply {
   type: 'copied';
   id: string;
-  error?: { message: string; code?: string };
+  error?: ThreadFailure;
 }
 
 /** The part of lmdb-js a copy uses. */
@@ -88,7 +89,7 @@ async function copyFor(channel: BroadcastChannel, open: OpenLmdb, request: CopyR
     environment = open({ ...request.options, readOnly: true });
     await environment.backup(request.folder, true);
   } catch (error) {
-    reply = { ...reply, error: describe(error) };
+    reply = { ...reply, error: describeThreadFailure(error) };
   } finally {
     running--;
   }
@@ -122,7 +123,7 @@ export function copyLmdb(environment: CopyableEnvironment, options: object, fold
       waiting.delete(reply.id);
       if (waiting.size === 0) channel.unref();
       if (reply.error === undefined) copy.resolve();
-      else copy.reject(Object.assign(new Error(reply.error.message), reply.error.code === undefined ? {} : { code: reply.error.code }));
+      else copy.reject(threadFailureError(reply.error));
     };
     client = { channel, waiting };
   }
@@ -133,9 +134,4 @@ export function copyLmdb(environment: CopyableEnvironment, options: object, fold
   client.channel.ref();
   client.channel.postMessage({ type: 'copy', id, options, folder } satisfies CopyRequest);
   return copy.promise;
-}
-
-function describe(error: unknown): { message: string; code?: string } {
-  const code = (error as NodeJS.ErrnoException | undefined)?.code;
-  return { message: (error as Error | undefined)?.message ?? String(error), ...(typeof code === 'string' ? { code } : {}) };
 }

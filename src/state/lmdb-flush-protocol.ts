@@ -1,4 +1,5 @@
 import type { MessagePort } from 'node:worker_threads';
+import type { ThreadFailure } from './thread-failure.ts';
 
 /*
  * What a store and the flush thread (lmdb-flush-worker.ts) send each other. Kept apart from the
@@ -26,10 +27,7 @@ export type FlushPortMessage = { type: 'layer'; seq: number; bytes: Uint8Array }
  * thread's own heap is collected, which its few allocations seldom make happen (at 50M keys 900 MB
  * of layers waited for it, and glibc kept the memory once they were freed).
  */
-export type FlushReply =
-  | { type: 'written'; seq: number; buffer?: ArrayBuffer }
-  | { type: 'failed'; seq: number; error: { message: string; code?: string } }
-  | { type: 'closed' };
+export type FlushReply = { type: 'written'; seq: number; buffer?: ArrayBuffer } | { type: 'failed'; seq: number; error: ThreadFailure } | { type: 'closed' };
 
 /** Entry operations in a layer. */
 export const LAYER_PUT = 1;

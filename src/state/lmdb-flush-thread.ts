@@ -1,5 +1,6 @@
 import { MessageChannel, type MessagePort, receiveMessageOnPort, Worker } from 'node:worker_threads';
 import type { FlushOpenMessage, FlushPortMessage, FlushReply } from './lmdb-flush-protocol.ts';
+import { type ThreadFailure, threadFailureError } from './thread-failure.ts';
 
 const ENTRY = new URL(`./lmdb-flush-worker${import.meta.url.endsWith('.ts') ? '.ts' : '.js'}`, import.meta.url);
 
@@ -20,12 +21,6 @@ function flushWorker(): Worker {
   return worker;
 }
 
-/** Why the flush thread could not write a layer. */
-export interface FlushFailure {
-  message: string;
-  code?: string;
-}
-
 /**
  * A store's end of the flush thread (lmdb-flush-worker.ts): sends it layers (encoded write
  * buffers) to write into lmdb in order, tells which it has written without waiting
@@ -36,7 +31,7 @@ export class LmdbFlushThread {
   readonly #port: MessagePort;
   /** [last sequence written, sequence of a write that failed]. */
   readonly #flag = new Int32Array(new SharedArrayBuffer(8));
-  #failure: FlushFailure | undefined;
+  #failure: ThreadFailure | undefined;
   #closed: Promise<void> | undefined;
   #closedResolve: (() => void) | undefined;
   /**
@@ -124,6 +119,6 @@ export class LmdbFlushThread {
     for (let message = receiveMessageOnPort(this.#port); message !== undefined; message = receiveMessageOnPort(this.#port))
       this.#reply(message.message as FlushReply);
     const failure = this.#failure ?? { message: 'the flush thread failed' };
-    throw this.#toError(Object.assign(new Error(failure.message), failure.code === undefined ? {} : { code: failure.code }));
+    throw this.#toError(threadFailureError(failure));
   }
 }

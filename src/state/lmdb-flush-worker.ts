@@ -12,6 +12,7 @@
 import { createRequire } from 'node:module';
 import { parentPort } from 'node:worker_threads';
 import { type FlushOpenMessage, type FlushPortMessage, type FlushReply, LAYER_REMOVE } from './lmdb-flush-protocol.ts';
+import { describeThreadFailure, type ThreadFailure } from './thread-failure.ts';
 
 interface Database {
   putSync(key: Uint8Array, value: Uint8Array): void;
@@ -27,12 +28,12 @@ function open(message: FlushOpenMessage): void {
   const { port, flag } = message;
   let root: Database | undefined;
   let databases: Database[] = [];
-  let failure: { message: string; code?: string } | undefined;
+  let failure: ThreadFailure | undefined;
   try {
     root = lmdb.open(message.options);
     databases = message.databases.map((name) => (root as Database).openDB(name, { keyEncoding: 'binary', encoding: 'binary', cache: false }));
   } catch (error) {
-    failure = describe(error);
+    failure = describeThreadFailure(error);
   }
   port.on('message', (request: FlushPortMessage) => {
     if (request.type === 'close') {
@@ -48,7 +49,7 @@ function open(message: FlushOpenMessage): void {
       try {
         (root as Database).transactionSync(() => apply(request.bytes, databases));
       } catch (thrown) {
-        error = describe(thrown);
+        error = describeThreadFailure(thrown);
         failure = error;
       }
     }
@@ -82,11 +83,6 @@ function apply(bytes: Uint8Array, databases: Database[]): void {
     else database.putSync(key, bytes.subarray(at, at + valueLength));
     at += valueLength;
   }
-}
-
-function describe(error: unknown): { message: string; code?: string } {
-  const code = (error as NodeJS.ErrnoException | undefined)?.code;
-  return { message: (error as Error | undefined)?.message ?? String(error), ...(typeof code === 'string' ? { code } : {}) };
 }
 
 parentPort?.on('message', (message: FlushOpenMessage) => {
