@@ -62,7 +62,6 @@ export class ClusterTask {
   readonly #pending = new Map<number, PendingCheckpoint>();
   readonly #savepoints: TaskSavepoints;
   #inputLayout: InputPartitionLayout[] = [];
-  #inputChannels = 0;
   /** What the task had read and its watermark when the last checkpoint was triggered. */
   #lastTrigger: { recordsIn: number; watermark: number } | undefined;
   readonly #housekeeping = new TaskHousekeeping();
@@ -142,7 +141,6 @@ export class ClusterTask {
     // One channel per upstream task of each exchange it reads, so its valve takes their minimum watermark.
     const { inputChannels, inputIndexOf, partitions } = taskInputs({ graph, plan, taskCounts, stage, task, restored: this.#restored });
     this.#inputLayout = inputLayout(partitions, inputChannels.length);
-    this.#inputChannels = inputChannels.length;
     this.#streamTask = new StreamTask({
       jobName: graph.jobName,
       config,
@@ -262,7 +260,7 @@ export class ClusterTask {
     if (this.#stopped || this.ended || this.#savepoints.halted || this.#pending.size > 0 || this.#savepoints.aligning) return;
     // A source task takes its part of a savepoint asked for at its next checkpoint, idle or not; so
     // does a task whose every input channel ended (no barrier will come: FLIP-147) while it still runs.
-    const noBarrierComes = this.#input === undefined || this.#input.endedChannels().length === this.#inputChannels;
+    const noBarrierComes = this.#input === undefined || this.#input.endedChannels().length === this.#streamTask.env.inputChannels.length;
     const savepoint = noBarrierComes ? this.#savepoints.requested() : undefined;
     // An idle task commits nothing (Issue 35): no record came in since the last checkpoint was
     // triggered, none went out, its watermark and its exchange frames' did not move, so its latest
